@@ -3,10 +3,27 @@
 //! This crate does no I/O. The caller reads the files and passes their text
 //! as [`Source`]s; environment variables are looked up through a closure so
 //! that tests can supply their own.
+//!
+//! Modules: [`lexer`] (words, quotes, escapes, variables), `cond`
+//! (`.if` blocks), [`units`] (times and sizes), `keywords` (the catalog of
+//! HAProxy 2.6 keywords and what Fairlead does with each), `sections`
+//! (section driver, `global`, proxies), `bind` and `server`.
 #![forbid(unsafe_code)]
 
+mod bind;
+mod cond;
+mod diag;
+mod keywords;
+pub mod lexer;
 pub mod model;
+mod sections;
+mod server;
+pub mod units;
+
+pub use cond::COMPAT_VERSION;
+pub use keywords::{keyword_support, KeywordInfo, Support};
 pub use model::*;
+pub use units::{parse_size, parse_time};
 
 /// One configuration file's text.
 #[derive(Debug, Clone)]
@@ -31,6 +48,13 @@ pub fn parse(
     sources: &[Source],
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Parsed, Vec<Diagnostic>> {
-    let _ = (sources, env);
-    todo!("config parser")
+    let mut parser = sections::Parser::new(env);
+    for src in sources {
+        parser.source(src);
+    }
+    let files: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
+    parser.finish(&files)
 }
+
+#[cfg(test)]
+mod tests;

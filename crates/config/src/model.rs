@@ -209,12 +209,20 @@ impl IpNet {
         match (self.addr, ip) {
             (V4(n), V4(a)) => {
                 let bits = u32::from(self.prefix.min(32));
-                let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+                let mask = if bits == 0 {
+                    0
+                } else {
+                    u32::MAX << (32 - bits)
+                };
                 u32::from(n) & mask == u32::from(a) & mask
             }
             (V6(n), V6(a)) => {
                 let bits = u32::from(self.prefix.min(128));
-                let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+                let mask = if bits == 0 {
+                    0
+                } else {
+                    u128::MAX << (128 - bits)
+                };
                 u128::from(n) & mask == u128::from(a) & mask
             }
             _ => false,

@@ -6,6 +6,19 @@
 //! never copied, only measured, so the proxy forwards them unmodified.
 #![forbid(unsafe_code)]
 
+mod chunked;
+mod errors;
+mod framing;
+mod request;
+mod response;
+mod rewrite;
+
+pub use chunked::{MAX_CHUNK_LINE, MAX_TRAILERS};
+pub use errors::error_response;
+pub use request::{has_header, method_is_idempotent, parse_request};
+pub use response::parse_response;
+pub use rewrite::{write_request_head, write_response_head};
+
 /// Maximum number of headers in one message. Past it: 431 (request) or
 /// 502 (response).
 pub const MAX_HEADERS: usize = 128;
@@ -83,32 +96,6 @@ pub struct ResponseHead {
     pub keep_alive: bool,
 }
 
-/// Parses a request head from the start of `buf`.
-///
-/// Returns `Ok(None)` when more bytes are needed. Rejects ambiguous framing
-/// (Transfer-Encoding with Content-Length, several differing or duplicate
-/// Content-Length, Transfer-Encoding other than a final `chunked`,
-/// non-numeric lengths), bare CR, invalid tokens, HTTP/2 preface or versions
-/// other than 1.0/1.1, each with a 400 (or 501 for an unknown
-/// transfer-coding). `max_head` is the size limit (tune.bufsize minus the
-/// rewrite reserve): a head not complete within it gives 414 when the
-/// request line alone is too long, 431 otherwise.
-pub fn parse_request(buf: &[u8], max_head: usize) -> Result<Option<RequestHead>, HttpError> {
-    let _ = (buf, max_head);
-    todo!()
-}
-
-/// Parses a response head. `req_is_head` tells whether the request was
-/// HEAD, which decides framing. Errors carry status 502.
-pub fn parse_response(
-    buf: &[u8],
-    req_is_head: bool,
-    max_head: usize,
-) -> Result<Option<ResponseHead>, HttpError> {
-    let _ = (buf, req_is_head, max_head);
-    todo!()
-}
-
 /// What the proxy wants in the `Connection` header it emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnHeader {
@@ -130,31 +117,6 @@ pub struct RequestRewrite<'a> {
     pub forwarded_for: Option<(&'a str, std::net::IpAddr)>,
 }
 
-/// Writes the request head to send to the server into `out`: the request
-/// line with the version forced to HTTP/1.1, every header line copied byte
-/// for byte except hop-by-hop ones (Connection, Keep-Alive,
-/// Proxy-Connection, TE, Upgrade unless `conn` is `Upgrade`, and every
-/// header named in Connection), then the proxy's own headers, then CRLF.
-/// Transfer-Encoding and Content-Length are kept: the body is forwarded
-/// unchanged.
-pub fn write_request_head(
-    buf: &[u8],
-    head: &RequestHead,
-    rw: &RequestRewrite<'_>,
-    out: &mut Vec<u8>,
-) {
-    let _ = (buf, head, rw, out);
-    todo!()
-}
-
-/// Writes the response head to send to the client into `out`, with the
-/// same hop-by-hop handling as [`write_request_head`]. The status line is
-/// copied as is, except that the version is forced to HTTP/1.1.
-pub fn write_response_head(buf: &[u8], head: &ResponseHead, conn: ConnHeader, out: &mut Vec<u8>) {
-    let _ = (buf, head, conn, out);
-    todo!()
-}
-
 /// Progress reported by [`ChunkedState::feed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChunkProgress {
@@ -169,33 +131,15 @@ pub enum ChunkProgress {
 /// forwards the very bytes it fed, up to the end the state reports.
 #[derive(Debug, Clone, Default)]
 pub struct ChunkedState {
-    _private: (),
-}
-
-impl ChunkedState {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Feeds the next bytes of the body. Rejects invalid chunk sizes
-    /// (non-hex, overflow, empty), a missing CRLF after chunk data, bare LF
-    /// in framing lines, and oversized chunk-size/extension lines, with
-    /// status 400.
-    pub fn feed(&mut self, data: &[u8]) -> Result<ChunkProgress, HttpError> {
-        let _ = data;
-        todo!()
-    }
-}
-
-/// The complete HAProxy-style error response for `status` (400, 403, 408,
-/// 413, 414, 421, 425, 429, 431, 500, 501, 502, 503, 504; others map to 500).
-/// Each carries `content-length`, `cache-control: no-cache`,
-/// `content-type: text/html` and `connection: close`, and HAProxy's HTML
-/// body, e.g. `<html><body><h1>503 Service Unavailable</h1>\nNo server is
-/// available to handle this request.\n</body></html>\n`.
-pub fn error_response(status: u16) -> &'static [u8] {
-    let _ = status;
-    todo!()
+    st: chunked::St,
+    /// Chunk size being parsed, then data bytes left in the chunk.
+    size: u64,
+    digits: u32,
+    line_len: u32,
+    trailer_len: u32,
+    /// Body bytes consumed so far, all feeds together.
+    pos: u64,
+    err: Option<HttpError>,
 }
 
 /// `HTTP/1.1 100 Continue\r\n\r\n`.

@@ -1,1 +1,50 @@
-//! placeholder
+//! HTTP mode (`mode http`): the HTTP/1.1 proxy session.
+//!
+//! One client connection is served by [`serve_http`] as a loop of named
+//! phases, in the manner of Pingora's request phases:
+//!
+//! 1. **wait**: wait for the next request without holding a buffer
+//!    (`timeout http-request` for the first, `timeout http-keep-alive` for
+//!    the next ones; a soft stop closes idle connections here);
+//! 2. **read_head**: parse the head in place (`fairlead-http`), bounded by
+//!    `tune.bufsize` and `timeout http-request` (408);
+//! 3. **connect**: balance, then reuse an idle server connection from this
+//!    thread's pool or connect (`http-reuse safe`: a client's first request
+//!    always gets a fresh or its own connection);
+//! 4. **forward**: send the rewritten head, stream the request body while
+//!    reading the response head (`Expect: 100-continue` and other 1xx are
+//!    relayed);
+//! 5. **respond**: send the response head and stream its body, or switch to
+//!    a tunnel on `101 Switching Protocols`;
+//! 6. **done**: keep or close each side, park the server connection.
+//!
+//! Bodies are never buffered whole: they move through one pooled buffer at
+//! a time, and the framing bytes are forwarded unmodified.
+#![forbid(unsafe_code)]
+
+mod body;
+mod session;
+
+pub use session::serve_http;
+
+use fairlead_config::{ForwardFor, HttpConnMode, HttpReuse, Timeouts};
+
+/// What an HTTP session needs from its frontend, resolved once at start-up.
+#[derive(Debug, Clone)]
+pub struct HttpFront {
+    pub name: String,
+    /// The frontend's timeouts (client side: client, http-request,
+    /// http-keep-alive, client-fin).
+    pub timeouts: Timeouts,
+    pub conn_mode: HttpConnMode,
+    pub forwardfor: Option<ForwardFor>,
+    /// Largest request or response head, from `tune.bufsize`.
+    pub max_head: usize,
+}
+
+/// The effective per-request settings once the backend is known.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Effective {
+    pub conn_mode: HttpConnMode,
+    pub reuse: HttpReuse,
+}

@@ -1,1 +1,79 @@
-//! placeholder
+//! Sockets for the workers: SO_REUSEPORT listeners (one per worker and
+//! address), outgoing connections, readiness-based I/O helpers, and the
+//! per-thread buffer pool that keeps idle connections buffer-free.
+//!
+//! HAProxy's memory model applies: a connection that waits for data holds no
+//! buffer. Code waits for readiness first, then takes a buffer from the
+//! thread's pool ([`pool`]), reads, forwards, and gives the buffer back as soon
+//! as it is drained ([`IoBuf::release_if_empty`]).
+#![forbid(unsafe_code)]
+
+pub mod buf;
+pub mod io;
+pub mod pool;
+
+pub use buf::IoBuf;
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use std::net::SocketAddr;
+
+/// Listen backlog. Default is 1024, HAProxy's default for `backlog` when
+/// maxconn is larger.
+pub const DEFAULT_BACKLOG: i32 = 1024;
+
+/// Opens a non-blocking listening socket with SO_REUSEADDR and SO_REUSEPORT,
+/// so that every worker can own one for the same address and the kernel
+/// spreads new connections among them.
+pub fn bind_reuseport(
+    addr: SocketAddr,
+    v6only: Option<bool>,
+    backlog: i32,
+) -> std::io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    if addr.is_ipv6() {
+        if let Some(v6) = v6only {
+            socket.set_only_v6(v6)?;
+        }
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(backlog)?;
+    Ok(socket.into())
+}
+
+/// True for errors that mean the process (or system) ran out of file
+/// descriptors: the listener must pause instead of spinning.
+pub fn is_fd_exhaustion(err: &std::io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+        || matches!(err.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::ENOMEM))
+}
+
+/// Connects to `addr` with TCP_NODELAY. `timeout` of `None` waits as long as
+/// the kernel does.
+pub async fn connect(
+    addr: SocketAddr,
+    timeout: Option<std::time::Duration>,
+) -> std::io::Result<tokio::net::TcpStream> {
+    let fut = tokio::net::TcpStream::connect(addr);
+    let stream = match timeout {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))??,
+        None => fut.await?,
+    };
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// Shuts down the write side of a stream (sends FIN) while reads continue.
+pub fn shutdown_write(stream: &tokio::net::TcpStream) {
+    let _ = SockRef::from(stream).shutdown(std::net::Shutdown::Write);
+}
+
+/// Sets SO_LINGER to zero so that dropping the stream sends a RST instead of
+/// a FIN (used when aborting).
+pub fn set_abortive_close(stream: &tokio::net::TcpStream) {
+    let _ = SockRef::from(stream).set_linger(Some(std::time::Duration::ZERO));
+}

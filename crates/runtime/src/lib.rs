@@ -1,1 +1,431 @@
-//! placeholder
+//! The process: builds the runtime state from a [`Config`], binds the
+//! listeners, starts one worker thread per `nbthread` (each with its own
+//! tokio `current_thread` event loop and its own SO_REUSEPORT listening
+//! sockets), and handles signals:
+//!
+//! - SIGTERM / SIGINT: immediate stop;
+//! - SIGUSR1: soft stop. Listeners close at once, idle keep-alive
+//!   connections close, requests in flight finish (their responses carry
+//!   `Connection: close`), then the process exits; after `hard-stop-after`
+//!   (or, when unset, the longest configured timeout) it exits regardless.
+//!
+//! Limits: the global `maxconn` and each frontend's `maxconn` are atomics
+//! shared by all workers; a worker that reaches a limit stops accepting
+//! (it waits for a connection to end, it never spins). When accept() fails
+//! for lack of file descriptors the listener pauses and retries.
+#![deny(unsafe_code)]
+
+pub mod os;
+mod worker;
+
+use fairlead_backend::Backend;
+use fairlead_config::{Config, Mode};
+use fairlead_l7::HttpFront;
+use std::io::{Error, ErrorKind, Result};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+
+/// Bytes of `tune.bufsize` kept free for header rewriting, like HAProxy's
+/// `tune.maxrewrite`. Default is 1024.
+pub const MAXREWRITE: usize = 1024;
+
+/// Options from the command line that affect the run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `-D` or `daemon`.
+    pub daemon: bool,
+    /// `-p` or `pidfile`.
+    pub pidfile: Option<String>,
+    /// `-q`: no notices on stderr.
+    pub quiet: bool,
+    /// `-sf PID...` (SIGUSR1, soft stop) or `-st PID...` (SIGTERM): old
+    /// processes to stop once this one listens. Their ports are shared
+    /// through SO_REUSEPORT during the overlap.
+    pub old_pids: Vec<i32>,
+    /// True for `-st` (hard stop of the old processes).
+    pub old_terminate: bool,
+}
+
+/// A connection limit shared by all workers.
+pub struct Limit {
+    pub cur: AtomicU32,
+    pub max: u32,
+}
+
+impl Limit {
+    fn new(max: u32) -> Limit {
+        Limit {
+            cur: AtomicU32::new(0),
+            max,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.cur.load(Ordering::Relaxed) >= self.max
+    }
+}
+
+/// One frontend at run time.
+pub struct FrontendRt {
+    pub name: String,
+    pub mode: Mode,
+    pub addrs: Vec<(SocketAddr, Option<bool>)>,
+    pub backend: Arc<Backend>,
+    pub http: HttpFront,
+    pub limit: Limit,
+    pub client_timeout: Option<Duration>,
+    pub client_fin: Option<Duration>,
+}
+
+/// State shared by every worker.
+pub struct Shared {
+    pub frontends: Vec<Arc<FrontendRt>>,
+    pub backends: Vec<Arc<Backend>>,
+    pub global: Limit,
+    /// Woken whenever a connection ends, for listeners paused on a limit.
+    pub freed: Notify,
+    pub stopping: AtomicBool,
+    pub quiet: bool,
+    pub bufsize: usize,
+    pub maxaccept: usize,
+}
+
+impl Shared {
+    pub(crate) fn notice(&self, msg: &str) {
+        if !self.quiet {
+            eprintln!("[NOTICE]   {msg}");
+        }
+    }
+}
+
+fn resolve(addr: &fairlead_config::ServerAddr) -> Result<SocketAddr> {
+    match addr {
+        fairlead_config::ServerAddr::Ip(a) => Ok(*a),
+        fairlead_config::ServerAddr::Name(host, port) => (host.as_str(), *port)
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| Error::new(ErrorKind::NotFound, format!("cannot resolve '{host}'"))),
+    }
+}
+
+/// Builds the shared run-time state (resolves server names, computes
+/// limits). Does not bind anything.
+pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
+    let mut next_id = 0;
+    let mut backends = Vec::new();
+    for b in &cfg.backends {
+        backends.push(Arc::new(Backend::new(b, &resolve, &mut next_id)?));
+    }
+    let bufsize = cfg.global.bufsize.max(2048);
+    let mut frontends = Vec::new();
+    for f in cfg.frontends.iter().filter(|f| !f.disabled) {
+        let backend = match &f.default_backend {
+            Some(name) => backends
+                .iter()
+                .find(|b| &b.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::NotFound,
+                        format!(
+                            "{}: frontend '{}': unknown backend '{name}'",
+                            f.location, f.name
+                        ),
+                    )
+                })?,
+            // No backend: every request gets 503, TCP streams are closed.
+            None => Arc::new(Backend::new(
+                &fairlead_config::Backend {
+                    name: format!("{}-nobackend", f.name),
+                    options: f.options.clone(),
+                    ..Default::default()
+                },
+                &resolve,
+                &mut next_id,
+            )?),
+        };
+        let addrs = f
+            .binds
+            .iter()
+            .flat_map(|b| b.addrs.iter().map(move |a| (*a, b.v6only)))
+            .collect();
+        let t = f.options.timeouts;
+        frontends.push(Arc::new(FrontendRt {
+            name: f.name.clone(),
+            mode: f.options.mode,
+            addrs,
+            http: HttpFront {
+                name: f.name.clone(),
+                timeouts: t,
+                conn_mode: f.options.http_conn_mode,
+                forwardfor: f.options.forwardfor.clone(),
+                max_head: bufsize - MAXREWRITE,
+            },
+            limit: Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn)),
+            client_timeout: t.client,
+            client_fin: t.client_fin,
+            backend,
+        }));
+    }
+    Ok(Shared {
+        frontends,
+        backends,
+        global: Limit::new(maxconn),
+        freed: Notify::new(),
+        stopping: AtomicBool::new(false),
+        quiet,
+        bufsize,
+        maxaccept: match cfg.global.maxaccept {
+            n if n <= 0 => usize::MAX,
+            n => n as usize,
+        },
+    })
+}
+
+/// The longest timeout in the configuration, used to bound a soft stop
+/// when `hard-stop-after` is not set.
+fn longest_timeout(cfg: &Config) -> Option<Duration> {
+    let all = cfg
+        .frontends
+        .iter()
+        .map(|f| f.options.timeouts)
+        .chain(cfg.backends.iter().map(|b| b.options.timeouts));
+    all.flat_map(|t| {
+        [
+            t.connect,
+            t.client,
+            t.server,
+            t.http_request,
+            t.http_keep_alive,
+            t.tunnel,
+            t.client_fin,
+            t.server_fin,
+            t.queue,
+        ]
+    })
+    .flatten()
+    .max()
+}
+
+/// Binds one listening socket per worker for every frontend address.
+/// Returns `listeners[worker][frontend] = [(socket, addr)]`.
+type Listeners = Vec<Vec<Vec<std::net::TcpListener>>>;
+
+fn bind_all(shared: &Shared, workers: usize, check_free: bool) -> Result<Listeners> {
+    let mut out: Listeners = (0..workers).map(|_| Vec::new()).collect();
+    for fe in &shared.frontends {
+        for w in out.iter_mut() {
+            w.push(Vec::new());
+        }
+        for &(addr, v6only) in &fe.addrs {
+            if check_free {
+                check_port_free(addr).map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        format!(
+                            "frontend '{}': cannot bind {addr}: {e} (another process listens there)",
+                            fe.name
+                        ),
+                    )
+                })?;
+            }
+            for w in out.iter_mut() {
+                let l = fairlead_net::bind_reuseport(addr, v6only, fairlead_net::DEFAULT_BACKLOG)
+                    .map_err(|e| {
+                    Error::new(
+                        e.kind(),
+                        format!("frontend '{}': cannot bind {addr}: {e}", fe.name),
+                    )
+                })?;
+                w.last_mut().expect("pushed above").push(l);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// SO_REUSEPORT lets two processes share a port silently: refuse to start
+/// when something already listens there, by binding once without it.
+fn check_port_free(addr: SocketAddr) -> Result<()> {
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())
+}
+
+/// Number of workers: `nbthread`, else one per CPU.
+pub fn worker_count(cfg: &Config) -> usize {
+    cfg.global
+        .nbthread
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+/// The global maxconn in force, and the fd limit it needs: explicit
+/// `maxconn` (raising RLIMIT_NOFILE to fit), else derived from the limit.
+pub fn setup_limits(cfg: &Config) -> u32 {
+    if let Some(n) = cfg.global.ulimit_n {
+        os::raise_nofile(n);
+    }
+    match cfg.global.maxconn {
+        Some(m) => {
+            let need = u64::from(m) * 2 + 128;
+            let got = os::raise_nofile(need);
+            if got < need {
+                eprintln!(
+                    "[WARNING]  maxconn {m} needs {need} file descriptors but the limit is {got}; \
+                     connections beyond it will wait (raise 'ulimit-n' or the hard limit)"
+                );
+            }
+            m
+        }
+        None => {
+            let (cur, _) = os::nofile_limit();
+            (cur.saturating_sub(128) / 2).clamp(1, u64::from(u32::MAX)) as u32
+        }
+    }
+}
+
+/// Runs the proxy until it is stopped. Returns when a soft stop completed;
+/// SIGTERM exits the process directly.
+pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
+    let maxconn = setup_limits(&cfg);
+    let shared = Arc::new(build(&cfg, opts.quiet, maxconn)?);
+    let workers = worker_count(&cfg);
+    let listeners = bind_all(&shared, workers, opts.old_pids.is_empty())?;
+    if opts.daemon || cfg.global.daemon {
+        os::daemonize()?;
+    }
+    if let Some(p) = opts.pidfile.as_ref().or(cfg.global.pidfile.as_ref()) {
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .map_err(|e| Error::new(e.kind(), format!("cannot write pidfile '{p}': {e}")))?;
+    }
+    let uid = cfg.global.uid.or_else(|| {
+        cfg.global
+            .user
+            .as_deref()
+            .and_then(os::lookup_user)
+            .map(|u| u.0)
+    });
+    let gid = cfg
+        .global
+        .gid
+        .or_else(|| cfg.global.group.as_deref().and_then(os::lookup_group));
+    if uid.is_some() || gid.is_some() {
+        os::drop_privileges(uid, gid)?;
+    }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut handles = Vec::new();
+    for (i, l) in listeners.into_iter().enumerate() {
+        let shared = shared.clone();
+        let stop = stop_rx.clone();
+        let cpus = cpus_for_thread(&cfg, i + 1);
+        let h = std::thread::Builder::new()
+            .name(format!("fairlead-w{}", i + 1))
+            .spawn(move || {
+                if let Some(c) = cpus {
+                    if let Err(e) = os::pin_thread(&c) {
+                        eprintln!("[WARNING]  thread {}: cpu-map failed: {e}", i + 1);
+                    }
+                }
+                worker::run(shared, l, stop)
+            })?;
+        handles.push(h);
+    }
+    shared.notice(&format!(
+        "fairlead {} started: {} worker(s), {} frontend(s), {} backend(s), maxconn {}",
+        env!("CARGO_PKG_VERSION"),
+        workers,
+        shared.frontends.len(),
+        shared.backends.len(),
+        maxconn
+    ));
+    if !opts.old_pids.is_empty() {
+        let sig = if opts.old_terminate {
+            libc::SIGTERM
+        } else {
+            libc::SIGUSR1
+        };
+        os::signal_pids(&opts.old_pids, sig);
+    }
+    let grace = cfg.global.hard_stop_after.or_else(|| longest_timeout(&cfg));
+    wait_for_signals(&shared, stop_tx, grace);
+    for h in handles {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+/// The CPUs of thread `n` (1-based) according to `cpu-map`.
+fn cpus_for_thread(cfg: &Config, n: usize) -> Option<Vec<usize>> {
+    cfg.global.cpu_map.iter().rev().find_map(|m| {
+        let pos = m.threads.iter().position(|&t| t == n)?;
+        if m.auto {
+            m.cpus.get(pos).map(|&c| vec![c])
+        } else {
+            Some(m.cpus.clone())
+        }
+    })
+}
+
+/// Blocks the main thread on signals. Returns after a soft stop finished.
+fn wait_for_signals(shared: &Arc<Shared>, stop_tx: watch::Sender<bool>, grace: Option<Duration>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("signal runtime");
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        let mut usr1 = signal(SignalKind::user_defined1()).expect("SIGUSR1 handler");
+        tokio::select! {
+            _ = term.recv() => std::process::exit(0),
+            _ = int.recv() => std::process::exit(0),
+            _ = usr1.recv() => {}
+        }
+        shared.notice("SIGUSR1 received: soft stop, closing listeners and draining connections");
+        shared.stopping.store(true, Ordering::SeqCst);
+        let _ = stop_tx.send(true);
+        shared.freed.notify_waiters();
+        let drained = async {
+            while shared.global.cur.load(Ordering::SeqCst) > 0 {
+                let notified = shared.freed.notified();
+                if shared.global.cur.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
+            }
+        };
+        let done = match grace {
+            Some(g) => tokio::time::timeout(g, drained).await.is_ok(),
+            None => {
+                drained.await;
+                true
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => std::process::exit(0),
+            _ = int.recv() => std::process::exit(0),
+            _ = std::future::ready(()) => {}
+        }
+        if !done {
+            eprintln!(
+                "[WARNING]  hard stop: {} connection(s) still open after the grace period",
+                shared.global.cur.load(Ordering::SeqCst)
+            );
+            std::process::exit(0);
+        }
+        shared.notice("soft stop complete");
+        std::process::exit(0);
+    });
+}

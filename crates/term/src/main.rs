@@ -1,1 +1,93 @@
-fn main() {}
+//! `fairlead-term [-t THREADS] [-n NAME] ADDR [ADDR...]`: serve until
+//! SIGINT/SIGTERM. See the library docs for the query-string protocol.
+
+use std::net::SocketAddr;
+use std::process::exit;
+
+const USAGE: &str = "\
+Usage: fairlead-term [-t THREADS] [-n NAME] ADDR [ADDR...]
+
+HTTP/1.1 test origin; the request's query string drives the response:
+  s=SIZE     body size, k/m/g suffixes (1024-based). Default is the name
+             followed by a newline, or an empty body when no name is set
+  t=MS       wait MS ms before responding (with times=: max random wait
+             between parts). Default is 0
+  r=STATUS   status code 200..599. Default is 200
+  k=1        chunked transfer encoding. Default is content-length
+  C=1        close the connection after the response. Default is keep-alive
+  R=1        random (incompressible) body. Default is a text pattern
+  times=N    stream N chunks of s bytes (default 16) spaced by random waits
+             of 0..t ms. Default is a single plain response
+
+Options:
+  -t THREADS  worker threads, each with its own SO_REUSEPORT listeners.
+              Default is 1
+  -n NAME     origin name: sent as x-served-by and used as default body.
+              Default is empty
+  -h, --help  this help
+
+ADDR is IP:PORT, e.g. 127.0.0.1:8000 or [::1]:8000; port 0 picks one.
+Plain TCP only (no TLS, no h2c yet).
+";
+
+fn main() {
+    let mut opts = fairlead_term::TermOptions::default();
+    let mut addrs: Vec<SocketAddr> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return;
+            }
+            "-t" => {
+                opts.threads = match args.next().and_then(|v| v.parse().ok()) {
+                    Some(n) if n > 0 => n,
+                    _ => die("-t needs a positive number"),
+                }
+            }
+            "-n" => opts.name = args.next().unwrap_or_else(|| die("-n needs a name")),
+            _ if a.starts_with('-') => die(&format!("unknown option {a}")),
+            _ => match a.parse() {
+                Ok(x) => addrs.push(x),
+                Err(_) => die(&format!("bad address {a} (expected IP:PORT)")),
+            },
+        }
+    }
+    if addrs.is_empty() {
+        die("no address given");
+    }
+    let mut h = match fairlead_term::start(&addrs, opts) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("fairlead-term: {e}");
+            exit(1);
+        }
+    };
+    for a in h.local_addrs() {
+        println!("listening on {a}");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| die(&format!("runtime: {e}")));
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).unwrap_or_else(|e| die(&e.to_string()));
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    });
+    eprintln!(
+        "fairlead-term: stopping after {} connections, {} requests",
+        h.connections(),
+        h.requests()
+    );
+    h.stop();
+}
+
+fn die(msg: &str) -> ! {
+    eprintln!("fairlead-term: {msg}\n\n{USAGE}");
+    exit(2);
+}

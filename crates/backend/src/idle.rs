@@ -1,0 +1,49 @@
+//! Per-thread pool of idle server connections (HAProxy's idle/safe
+//! connection lists). Connections are keyed by server id and never cross
+//! threads, so taking and returning one costs no lock.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use tokio::net::TcpStream;
+
+/// Idle connections kept per server and thread at most. Default is 256.
+pub const MAX_IDLE_PER_SERVER: usize = 256;
+
+thread_local! {
+    static IDLE: RefCell<HashMap<usize, Vec<TcpStream>>> = RefCell::new(HashMap::new());
+}
+
+/// Takes a live idle connection to server `id`, discarding dead ones.
+pub fn take(id: usize) -> Option<TcpStream> {
+    IDLE.with(|m| {
+        let mut m = m.borrow_mut();
+        let list = m.get_mut(&id)?;
+        while let Some(s) = list.pop() {
+            if fairlead_net::io::idle_conn_alive(&s) {
+                return Some(s);
+            }
+        }
+        None
+    })
+}
+
+/// Returns a connection to the idle pool of server `id`.
+pub fn put(id: usize, stream: TcpStream) {
+    IDLE.with(|m| {
+        let mut m = m.borrow_mut();
+        let list = m.entry(id).or_default();
+        if list.len() < MAX_IDLE_PER_SERVER {
+            list.push(stream);
+        }
+    })
+}
+
+/// Number of idle connections this thread holds for server `id`.
+pub fn count(id: usize) -> usize {
+    IDLE.with(|m| m.borrow().get(&id).map_or(0, Vec::len))
+}
+
+/// Drops every idle connection of this thread (used at soft stop).
+pub fn clear() {
+    IDLE.with(|m| m.borrow_mut().clear());
+}

@@ -1,0 +1,362 @@
+//! `bind` lines: address lists, port ranges, address family prefixes and
+//! bind options.
+//!
+//! Accepted address forms: `1.2.3.4:80`, `*:80`, `:80` (both IPv4 any),
+//! `[::]:80`, `:::80` (the last colon separates the port), `ipv4@...`,
+//! `ipv6@...` (an empty or `*` host then means `::`), several addresses
+//! separated by commas, and port ranges `8000-8010`. Host names, UNIX
+//! sockets and other address families are reported as not implemented yet.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use crate::diag::Diags;
+use crate::keywords::Support;
+use crate::model::{Bind, Location};
+
+/// How a bind option is handled.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opt {
+    Impl,
+    Tls,
+    NotYet,
+}
+
+/// (name, takes an argument, handling)
+const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
+    ("v4v6", false, Opt::Impl),
+    ("v6only", false, Opt::Impl),
+    ("ssl", false, Opt::Tls),
+    ("crt", true, Opt::Tls),
+    ("crt-list", true, Opt::Tls),
+    ("alpn", true, Opt::Tls),
+    ("npn", true, Opt::Tls),
+    ("ca-file", true, Opt::Tls),
+    ("ca-ignore-err", true, Opt::Tls),
+    ("ca-sign-file", true, Opt::Tls),
+    ("ca-sign-pass", true, Opt::Tls),
+    ("ca-verify-file", true, Opt::Tls),
+    ("ciphers", true, Opt::Tls),
+    ("ciphersuites", true, Opt::Tls),
+    ("crl-file", true, Opt::Tls),
+    ("crt-ignore-err", true, Opt::Tls),
+    ("curves", true, Opt::Tls),
+    ("ecdhe", true, Opt::Tls),
+    ("sigalgs", true, Opt::Tls),
+    ("client-sigalgs", true, Opt::Tls),
+    ("force-sslv3", false, Opt::Tls),
+    ("force-tlsv10", false, Opt::Tls),
+    ("force-tlsv11", false, Opt::Tls),
+    ("force-tlsv12", false, Opt::Tls),
+    ("force-tlsv13", false, Opt::Tls),
+    ("generate-certificates", false, Opt::Tls),
+    ("no-ca-names", false, Opt::Tls),
+    ("no-sslv3", false, Opt::Tls),
+    ("no-tls-tickets", false, Opt::Tls),
+    ("no-tlsv10", false, Opt::Tls),
+    ("no-tlsv11", false, Opt::Tls),
+    ("no-tlsv12", false, Opt::Tls),
+    ("no-tlsv13", false, Opt::Tls),
+    ("prefer-client-ciphers", false, Opt::Tls),
+    ("ssl-max-ver", true, Opt::Tls),
+    ("ssl-min-ver", true, Opt::Tls),
+    ("strict-sni", false, Opt::Tls),
+    ("tls-ticket-keys", true, Opt::Tls),
+    ("verify", true, Opt::Tls),
+    ("allow-0rtt", false, Opt::Tls),
+    ("accept-netscaler-cip", true, Opt::NotYet),
+    ("accept-proxy", false, Opt::NotYet),
+    ("backlog", true, Opt::NotYet),
+    ("defer-accept", false, Opt::NotYet),
+    ("expose-fd", true, Opt::NotYet),
+    ("gid", true, Opt::NotYet),
+    ("group", true, Opt::NotYet),
+    ("id", true, Opt::NotYet),
+    ("interface", true, Opt::NotYet),
+    ("level", true, Opt::NotYet),
+    ("severity-output", true, Opt::NotYet),
+    ("maxconn", true, Opt::NotYet),
+    ("mode", true, Opt::NotYet),
+    ("mss", true, Opt::NotYet),
+    ("name", true, Opt::NotYet),
+    ("namespace", true, Opt::NotYet),
+    ("nice", true, Opt::NotYet),
+    ("process", true, Opt::NotYet),
+    ("proto", true, Opt::NotYet),
+    ("quic-cc-algo", true, Opt::NotYet),
+    ("quic-force-retry", false, Opt::NotYet),
+    ("shards", true, Opt::NotYet),
+    ("tcp-ut", true, Opt::NotYet),
+    ("tfo", false, Opt::NotYet),
+    ("thread", true, Opt::NotYet),
+    ("transparent", false, Opt::NotYet),
+    ("uid", true, Opt::NotYet),
+    ("user", true, Opt::NotYet),
+];
+
+/// The bind options for [`crate::keyword_support`].
+pub(crate) fn bind_option_support() -> Vec<(&'static str, Support, &'static str)> {
+    BIND_OPTIONS
+        .iter()
+        .map(|(name, _, opt)| match opt {
+            Opt::Impl => (*name, Support::Implemented, ""),
+            Opt::Tls => (*name, Support::NotYet, "TLS is not implemented yet"),
+            Opt::NotYet => (*name, Support::NotYet, ""),
+        })
+        .collect()
+}
+
+/// Splits `host:port` at the last colon, honouring `[v6]:port`. Returns
+/// `(host, Some(port))` or `(host, None)` when there is no port part.
+pub(crate) fn split_host_port(s: &str) -> Result<(&str, Option<&str>), String> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let Some(end) = rest.find(']') else {
+            return Err(format!("missing ']' in address '{s}'"));
+        };
+        let host = &rest[..end];
+        let after = &rest[end + 1..];
+        if after.is_empty() {
+            return Ok((host, None));
+        }
+        let Some(port) = after.strip_prefix(':') else {
+            return Err(format!("unexpected '{after}' after ']' in address '{s}'"));
+        };
+        return Ok((host, Some(port)));
+    }
+    match s.rfind(':') {
+        Some(i) => Ok((&s[..i], Some(&s[i + 1..]))),
+        None => Ok((s, None)),
+    }
+}
+
+/// Parses a port number 1..=65535.
+pub(crate) fn parse_port(s: &str, addr: &str) -> Result<u16, String> {
+    match s.parse::<u16>() {
+        Ok(p) if p > 0 && s.bytes().all(|b| b.is_ascii_digit()) => Ok(p),
+        _ => Err(format!("invalid port '{s}' in address '{addr}'")),
+    }
+}
+
+/// Address family forced by a prefix.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    Any,
+    V4,
+    V6,
+}
+
+/// Strips an `ipv4@` / `ipv6@` prefix; other prefixes are not implemented.
+pub(crate) fn strip_family(s: &str) -> Result<(Family, &str), String> {
+    if let Some(rest) = s.strip_prefix("ipv4@") {
+        return Ok((Family::V4, rest));
+    }
+    if let Some(rest) = s.strip_prefix("ipv6@") {
+        return Ok((Family::V6, rest));
+    }
+    if let Some(at) = s.find('@') {
+        let prefix = &s[..=at];
+        if prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'@' || b == b'+')
+        {
+            return Err(format!(
+                "address family '{prefix}' in '{s}' is not implemented yet in Fairlead (only ipv4@ and ipv6@ are)"
+            ));
+        }
+    }
+    if s.starts_with('/') {
+        return Err(format!(
+            "UNIX socket addresses ('{s}') are not implemented yet in Fairlead"
+        ));
+    }
+    Ok((Family::Any, s))
+}
+
+/// Parses a literal IP host for the given family; `""`/`*` mean "any".
+pub(crate) fn parse_ip(host: &str, fam: Family, addr: &str) -> Result<IpAddr, String> {
+    if host.is_empty() || host == "*" {
+        return Ok(match fam {
+            Family::V6 => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+            _ => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        });
+    }
+    let ip: IpAddr = host
+        .parse()
+        .map_err(|_| format!("host names in 'bind' ('{host}' in '{addr}') are not implemented yet in Fairlead; use an IP address"))?;
+    match (fam, ip) {
+        (Family::V4, IpAddr::V6(_)) => Err(format!("'{addr}' is not an IPv4 address")),
+        (Family::V6, IpAddr::V4(v4)) => Ok(IpAddr::V6(v4.to_ipv6_mapped())),
+        _ => Ok(ip),
+    }
+}
+
+/// Expands one comma-separated address list.
+fn parse_addr_list(list: &str) -> Result<Vec<SocketAddr>, Vec<String>> {
+    let mut out = Vec::new();
+    let mut errs = Vec::new();
+    for item in list.split(',') {
+        if item.is_empty() {
+            errs.push(format!("empty address in '{list}'"));
+            continue;
+        }
+        match parse_one(item) {
+            Ok(mut v) => out.append(&mut v),
+            Err(e) => errs.push(e),
+        }
+    }
+    if errs.is_empty() {
+        Ok(out)
+    } else {
+        Err(errs)
+    }
+}
+
+fn parse_one(item: &str) -> Result<Vec<SocketAddr>, String> {
+    let (fam, rest) = strip_family(item)?;
+    let (host, port) = split_host_port(rest)?;
+    let Some(port) = port else {
+        return Err(format!("missing port number in '{item}'"));
+    };
+    let ip = parse_ip(host, fam, item)?;
+    let (lo, hi) = match port.split_once('-') {
+        Some((a, b)) => {
+            let (lo, hi) = (parse_port(a, item)?, parse_port(b, item)?);
+            if lo > hi {
+                return Err(format!(
+                    "invalid port range '{port}' in '{item}' (start is above end)"
+                ));
+            }
+            (lo, hi)
+        }
+        None => {
+            let p = parse_port(port, item)?;
+            (p, p)
+        }
+    };
+    Ok((lo..=hi).map(|p| SocketAddr::new(ip, p)).collect())
+}
+
+/// Parses `bind <addr>[,<addr>...] [options]` (words include `bind`).
+pub(crate) fn parse_bind(words: &[String], loc: &Location, diags: &mut Diags) -> Option<Bind> {
+    let Some(list) = words.get(1) else {
+        diags.alert(
+            loc,
+            "'bind' expects {<path>|[addr1]:port1[-end1]}{,[addr]:port[-end]}... as arguments.",
+        );
+        return None;
+    };
+    let mut ok = true;
+    let addrs = match parse_addr_list(list) {
+        Ok(a) => a,
+        Err(errs) => {
+            for e in errs {
+                diags.alert(loc, format!("'bind {list}': {e}"));
+            }
+            ok = false;
+            Vec::new()
+        }
+    };
+    let mut v6only = None;
+    let mut tls = Vec::new();
+    let mut i = 2;
+    while i < words.len() {
+        let name = words[i].as_str();
+        let Some(&(_, takes_arg, kind)) = BIND_OPTIONS.iter().find(|(n, _, _)| *n == name) else {
+            let hint = crate::keywords::suggest(name, BIND_OPTIONS.iter().map(|(n, _, _)| *n))
+                .map(|s| format!("; did you mean '{s}'?"))
+                .unwrap_or_default();
+            diags.alert(
+                loc,
+                format!("'bind {list}': unknown keyword '{name}'{hint}"),
+            );
+            ok = false;
+            i += 1;
+            continue;
+        };
+        if takes_arg && i + 1 >= words.len() {
+            diags.alert(loc, format!("'bind {list}': '{name}' expects an argument"));
+            ok = false;
+            break;
+        }
+        match kind {
+            Opt::Impl => v6only = Some(name == "v6only"),
+            Opt::Tls => tls.push(name),
+            Opt::NotYet => {
+                diags.alert(
+                    loc,
+                    format!("'bind {list}': option '{name}' is not implemented yet in Fairlead"),
+                );
+                ok = false;
+            }
+        }
+        i += if takes_arg { 2 } else { 1 };
+    }
+    if !tls.is_empty() {
+        let names: Vec<String> = tls.iter().map(|n| format!("'{n}'")).collect();
+        diags.alert(
+            loc,
+            format!(
+                "'bind {list}': TLS is not implemented yet in Fairlead ({})",
+                names.join(", ")
+            ),
+        );
+        ok = false;
+    }
+    ok.then(|| Bind {
+        addrs,
+        v6only,
+        location: loc.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addrs(s: &str) -> Vec<String> {
+        parse_addr_list(s)
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    }
+
+    fn err(s: &str) -> String {
+        parse_addr_list(s).unwrap_err().join("|")
+    }
+
+    #[test]
+    fn address_forms() {
+        assert_eq!(addrs("1.2.3.4:80"), ["1.2.3.4:80"]);
+        assert_eq!(addrs("*:80"), ["0.0.0.0:80"]);
+        assert_eq!(addrs(":80"), ["0.0.0.0:80"]);
+        assert_eq!(addrs("[::]:80"), ["[::]:80"]);
+        assert_eq!(addrs(":::80"), ["[::]:80"]);
+        assert_eq!(addrs("[::1]:8443"), ["[::1]:8443"]);
+        assert_eq!(addrs("::1:80"), ["[::1]:80"]);
+        assert_eq!(addrs("ipv4@:80"), ["0.0.0.0:80"]);
+        assert_eq!(addrs("ipv6@:80"), ["[::]:80"]);
+        assert_eq!(addrs("ipv6@*:80"), ["[::]:80"]);
+        assert_eq!(addrs("ipv6@::1:80"), ["[::1]:80"]);
+        assert_eq!(addrs(":80,:443"), ["0.0.0.0:80", "0.0.0.0:443"]);
+        assert_eq!(
+            addrs("10.0.0.1:8000-8002"),
+            ["10.0.0.1:8000", "10.0.0.1:8001", "10.0.0.1:8002"]
+        );
+        assert_eq!(addrs("[::]:80,1.2.3.4:81-82").len(), 3);
+    }
+
+    #[test]
+    fn address_errors() {
+        assert!(err("1.2.3.4").contains("missing port"));
+        assert!(err(":0").contains("invalid port '0'"));
+        assert!(err(":65536").contains("invalid port"));
+        assert!(err(":8010-8000").contains("start is above end"));
+        assert!(err(":http").contains("invalid port 'http'"));
+        assert!(err("example.com:80").contains("host names"));
+        assert!(err("ipv4@[::]:80").contains("not an IPv4"));
+        assert!(err("unix@/tmp/s").contains("not implemented yet"));
+        assert!(err("/var/run/x.sock").contains("UNIX socket"));
+        assert!(err(":80,").contains("empty address"));
+        assert!(err("[::1:80").contains("missing ']'"));
+    }
+}

@@ -1,0 +1,630 @@
+//! The keyword catalog: every keyword HAProxy 2.6 knows in the `global`
+//! section and in proxy sections, with the sections it is valid in and what
+//! Fairlead does with it. A keyword that is not in this catalog is reported
+//! as unknown, with a suggestion when it is close to a known one.
+
+/// What Fairlead does with a keyword (public view for documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Parsed into the model and honoured by the runtime.
+    Implemented,
+    /// Accepted with a warning: it does not change how traffic is handled
+    /// (or the feature it configures is not implemented and harmlessly off).
+    Warning,
+    /// Rejected: "not implemented yet in Fairlead".
+    NotYet,
+}
+
+/// One line of [`keyword_support`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeywordInfo {
+    /// `global`, `defaults`, `frontend`, `listen`, `backend`, `bind` (bind
+    /// options) or `server` (server options).
+    pub section: &'static str,
+    pub keyword: &'static str,
+    pub status: Support,
+    /// For warnings, the warning text; otherwise a short remark.
+    pub note: &'static str,
+}
+
+/// Internal status; `Removed` keywords give a specific error (`note`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Implemented,
+    Warning,
+    NotYet,
+    Removed,
+}
+
+pub(crate) const G: u8 = 1;
+pub(crate) const D: u8 = 2;
+pub(crate) const F: u8 = 4;
+pub(crate) const L: u8 = 8;
+pub(crate) const B: u8 = 16;
+const P: u8 = D | F | L | B;
+const DFL: u8 = D | F | L;
+const DLB: u8 = D | L | B;
+const FL: u8 = F | L;
+const LB: u8 = L | B;
+const FLB: u8 = F | L | B;
+
+/// A catalog entry. Names ending in `*` match any keyword with that prefix.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kw {
+    pub name: &'static str,
+    pub secs: u8,
+    pub status: Status,
+    pub note: &'static str,
+}
+
+use Status::{Implemented as I, NotYet as N, Removed as R, Warning as W};
+
+pub(crate) const LOG: &str = "logging is not implemented yet; this line is ignored";
+pub(crate) const CHK: &str =
+    "health checks are not implemented yet; servers are considered up and this line is ignored";
+const TLS: &str = "TLS is not implemented yet; this setting has no effect";
+const PERF: &str = "a low-level tuning that Fairlead does not apply; ignored";
+const UNUSED: &str = "applies to a feature Fairlead does not implement yet; ignored";
+const KA: &str = "TCP keep-alive settings are not applied yet; ignored";
+
+macro_rules! kw {
+    ($name:expr, $secs:expr, $st:expr) => {
+        Kw {
+            name: $name,
+            secs: $secs,
+            status: $st,
+            note: "",
+        }
+    };
+    ($name:expr, $secs:expr, $st:expr, $note:expr) => {
+        Kw {
+            name: $name,
+            secs: $secs,
+            status: $st,
+            note: $note,
+        }
+    };
+}
+
+/// Every known keyword. Two-word names (`option httplog`, `timeout
+/// connect`, `stats socket`) are matched before one-word names.
+pub(crate) static CATALOG: &[Kw] = &[
+    // ---- global: implemented ----
+    kw!("maxconn", G | DFL, I),
+    kw!("nbthread", G, I),
+    kw!("cpu-map", G, I),
+    kw!("daemon", G, I),
+    kw!("pidfile", G, I),
+    kw!("user", G, I),
+    kw!("group", G, I),
+    kw!("uid", G, I),
+    kw!("gid", G, I),
+    kw!("ulimit-n", G, I),
+    kw!("tune.bufsize", G, I),
+    kw!("tune.maxaccept", G, I),
+    kw!("hard-stop-after", G, I),
+    kw!("setenv", G, I, "takes effect on the lines that follow"),
+    kw!("presetenv", G, I, "takes effect on the lines that follow"),
+    kw!("unsetenv", G, I, "takes effect on the lines that follow"),
+    kw!("resetenv", G, I, "takes effect on the lines that follow"),
+    kw!("log", G, W, "log targets are stored; logging is not implemented yet"),
+    // ---- global: warnings ----
+    kw!("chroot", G, W, "chroot is not applied yet"),
+    kw!("stats socket", G, W, "the runtime API is not implemented yet; 'stats socket' is ignored"),
+    kw!("stats timeout", G, W, "the runtime API is not implemented yet; 'stats timeout' is ignored"),
+    kw!("stats maxconn", G, W, "the runtime API is not implemented yet; 'stats maxconn' is ignored"),
+    kw!("stats bind-process", G, W, "the runtime API is not implemented yet; 'stats bind-process' is ignored"),
+    kw!("master-worker", G, W, "master-worker mode is not implemented yet; Fairlead runs as a single process"),
+    kw!("log-send-hostname", G, W, LOG),
+    kw!("log-tag", G | P, W, LOG),
+    kw!("description", G | FLB, I, "accepted; only informative"),
+    kw!("node", G, W, "only shown by the statistics page, which is not implemented yet; ignored"),
+    kw!("ca-base", G, W, TLS),
+    kw!("crt-base", G, W, TLS),
+    kw!("key-base", G, W, TLS),
+    kw!("ssl-default-bind-ciphers", G, W, TLS),
+    kw!("ssl-default-bind-ciphersuites", G, W, TLS),
+    kw!("ssl-default-bind-curves", G, W, TLS),
+    kw!("ssl-default-bind-options", G, W, TLS),
+    kw!("ssl-default-bind-sigalgs", G, W, TLS),
+    kw!("ssl-default-bind-client-sigalgs", G, W, TLS),
+    kw!("ssl-default-server-ciphers", G, W, TLS),
+    kw!("ssl-default-server-ciphersuites", G, W, TLS),
+    kw!("ssl-default-server-curves", G, W, TLS),
+    kw!("ssl-default-server-options", G, W, TLS),
+    kw!("ssl-default-server-sigalgs", G, W, TLS),
+    kw!("ssl-default-server-client-sigalgs", G, W, TLS),
+    kw!("ssl-dh-param-file", G, W, TLS),
+    kw!("ssl-server-verify", G, W, TLS),
+    kw!("ssl-engine", G, W, TLS),
+    kw!("ssl-mode-async", G, W, TLS),
+    kw!("ssl-load-extra-files", G, W, TLS),
+    kw!("ssl-load-extra-del-ext", G, W, TLS),
+    kw!("ssl-skip-self-issued-ca", G, W, TLS),
+    kw!("ssl-propquery", G, W, TLS),
+    kw!("ssl-provider", G, W, TLS),
+    kw!("ssl-provider-path", G, W, TLS),
+    kw!("ssl-security-level", G, W, TLS),
+    kw!("issuers-chain-path", G, W, TLS),
+    kw!("tune.ssl.*", G, W, TLS),
+    kw!("spread-checks", G, W, CHK),
+    kw!("max-spread-checks", G, W, CHK),
+    kw!("noepoll", G, W, PERF),
+    kw!("nokqueue", G, W, PERF),
+    kw!("noevports", G, W, PERF),
+    kw!("nopoll", G, W, PERF),
+    kw!("nosplice", G, W, PERF),
+    kw!("noreuseport", G, W, PERF),
+    kw!("nogetaddrinfo", G, W, PERF),
+    kw!("busy-polling", G, W, PERF),
+    kw!("no-memory-trimming", G, W, PERF),
+    kw!("numa-cpu-mapping", G, W, PERF),
+    kw!("profiling.tasks", G, W, PERF),
+    kw!("profiling.memory", G, W, PERF),
+    kw!("tune.maxpollevents", G, W, PERF),
+    kw!("tune.runqueue-depth", G, W, PERF),
+    kw!("tune.sched.low-latency", G, W, PERF),
+    kw!("tune.idle-pool.shared", G, W, PERF),
+    kw!("tune.fd.edge-triggered", G, W, PERF),
+    kw!("tune.rcvbuf.client", G, W, PERF),
+    kw!("tune.rcvbuf.server", G, W, PERF),
+    kw!("tune.sndbuf.client", G, W, PERF),
+    kw!("tune.sndbuf.server", G, W, PERF),
+    kw!("tune.pipesize", G, W, PERF),
+    kw!("tune.recv_enough", G, W, PERF),
+    kw!("tune.pool-high-fd-ratio", G, W, PERF),
+    kw!("tune.pool-low-fd-ratio", G, W, PERF),
+    kw!("tune.buffers.limit", G, W, PERF),
+    kw!("tune.buffers.reserve", G, W, PERF),
+    kw!("tune.pattern.cache-size", G, W, PERF),
+    kw!("tune.listener.multi-queue", G, W, PERF),
+    kw!("tune.h2.*", G, W, UNUSED),
+    kw!("tune.lua.*", G, W, UNUSED),
+    kw!("tune.vars.*", G, W, UNUSED),
+    kw!("tune.quic.*", G, W, UNUSED),
+    kw!("tune.comp.maxlevel", G, W, UNUSED),
+    kw!("tune.zlib.memlevel", G, W, UNUSED),
+    kw!("tune.zlib.windowsize", G, W, UNUSED),
+    kw!("tune.http.logurilen", G, W, LOG),
+    kw!("quiet", G, W, "only affects start-up messages; ignored"),
+    kw!("expose-experimental-directives", G, W, "Fairlead has no experimental directives; ignored"),
+    kw!("insecure-fork-wanted", G, W, "Fairlead never forks; ignored"),
+    kw!("insecure-setuid-wanted", G, W, "Fairlead never runs setuid programs; ignored"),
+    kw!("set-dumpable", G, W, "not applied; ignored"),
+    kw!("strict-limits", G, W, "not enforced yet; ignored"),
+    kw!("localpeer", G, W, "peers are not implemented yet; ignored"),
+    // ---- global: not implemented ----
+    kw!("lua-load", G, N),
+    kw!("lua-load-per-thread", G, N),
+    kw!("lua-prepend-path", G, N),
+    kw!("maxconnrate", G, N),
+    kw!("maxsessrate", G, N),
+    kw!("maxsslrate", G, N),
+    kw!("maxcomprate", G, N),
+    kw!("maxcompcpuusage", G, N),
+    kw!("maxpipes", G, N),
+    kw!("maxsslconn", G, N),
+    kw!("maxzlibmem", G, N),
+    kw!("grace", G, N),
+    kw!("unix-bind", G, N),
+    kw!("external-check", G, N),
+    kw!("default-path", G, N),
+    kw!("server-state-file", G, N),
+    kw!("server-state-base", G, N),
+    kw!("tune.http.maxhdr", G, N),
+    kw!("tune.http.cookielen", G, N),
+    kw!("tune.maxrewrite", G, N),
+    kw!("tune.idletimer", G, N),
+    kw!("tune.fail-alloc", G, N),
+    kw!("zero-warning", G, N),
+    kw!("thread-groups", G, N),
+    kw!("thread-group", G, N),
+    kw!("51degrees-*", G, N),
+    kw!("deviceatlas-*", G, N),
+    kw!("wurfl-*", G, N),
+    kw!("httpclient.*", G, N),
+    kw!("cluster-secret", G, N),
+    kw!("pp2-never-send-local", G, N),
+    kw!("set-var", G, N),
+    kw!("set-var-fmt", G, N),
+    kw!("mworker-max-reloads", G, N),
+    kw!("h1-case-adjust", G, N),
+    kw!("h1-case-adjust-file", G, N),
+    kw!("h2-workaround-bogus-websocket-clients", G, N),
+    kw!("fd-hard-limit", G, N),
+    kw!("anonkey", G, N),
+    kw!("trace", G, N),
+    kw!("nbproc", G, R, "nbproc is not supported any more since HAProxy 2.5. Threads will automatically be used on multi-processor machines if available."),
+    kw!("bind-process", G | P, W, "'bind-process' has no effect since HAProxy 2.5 (processes were removed); ignored"),
+    // ---- proxies: implemented ----
+    kw!("mode", P, I),
+    kw!("bind", FL, I),
+    kw!("server", LB, I),
+    kw!("default-server", DLB, I),
+    kw!("default_backend", DFL, I),
+    kw!("balance", DLB, I, "only roundrobin"),
+    kw!("retries", DLB, I),
+    kw!("timeout connect", DLB, I),
+    kw!("timeout client", DFL, I),
+    kw!("timeout server", DLB, I),
+    kw!("timeout http-request", P, I),
+    kw!("timeout http-keep-alive", P, I),
+    kw!("timeout tunnel", DLB, I),
+    kw!("timeout client-fin", DFL, I),
+    kw!("timeout server-fin", DLB, I),
+    kw!("timeout queue", DLB, I),
+    kw!("option http-keep-alive", P, I),
+    kw!("option httpclose", P, I),
+    kw!("option http-server-close", P, I),
+    kw!("option forwardfor", P, I),
+    kw!("option redispatch", DLB, I),
+    kw!("http-reuse", DLB, I),
+    kw!("disabled", P, I),
+    kw!("enabled", P, I),
+    // ---- proxies: warnings ----
+    kw!("log", P, W, LOG),
+    kw!("log-format", DFL, W, LOG),
+    kw!("log-format-sd", DFL, W, LOG),
+    kw!("error-log-format", DFL, W, LOG),
+    kw!("option httplog", DFL, W, LOG),
+    kw!("option httpslog", DFL, W, LOG),
+    kw!("option tcplog", DFL, W, LOG),
+    kw!("option dontlognull", DFL, W, LOG),
+    kw!("option dontlog-normal", DFL, W, LOG),
+    kw!("option log-separate-errors", DFL, W, LOG),
+    kw!("option logasap", DFL, W, LOG),
+    kw!("option log-health-checks", DLB, W, LOG),
+    kw!("option http-ignore-probes", DFL, W, LOG),
+    kw!("option contstats", DFL, W, "statistics are not implemented yet; ignored"),
+    kw!("option socket-stats", DFL, W, "statistics are not implemented yet; ignored"),
+    kw!("option httpchk", DLB, W, CHK),
+    kw!("option tcp-check", DLB, W, CHK),
+    kw!("option ssl-hello-chk", DLB, W, CHK),
+    kw!("option smtpchk", DLB, W, CHK),
+    kw!("option ldap-check", DLB, W, CHK),
+    kw!("option mysql-check", DLB, W, CHK),
+    kw!("option pgsql-check", DLB, W, CHK),
+    kw!("option redis-check", DLB, W, CHK),
+    kw!("option spop-check", DLB, W, CHK),
+    kw!("option external-check", DLB, W, CHK),
+    kw!("http-check", DLB, W, CHK),
+    kw!("tcp-check", DLB, W, CHK),
+    kw!("external-check", DLB, W, CHK),
+    kw!("timeout check", DLB, W, CHK),
+    kw!("timeout tarpit", P, W, "tarpit is not implemented yet; ignored"),
+    kw!("option tcpka", P, W, KA),
+    kw!("option clitcpka", DFL, W, KA),
+    kw!("option srvtcpka", DLB, W, KA),
+    kw!("clitcpka-cnt", DFL, W, KA),
+    kw!("clitcpka-idle", DFL, W, KA),
+    kw!("clitcpka-intvl", DFL, W, KA),
+    kw!("srvtcpka-cnt", DLB, W, KA),
+    kw!("srvtcpka-idle", DLB, W, KA),
+    kw!("srvtcpka-intvl", DLB, W, KA),
+    kw!("option splice-auto", P, W, PERF),
+    kw!("option splice-request", P, W, PERF),
+    kw!("option splice-response", P, W, PERF),
+    kw!("option tcp-smart-accept", DFL, W, PERF),
+    kw!("option tcp-smart-connect", DLB, W, PERF),
+    kw!("option http-no-delay", P, W, PERF),
+    kw!("backlog", DFL, W, "the listen backlog is left to the system default; ignored"),
+    kw!("option prefer-last-server", DLB, W, "only a hint; Fairlead balances with round robin; ignored"),
+    kw!("fullconn", DLB, W, "only used with the server 'minconn' setting; ignored"),
+    kw!("hash-type", DLB, W, "only used by hash-based balancing, which is not implemented yet; ignored"),
+    kw!("hash-balance-factor", DLB, W, "only used by hash-based balancing, which is not implemented yet; ignored"),
+    kw!("id", FLB, W, "numeric proxy ids are only used by statistics; ignored"),
+    // ---- proxies: not implemented ----
+    kw!("acl", P, N),
+    kw!("use_backend", FL, N),
+    kw!("use-server", LB, N),
+    kw!("use-fcgi-app", LB, N),
+    kw!("http-request", P, N),
+    kw!("http-response", P, N),
+    kw!("http-after-response", P, N),
+    kw!("http-error", P, N),
+    kw!("http-send-name-header", DLB, N),
+    kw!("tcp-request", P, N),
+    kw!("tcp-response", DLB, N),
+    kw!("stick-table", FLB, N),
+    kw!("stick", LB, N),
+    kw!("stats", P, N),
+    kw!("cookie", DLB, N),
+    kw!("dynamic-cookie-key", DLB, N),
+    kw!("capture", FL, N),
+    kw!("declare", FL, N),
+    kw!("compression", P, N),
+    kw!("errorfile", P, N),
+    kw!("errorfiles", P, N),
+    kw!("errorloc", P, N),
+    kw!("errorloc302", P, N),
+    kw!("errorloc303", P, N),
+    kw!("monitor-uri", DFL, N),
+    kw!("monitor", FL, N),
+    kw!("redirect", FLB, N),
+    kw!("filter", FLB, N),
+    kw!("force-persist", LB, N),
+    kw!("ignore-persist", LB, N),
+    kw!("persist", DLB, N),
+    kw!("dispatch", LB, N),
+    kw!("source", DLB, N),
+    kw!("rate-limit", DFL, N),
+    kw!("retry-on", DLB, N),
+    kw!("email-alert", P, N),
+    kw!("server-template", LB, N),
+    kw!("server-state-file-name", DLB, N),
+    kw!("load-server-state-from-file", DLB, N),
+    kw!("unique-id-format", DFL, N),
+    kw!("unique-id-header", DFL, N),
+    kw!("max-keep-alive-queue", DLB, N),
+    kw!("max-session-srv-conns", DFL, N),
+    kw!("guid", FLB, N),
+    kw!("option abortonclose", DLB, N),
+    kw!("option accept-invalid-http-request", DFL, N),
+    kw!("option accept-invalid-http-response", DLB, N),
+    kw!("option allbackups", DLB, N),
+    kw!("option checkcache", DLB, N),
+    kw!("option disable-h2-upgrade", DFL, N),
+    kw!("option h1-case-adjust-bogus-client", DFL, N),
+    kw!("option h1-case-adjust-bogus-server", DLB, N),
+    kw!("option http-buffer-request", P, N),
+    kw!("option http-pretend-keepalive", DLB, N),
+    kw!("option http-restrict-req-hdr-names", P, N),
+    kw!("option http-use-proxy-header", DFL, N),
+    kw!("option idle-close-on-response", DFL, N),
+    kw!("option independent-streams", P, N),
+    kw!("option nolinger", P, N),
+    kw!("option originalto", P, N),
+    kw!("option persist", DLB, N),
+    kw!("option transparent", DLB, N),
+    kw!("transparent", DLB, N),
+    // ---- removed keywords ----
+    kw!("option forceclose", P, R, "option 'forceclose' is not supported any more since HAProxy 2.0; use 'option httpclose' instead."),
+    kw!("option http-tunnel", P, R, "option 'http-tunnel' is not supported any more since HAProxy 2.1; the tunnel mode is the default once a request is upgraded."),
+    kw!("option http-use-htx", P, W, "deprecated and ignored since HAProxy 2.1; HTX is the only mode"),
+    kw!("option independant-streams", P, R, "option 'independant-streams' is not supported any more; use 'option independent-streams'."),
+    kw!("contimeout", DLB, R, "the 'contimeout' directive is not supported any more since HAProxy 2.1; use 'timeout connect' instead."),
+    kw!("clitimeout", DFL, R, "the 'clitimeout' directive is not supported any more since HAProxy 2.1; use 'timeout client' instead."),
+    kw!("srvtimeout", DLB, R, "the 'srvtimeout' directive is not supported any more since HAProxy 2.1; use 'timeout server' instead."),
+    kw!("redispatch", DLB, R, "the 'redispatch' directive is not supported any more since HAProxy 2.1; use 'option redispatch' instead."),
+    kw!("monitor-net", DFL, R, "the 'monitor-net' directive is not supported any more since HAProxy 2.4; use 'http-request return status 200 if { src ... }' instead."),
+    kw!("appsession", P, R, "the 'appsession' directive is not supported any more since HAProxy 1.6; use stick tables instead."),
+    kw!("block", P, R, "the 'block' directive is not supported any more since HAProxy 2.1; use 'http-request deny' instead."),
+    kw!("reqadd", P, R, "the 'reqadd' directive is not supported any more since HAProxy 2.1; use 'http-request add-header' instead."),
+    kw!("reqrep", P, R, "the 'reqrep' directive is not supported any more since HAProxy 2.1; use 'http-request replace-path', 'http-request replace-uri' or 'http-request replace-header' instead."),
+    kw!("reqirep", P, R, "the 'reqirep' directive is not supported any more since HAProxy 2.1; use 'http-request replace-path', 'http-request replace-uri' or 'http-request replace-header' instead."),
+    kw!("reqdel", P, R, "the 'reqdel' directive is not supported any more since HAProxy 2.1; use 'http-request del-header' instead."),
+    kw!("reqidel", P, R, "the 'reqidel' directive is not supported any more since HAProxy 2.1; use 'http-request del-header' instead."),
+    kw!("reqdeny", P, R, "the 'reqdeny' directive is not supported any more since HAProxy 2.1; use 'http-request deny' instead."),
+    kw!("reqideny", P, R, "the 'reqideny' directive is not supported any more since HAProxy 2.1; use 'http-request deny' instead."),
+    kw!("reqallow", P, R, "the 'reqallow' directive is not supported any more since HAProxy 2.1; use 'http-request allow' instead."),
+    kw!("reqiallow", P, R, "the 'reqiallow' directive is not supported any more since HAProxy 2.1; use 'http-request allow' instead."),
+    kw!("reqpass", P, R, "the 'reqpass' directive is not supported any more since HAProxy 2.1; use 'http-request' rules instead."),
+    kw!("reqipass", P, R, "the 'reqipass' directive is not supported any more since HAProxy 2.1; use 'http-request' rules instead."),
+    kw!("reqtarpit", P, R, "the 'reqtarpit' directive is not supported any more since HAProxy 2.1; use 'http-request tarpit' instead."),
+    kw!("reqitarpit", P, R, "the 'reqitarpit' directive is not supported any more since HAProxy 2.1; use 'http-request tarpit' instead."),
+    kw!("reqsetbe", P, R, "the 'reqsetbe' directive is not supported any more since HAProxy 2.1; use 'use_backend' instead."),
+    kw!("reqisetbe", P, R, "the 'reqisetbe' directive is not supported any more since HAProxy 2.1; use 'use_backend' instead."),
+    kw!("rspadd", P, R, "the 'rspadd' directive is not supported any more since HAProxy 2.1; use 'http-response add-header' instead."),
+    kw!("rsprep", P, R, "the 'rsprep' directive is not supported any more since HAProxy 2.1; use 'http-response replace-header' instead."),
+    kw!("rspirep", P, R, "the 'rspirep' directive is not supported any more since HAProxy 2.1; use 'http-response replace-header' instead."),
+    kw!("rspdel", P, R, "the 'rspdel' directive is not supported any more since HAProxy 2.1; use 'http-response del-header' instead."),
+    kw!("rspidel", P, R, "the 'rspidel' directive is not supported any more since HAProxy 2.1; use 'http-response del-header' instead."),
+    kw!("rspdeny", P, R, "the 'rspdeny' directive is not supported any more since HAProxy 2.1; use 'http-response deny' instead."),
+    kw!("rspideny", P, R, "the 'rspideny' directive is not supported any more since HAProxy 2.1; use 'http-response deny' instead."),
+];
+
+fn name_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix) && name.len() > prefix.len(),
+        None => pattern == name,
+    }
+}
+
+/// Keywords whose second word is part of their name.
+pub(crate) fn is_two_word(first: &str) -> bool {
+    matches!(first, "option" | "timeout" | "stats")
+}
+
+/// Finds the catalog entry for a line's words, preferring two-word names.
+/// `global` selects between the global and the proxy entries.
+pub(crate) fn lookup(words: &[String], global: bool) -> Option<&'static Kw> {
+    let want = |k: &&Kw| {
+        if global {
+            k.secs & G != 0
+        } else {
+            k.secs & !G != 0
+        }
+    };
+    if words.len() >= 2 && is_two_word(&words[0]) {
+        let two = format!("{} {}", words[0], words[1]);
+        if let Some(k) = CATALOG
+            .iter()
+            .filter(want)
+            .find(|k| name_matches(k.name, &two))
+        {
+            return Some(k);
+        }
+        if words[0] == "option" || words[0] == "timeout" || (global && words[0] == "stats") {
+            return None;
+        }
+    }
+    CATALOG
+        .iter()
+        .filter(want)
+        .find(|k| !k.name.contains(' ') && name_matches(k.name, &words[0]))
+}
+
+/// Edit distance between two short strings.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest known name among `candidates`, if close enough.
+pub(crate) fn suggest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let (best, d) = candidates
+        .filter(|c| !c.ends_with('*'))
+        .map(|c| (c, distance(word, c)))
+        .min_by_key(|(_, d)| *d)?;
+    let limit = (word.len() / 4).max(2);
+    (d > 0 && d <= limit && d < word.len()).then_some(best)
+}
+
+/// Suggestion for an unknown keyword in a section (`secs` is the section
+/// flag), only among keywords valid there.
+pub(crate) fn suggest_keyword(words: &[String], secs: u8) -> Option<String> {
+    if words.len() >= 2 && (words[0] == "option" || words[0] == "timeout") {
+        let prefix = format!("{} ", words[0]);
+        return suggest(
+            &words[1],
+            CATALOG
+                .iter()
+                .filter(|k| k.secs & secs != 0)
+                .filter_map(|k| k.name.strip_prefix(prefix.as_str())),
+        )
+        .map(|s| format!("{prefix}{s}"));
+    }
+    suggest(
+        &words[0],
+        CATALOG
+            .iter()
+            .filter(|k| k.secs & secs != 0)
+            .map(|k| k.name.split(' ').next().unwrap_or(k.name)),
+    )
+    .map(str::to_string)
+}
+
+/// Lists what Fairlead does with every keyword it implements or accepts
+/// with a warning, and the ones it knows but rejects as not implemented
+/// yet. Proxy keywords are listed once per section they are valid in.
+pub fn keyword_support() -> Vec<KeywordInfo> {
+    let mut out = Vec::new();
+    let secs = [
+        (G, "global"),
+        (D, "defaults"),
+        (F, "frontend"),
+        (L, "listen"),
+        (B, "backend"),
+    ];
+    for (flag, section) in secs {
+        for k in CATALOG.iter().filter(|k| k.secs & flag != 0) {
+            let status = match k.status {
+                Status::Implemented => Support::Implemented,
+                Status::Warning => Support::Warning,
+                Status::NotYet => Support::NotYet,
+                Status::Removed => continue,
+            };
+            out.push(KeywordInfo {
+                section,
+                keyword: k.name,
+                status,
+                note: k.note,
+            });
+        }
+    }
+    for (keyword, status, note) in crate::bind::bind_option_support() {
+        out.push(KeywordInfo {
+            section: "bind",
+            keyword,
+            status,
+            note,
+        });
+    }
+    for (keyword, status, note) in crate::server::server_option_support() {
+        out.push(KeywordInfo {
+            section: "server",
+            keyword,
+            status,
+            note,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn lookups() {
+        assert_eq!(lookup(&w("maxconn 10"), true).unwrap().name, "maxconn");
+        assert_eq!(
+            lookup(&w("option httplog"), false).unwrap().name,
+            "option httplog"
+        );
+        assert_eq!(
+            lookup(&w("timeout connect 5s"), false).unwrap().name,
+            "timeout connect"
+        );
+        assert_eq!(
+            lookup(&w("stats socket /x"), true).unwrap().status,
+            Status::Warning
+        );
+        assert_eq!(
+            lookup(&w("stats enable"), false).unwrap().status,
+            Status::NotYet
+        );
+        assert_eq!(
+            lookup(&w("tune.ssl.cachesize 1"), true).unwrap().status,
+            Status::Warning
+        );
+        assert!(lookup(&w("option nope"), false).is_none());
+        assert!(lookup(&w("debug"), true).is_none());
+        assert!(lookup(&w("bind :80"), true).is_none());
+        assert!(lookup(&w("tune.ssl."), true).is_none());
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(
+            suggest_keyword(&w("maxconns 1"), G).as_deref(),
+            Some("maxconn")
+        );
+        assert_eq!(
+            suggest_keyword(&w("option httplogg"), F).as_deref(),
+            Some("option httplog")
+        );
+        assert_eq!(suggest_keyword(&w("debug"), G), None);
+        assert_eq!(
+            suggest_keyword(&w("defualt_backend x"), F).as_deref(),
+            Some("default_backend")
+        );
+    }
+
+    #[test]
+    fn support_list() {
+        let all = keyword_support();
+        assert!(all.iter().any(|k| k.section == "global"
+            && k.keyword == "maxconn"
+            && k.status == Support::Implemented));
+        assert!(all
+            .iter()
+            .any(|k| k.section == "frontend" && k.keyword == "bind"));
+        assert!(!all
+            .iter()
+            .any(|k| k.section == "backend" && k.keyword == "bind"));
+        assert!(all
+            .iter()
+            .any(|k| k.section == "bind" && k.keyword == "v6only"));
+        assert!(all
+            .iter()
+            .any(|k| k.section == "server" && k.keyword == "weight"));
+        assert!(!all.iter().any(|k| k.keyword == "reqadd"));
+    }
+}

@@ -1,0 +1,261 @@
+//! The `global` section.
+
+use std::collections::HashSet;
+
+use super::Parser;
+use crate::keywords::{lookup, suggest_keyword, Status, G};
+use crate::model::{CpuMap, Location, LogTarget};
+use crate::units::{parse_time, parse_uint};
+
+/// Largest thread number accepted by `nbthread` and `cpu-map`.
+const MAX_THREADS: usize = 4096;
+/// What `all`, `odd` and `even` cover: HAProxy 2.6's per-group limit.
+const SET_SPAN: usize = 64;
+/// Largest CPU id accepted by `cpu-map`.
+const MAX_CPU: usize = 4095;
+
+pub(crate) fn keyword(p: &mut Parser, words: &[String], loc: &Location) {
+    let kw = words[0].as_str();
+    let Some(k) = lookup(words, true) else {
+        if kw == "stats" {
+            p.diags.alert(
+                loc,
+                format!(
+                    "'stats' only supports 'socket', 'maxconn', 'bind-process' and 'timeout' in the 'global' section (got '{}')",
+                    words.get(1).map(String::as_str).unwrap_or("")
+                ),
+            );
+            return;
+        }
+        let hint = suggest_keyword(words, G)
+            .map(|s| format!("; did you mean '{s}'?"))
+            .unwrap_or_default();
+        p.diags.alert(
+            loc,
+            format!("unknown keyword '{kw}' in 'global' section{hint}"),
+        );
+        return;
+    };
+    match k.status {
+        Status::Removed => return p.diags.alert(loc, k.note),
+        Status::NotYet => {
+            return p
+                .diags
+                .alert(loc, format!("'{kw}' is not implemented yet in Fairlead"))
+        }
+        Status::Warning if kw != "log" => {
+            return p.diags.warn(loc, format!("'{}': {}", k.name, k.note))
+        }
+        _ => {}
+    }
+    if let Err(e) = implemented(p, words, loc) {
+        p.diags.alert(loc, format!("'{kw}': {e}"));
+    }
+}
+
+fn one_arg(words: &[String]) -> Result<&str, String> {
+    match words {
+        [_, a] => Ok(a),
+        [_] => Err("expects one argument".into()),
+        _ => Err(format!("expects one argument (got {})", words.len() - 1)),
+    }
+}
+
+fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), String> {
+    let kw = words[0].as_str();
+    let g = &mut p.global;
+    match kw {
+        "maxconn" => g.maxconn = Some(parse_uint(one_arg(words)?, kw)?),
+        "nbthread" => {
+            let n: usize = parse_uint(one_arg(words)?, kw)?;
+            if n == 0 || n > MAX_THREADS {
+                return Err(format!("must be between 1 and {MAX_THREADS} (got {n})"));
+            }
+            g.nbthread = Some(n);
+        }
+        "cpu-map" => {
+            let m = parse_cpu_map(&words[1..])?;
+            g.cpu_map.push(m);
+        }
+        "daemon" => {
+            if words.len() > 1 {
+                return Err("takes no argument".into());
+            }
+            g.daemon = true;
+        }
+        "pidfile" => g.pidfile = Some(one_arg(words)?.to_string()),
+        "user" => g.user = Some(one_arg(words)?.to_string()),
+        "group" => g.group = Some(one_arg(words)?.to_string()),
+        "uid" => g.uid = Some(parse_uint(one_arg(words)?, kw)?),
+        "gid" => g.gid = Some(parse_uint(one_arg(words)?, kw)?),
+        "ulimit-n" => g.ulimit_n = Some(parse_uint(one_arg(words)?, kw)?),
+        "tune.bufsize" => {
+            let n: usize = parse_uint(one_arg(words)?, kw)?;
+            if !(1024..=1 << 30).contains(&n) {
+                return Err(format!("must be between 1024 and 1073741824 (got {n})"));
+            }
+            g.bufsize = n;
+        }
+        "tune.maxaccept" => {
+            let a = one_arg(words)?;
+            let n: i32 = a
+                .parse()
+                .map_err(|_| format!("expects an integer (got '{a}')"))?;
+            if n < -1 || n == 0 {
+                return Err(format!(
+                    "must be -1 (unlimited) or a positive integer (got {n})"
+                ));
+            }
+            g.maxaccept = n;
+        }
+        "hard-stop-after" => g.hard_stop_after = Some(parse_time(one_arg(words)?)?),
+        "log" => {
+            if words.len() < 2 || words[1] == "global" {
+                return Err(
+                    "expects <address[:port]> <facility> [<level>] in the 'global' section".into(),
+                );
+            }
+            g.logs.push(LogTarget {
+                args: words[1..].to_vec(),
+                location: loc.clone(),
+            });
+            p.diags.warn(
+                loc,
+                "log targets are stored; logging is not implemented yet",
+            );
+        }
+        "setenv" | "presetenv" => {
+            let [_, name, value] = words else {
+                return Err("expects a name and a value".into());
+            };
+            let env = &p.env_over;
+            if kw == "presetenv" && env.get(name, p.env).is_some() {
+                return Ok(());
+            }
+            p.env_over.vars.insert(name.clone(), Some(value.clone()));
+        }
+        "unsetenv" => {
+            if words.len() < 2 {
+                return Err("expects at least one variable name".into());
+            }
+            for n in &words[1..] {
+                p.env_over.vars.insert(n.clone(), None);
+            }
+        }
+        "resetenv" => {
+            let keep: HashSet<String> = words[1..].iter().cloned().collect();
+            p.env_over.vars.retain(|k, _| keep.contains(k));
+            p.env_over.keep = Some(keep);
+        }
+        "description" => {}
+        _ => return Err("is not implemented yet in Fairlead".into()),
+    }
+    Ok(())
+}
+
+/// Parses a set like `1`, `1-4`, `1,3,5-6`, `all`, `odd`, `even`.
+fn parse_set(s: &str, min: usize, max: usize) -> Result<Vec<usize>, String> {
+    let span_end = min + SET_SPAN - 1;
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        match part {
+            "all" => out.extend(min..=span_end),
+            "odd" => out.extend((min..=span_end).filter(|n| n % 2 == 1)),
+            "even" => out.extend((min..=span_end).filter(|n| n % 2 == 0)),
+            _ => {
+                let (a, b) = part.split_once('-').unwrap_or((part, part));
+                let a: usize =
+                    parse_uint(a, "cpu-map").map_err(|_| format!("invalid set '{s}'"))?;
+                let b: usize =
+                    parse_uint(b, "cpu-map").map_err(|_| format!("invalid set '{s}'"))?;
+                if a > b || a < min || b > max {
+                    return Err(format!(
+                        "invalid range '{part}' in '{s}' (allowed: {min} to {max})"
+                    ));
+                }
+                out.extend(a..=b);
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// `cpu-map [auto:]<[1/]thread-set> <cpu-set>...`
+fn parse_cpu_map(args: &[String]) -> Result<CpuMap, String> {
+    if args.len() < 2 {
+        return Err("expects a thread set and a CPU set".into());
+    }
+    let (auto, first) = match args[0].strip_prefix("auto:") {
+        Some(r) => (true, r),
+        None => (false, args[0].as_str()),
+    };
+    let tset = match first.split_once('/') {
+        Some((proc_set, t)) => {
+            if !matches!(proc_set, "1" | "all" | "1-1" | "odd") {
+                return Err(format!(
+                    "process set '{proc_set}' is invalid: only process 1 exists since HAProxy 2.5"
+                ));
+            }
+            t
+        }
+        None => first,
+    };
+    let threads = parse_set(tset, 1, MAX_THREADS)?;
+    let mut cpus = Vec::new();
+    for w in &args[1..] {
+        cpus.extend(parse_set(w, 0, MAX_CPU)?);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    if auto && threads.len() != cpus.len() && threads.len() > 1 && cpus.len() > 1 {
+        return Err(format!(
+            "'auto:' needs as many CPUs as threads ({} threads, {} CPUs)",
+            threads.len(),
+            cpus.len()
+        ));
+    }
+    Ok(CpuMap {
+        threads,
+        cpus,
+        auto,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cm(s: &str) -> Result<CpuMap, String> {
+        let w: Vec<String> = s.split_whitespace().map(String::from).collect();
+        parse_cpu_map(&w)
+    }
+
+    #[test]
+    fn cpu_maps() {
+        assert_eq!(
+            cm("1 0").unwrap(),
+            CpuMap {
+                threads: vec![1],
+                cpus: vec![0],
+                auto: false
+            }
+        );
+        assert_eq!(cm("1/1 3").unwrap().threads, vec![1]);
+        assert_eq!(cm("1/2-4 0-2").unwrap().cpus, vec![0, 1, 2]);
+        let m = cm("auto:1/1-4 0-3").unwrap();
+        assert!(m.auto);
+        assert_eq!(m.threads, vec![1, 2, 3, 4]);
+        assert_eq!(cm("1/all 0 2 4").unwrap().threads.len(), 64);
+        assert_eq!(cm("1/all 0 2 4").unwrap().cpus, vec![0, 2, 4]);
+        assert_eq!(cm("odd 0,1").unwrap().threads[..3], [1, 3, 5]);
+        assert_eq!(cm("even even").unwrap().cpus[..3], [0, 2, 4]);
+        assert!(cm("2/1 0").unwrap_err().contains("only process 1"));
+        assert!(cm("1").is_err());
+        assert!(cm("0 1").unwrap_err().contains("invalid range"));
+        assert!(cm("4-1 1").is_err());
+        assert!(cm("x 1").is_err());
+        assert!(cm("auto:1-4 0-2").unwrap_err().contains("as many CPUs"));
+    }
+}

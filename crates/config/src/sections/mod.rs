@@ -1,0 +1,491 @@
+//! The section-level driver: walks every line of every source, tracks the
+//! current section, resolves `defaults` inheritance, and builds the final
+//! [`Config`] with the cross checks that need the whole file.
+
+pub(crate) mod global;
+pub(crate) mod proxy;
+
+use std::collections::{HashMap, HashSet};
+
+use crate::cond::{CondStack, Outcome};
+use crate::diag::Diags;
+use crate::lexer::split_line;
+use crate::model::*;
+use crate::server::ServerDefaults;
+use crate::{Parsed, Source};
+
+/// Sections that are stored verbatim in [`Config::other_sections`].
+pub(crate) const OTHER_SECTIONS: &[&str] = &[
+    "userlist",
+    "resolvers",
+    "peers",
+    "mailers",
+    "cache",
+    "ring",
+    "http-errors",
+    "program",
+    "fcgi-app",
+    "crt-store",
+    "traces",
+    "log-forward",
+    "dynamic-update",
+    "acme",
+];
+
+/// Which kind of proxy section a [`Draft`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Defaults,
+    Frontend,
+    Backend,
+    Listen,
+}
+
+impl Kind {
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Defaults => "defaults",
+            Kind::Frontend => "frontend",
+            Kind::Backend => "backend",
+            Kind::Listen => "listen",
+        }
+    }
+
+    /// The catalog flag of this section.
+    pub fn flag(self) -> u8 {
+        use crate::keywords::{B, D, F, L};
+        match self {
+            Kind::Defaults => D,
+            Kind::Frontend => F,
+            Kind::Backend => B,
+            Kind::Listen => L,
+        }
+    }
+
+    pub fn is_frontend(self) -> bool {
+        matches!(self, Kind::Frontend | Kind::Listen)
+    }
+
+    pub fn is_backend(self) -> bool {
+        matches!(self, Kind::Backend | Kind::Listen)
+    }
+}
+
+/// A proxy or defaults section being parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct Draft {
+    pub kind: Kind,
+    pub name: String,
+    pub loc: Location,
+    pub opts: ProxyOptions,
+    pub binds: Vec<Bind>,
+    pub servers: Vec<Server>,
+    pub default_backend: Option<(String, Location)>,
+    pub disabled: bool,
+    pub server_defaults: ServerDefaults,
+    /// A `bind` line (or a legacy address on the section line) was seen,
+    /// even if it had errors: avoids a second "no bind" error.
+    pub bind_seen: bool,
+}
+
+impl Draft {
+    fn new(kind: Kind, name: String, loc: Location) -> Draft {
+        Draft {
+            kind,
+            name,
+            loc,
+            opts: ProxyOptions {
+                retries: 3,
+                ..ProxyOptions::default()
+            },
+            binds: Vec::new(),
+            servers: Vec::new(),
+            default_backend: None,
+            disabled: false,
+            server_defaults: ServerDefaults::default(),
+            bind_seen: false,
+        }
+    }
+
+    /// Copies what a section inherits from a defaults section.
+    fn inherit(&mut self, from: &Draft) {
+        self.opts = from.opts.clone();
+        self.default_backend = from.default_backend.clone();
+        self.disabled = from.disabled;
+        self.server_defaults = from.server_defaults.clone();
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Cur {
+    None,
+    Global,
+    Defaults(usize),
+    Proxy(usize),
+    Other(usize),
+}
+
+/// Environment as modified by `setenv`, `presetenv`, `unsetenv` and
+/// `resetenv` in the global section.
+#[derive(Debug, Default)]
+pub(crate) struct EnvOverrides {
+    pub vars: HashMap<String, Option<String>>,
+    /// After `resetenv`: the only variables of the real environment kept.
+    pub keep: Option<HashSet<String>>,
+}
+
+impl EnvOverrides {
+    pub fn get(&self, name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        if let Some(v) = self.vars.get(name) {
+            return v.clone();
+        }
+        if let Some(keep) = &self.keep {
+            if !keep.contains(name) {
+                return None;
+            }
+        }
+        env(name)
+    }
+}
+
+pub(crate) struct Parser<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    pub env_over: EnvOverrides,
+    pub diags: Diags,
+    pub global: Global,
+    others: Vec<OtherSection>,
+    proxies: Vec<Draft>,
+    defaults: Vec<Draft>,
+    cur: Cur,
+    last_defaults: Option<usize>,
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(env: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Parser {
+            env,
+            env_over: EnvOverrides::default(),
+            diags: Diags::default(),
+            global: Global::default(),
+            others: Vec::new(),
+            proxies: Vec::new(),
+            defaults: Vec::new(),
+            cur: Cur::None,
+            last_defaults: None,
+        }
+    }
+
+    /// Parses one source file.
+    pub fn source(&mut self, src: &Source) {
+        let mut cond = CondStack::default();
+        let mut line_no = 0;
+        for raw in src.text.split('\n') {
+            line_no += 1;
+            let loc = Location {
+                file: src.name.clone(),
+                line: line_no,
+            };
+            let words = {
+                let over = &self.env_over;
+                let env = self.env;
+                let lookup = |name: &str| over.get(name, env);
+                split_line(raw, &lookup)
+            };
+            let words = match words {
+                Ok(w) => w,
+                Err(e) => {
+                    if cond.active() {
+                        self.diags.alert(&loc, e);
+                    }
+                    continue;
+                }
+            };
+            if words.is_empty() {
+                continue;
+            }
+            if words[0].starts_with('.') {
+                let over = &self.env_over;
+                let env = self.env;
+                let lookup = |name: &str| over.get(name, env);
+                match cond.directive(&words, &loc, &lookup) {
+                    Outcome::Nothing => {}
+                    Outcome::Warning(m) => self.diags.warn(&loc, m),
+                    Outcome::Alert(m) => self.diags.alert(&loc, m),
+                }
+                continue;
+            }
+            if cond.active() {
+                self.line(words, &loc);
+            }
+        }
+        for open in cond.finish() {
+            self.diags.alert(
+                &open,
+                "'.if' block is not closed at the end of the file (missing '.endif')",
+            );
+        }
+        if !src.text.is_empty() && !src.text.ends_with('\n') {
+            let last = src.text.rsplit('\n').next().unwrap_or("");
+            let loc = Location {
+                file: src.name.clone(),
+                line: line_no,
+            };
+            self.diags.alert(
+                &loc,
+                format!(
+                    "missing LF on last line, file might have been truncated at position {}",
+                    last.len() + 1
+                ),
+            );
+        }
+    }
+
+    fn line(&mut self, words: Vec<String>, loc: &Location) {
+        let kw = words[0].as_str();
+        if matches!(
+            kw,
+            "global" | "defaults" | "frontend" | "backend" | "listen"
+        ) || OTHER_SECTIONS.contains(&kw)
+        {
+            self.start_section(words, loc);
+            return;
+        }
+        match self.cur {
+            Cur::None => self
+                .diags
+                .alert(loc, format!("unknown keyword '{kw}' out of section")),
+            Cur::Global => global::keyword(self, &words, loc),
+            Cur::Defaults(i) => proxy::keyword(&mut self.defaults[i], &mut self.diags, &words, loc),
+            Cur::Proxy(i) => proxy::keyword(&mut self.proxies[i], &mut self.diags, &words, loc),
+            Cur::Other(i) => self.others[i].lines.push((loc.clone(), words)),
+        }
+    }
+
+    fn start_section(&mut self, words: Vec<String>, loc: &Location) {
+        let kw = words[0].as_str();
+        match kw {
+            "global" => {
+                if words.len() > 1 {
+                    self.diags.alert(loc, "'global' takes no argument");
+                }
+                self.cur = Cur::Global;
+            }
+            "defaults" | "frontend" | "backend" | "listen" => self.start_proxy(&words, loc),
+            _ => {
+                let name = words.get(1).cloned().unwrap_or_default();
+                self.diags.warn(
+                    loc,
+                    format!(
+                        "'{kw}' section{} is stored but not used yet",
+                        if name.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" '{name}'")
+                        }
+                    ),
+                );
+                self.others.push(OtherSection {
+                    kind: kw.to_string(),
+                    name,
+                    location: loc.clone(),
+                    lines: Vec::new(),
+                });
+                self.cur = Cur::Other(self.others.len() - 1);
+            }
+        }
+    }
+
+    fn start_proxy(&mut self, words: &[String], loc: &Location) {
+        let kind = match words[0].as_str() {
+            "defaults" => Kind::Defaults,
+            "frontend" => Kind::Frontend,
+            "backend" => Kind::Backend,
+            _ => Kind::Listen,
+        };
+        let sec = kind.word();
+        // Parse `<name> [from <defaults>]`.
+        let mut name = String::new();
+        let mut from: Option<String> = None;
+        let mut legacy_addr = false;
+        let mut rest = &words[1..];
+        if let Some(first) = rest.first() {
+            if first != "from" || kind != Kind::Defaults || rest.len() < 2 {
+                name = first.clone();
+                rest = &rest[1..];
+            }
+        }
+        match rest {
+            [] => {}
+            [f, d] if f == "from" => from = Some(d.clone()),
+            [f] if f == "from" => {
+                self.diags.alert(
+                    loc,
+                    format!("'{sec} {name} from' expects the name of a defaults section"),
+                );
+            }
+            _ if kind != Kind::Defaults => {
+                legacy_addr = true;
+                self.diags.alert(
+                    loc,
+                    "please use the 'bind' keyword for listening addresses.",
+                );
+            }
+            _ => {
+                self.diags
+                    .alert(loc, format!("too many arguments for '{sec}'"));
+            }
+        }
+        if name.is_empty() && kind != Kind::Defaults {
+            self.diags.alert(loc, format!("'{sec}' expects a name"));
+        }
+        if let Some(c) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+        {
+            self.diags.alert(
+                loc,
+                format!("invalid character '{c}' in {sec} name '{name}'"),
+            );
+        }
+        // Duplicate names.
+        if kind == Kind::Defaults {
+            if !name.is_empty() {
+                if let Some(prev) = self.defaults.iter().find(|d| d.name == name) {
+                    self.diags.alert(
+                        loc,
+                        format!("defaults section '{name}' has the same name as another defaults section declared at {}", prev.loc),
+                    );
+                }
+            }
+        } else if !name.is_empty() {
+            if let Some(prev) = self.proxies.iter().find(|p| {
+                p.name == name
+                    && ((kind.is_frontend() && p.kind.is_frontend())
+                        || (kind.is_backend() && p.kind.is_backend()))
+            }) {
+                self.diags.alert(
+                    loc,
+                    format!(
+                        "{sec} '{name}' has the same name as {} '{name}' declared at {}",
+                        prev.kind.word(),
+                        prev.loc
+                    ),
+                );
+            }
+        }
+        let mut draft = Draft::new(kind, name, loc.clone());
+        draft.bind_seen = legacy_addr;
+        // Inheritance.
+        let base = match &from {
+            Some(d) => match self.defaults.iter().rposition(|x| &x.name == d) {
+                Some(i) => Some(i),
+                None => {
+                    self.diags.alert(
+                        loc,
+                        format!("{sec} '{}': defaults section '{d}' not found", draft.name),
+                    );
+                    None
+                }
+            },
+            None if kind == Kind::Defaults => None,
+            None => self.last_defaults,
+        };
+        if let Some(i) = base {
+            let b = self.defaults[i].clone();
+            draft.inherit(&b);
+        }
+        if kind == Kind::Defaults {
+            self.defaults.push(draft);
+            let i = self.defaults.len() - 1;
+            self.last_defaults = Some(i);
+            self.cur = Cur::Defaults(i);
+        } else {
+            self.proxies.push(draft);
+            self.cur = Cur::Proxy(self.proxies.len() - 1);
+        }
+    }
+
+    /// Builds the configuration and runs the whole-file checks.
+    pub fn finish(mut self, files: &[String]) -> Result<Parsed, Vec<Diagnostic>> {
+        let mut config = Config {
+            global: self.global.clone(),
+            other_sections: std::mem::take(&mut self.others),
+            ..Config::default()
+        };
+        for d in &self.proxies {
+            if d.kind.is_backend() {
+                config.backends.push(Backend {
+                    name: d.name.clone(),
+                    location: d.loc.clone(),
+                    options: d.opts.clone(),
+                    servers: d.servers.clone(),
+                    disabled: d.disabled,
+                });
+            }
+            if d.kind.is_frontend() {
+                let default_backend = match (&d.default_backend, d.kind) {
+                    (Some((b, _)), _) => Some(b.clone()),
+                    (None, Kind::Listen) => Some(d.name.clone()),
+                    (None, _) => None,
+                };
+                config.frontends.push(Frontend {
+                    name: d.name.clone(),
+                    location: d.loc.clone(),
+                    binds: d.binds.clone(),
+                    options: d.opts.clone(),
+                    default_backend,
+                    disabled: d.disabled,
+                });
+            }
+        }
+        // Cross checks.
+        for d in &self.proxies {
+            let sec = d.kind.word();
+            if d.kind.is_frontend() {
+                if d.binds.is_empty() && !d.bind_seen && !d.disabled {
+                    self.diags.alert(
+                        &d.loc,
+                        format!("{sec} '{}' has no 'bind' directive. Please declare it as a backend if this was intended.", d.name),
+                    );
+                }
+                if let Some((be, at)) = &d.default_backend {
+                    match config.backend(be) {
+                        None => self.diags.alert(
+                            at,
+                            format!("{sec} '{}': unable to find required default_backend: '{be}'.", d.name),
+                        ),
+                        Some(b) if d.opts.mode == Mode::Http && b.options.mode == Mode::Tcp => self.diags.alert(
+                            at,
+                            format!(
+                                "{sec} '{}': unable to use backend '{be}' with wrong mode, required: http, has: tcp.",
+                                d.name
+                            ),
+                        ),
+                        Some(_) => {}
+                    }
+                }
+            }
+            let routes_to_self =
+                d.kind == Kind::Backend || (d.kind == Kind::Listen && d.default_backend.is_none());
+            if d.kind.is_backend() && d.servers.is_empty() && routes_to_self && !d.disabled {
+                self.diags.warn(
+                    &d.loc,
+                    format!(
+                        "{sec} '{}' has no server; connections routed to it will fail",
+                        d.name
+                    ),
+                );
+            }
+        }
+        let failed = self.diags.has_alerts();
+        let diags = self.diags.sorted(files);
+        if failed {
+            Err(diags)
+        } else {
+            Ok(Parsed {
+                config,
+                diagnostics: diags,
+            })
+        }
+    }
+}

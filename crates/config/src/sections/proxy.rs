@@ -1,0 +1,328 @@
+//! Keywords of `defaults`, `frontend`, `backend` and `listen` sections.
+//!
+//! Validity per section follows HAProxy's keyword matrix: a keyword that is
+//! not allowed in `defaults` is an error there; in a frontend or backend
+//! lacking the needed capability it is ignored with a warning, as HAProxy
+//! does, except `bind`, `server` and `default-server`, which are errors.
+
+use super::{Draft, Kind};
+use crate::diag::Diags;
+use crate::keywords::{lookup, suggest_keyword, Status, CATALOG};
+use crate::model::*;
+use crate::units::{parse_time, parse_uint};
+
+/// Balance algorithms HAProxy knows but Fairlead does not implement yet.
+const OTHER_BALANCE: &[&str] = &[
+    "static-rr",
+    "leastconn",
+    "first",
+    "source",
+    "uri",
+    "url_param",
+    "hdr",
+    "random",
+    "rdp-cookie",
+    "hash",
+];
+
+pub(crate) fn keyword(d: &mut Draft, diags: &mut Diags, all: &[String], loc: &Location) {
+    let (prefix, words) = match all[0].as_str() {
+        "no" | "default" => (Some(all[0].as_str()), &all[1..]),
+        _ => (None, all),
+    };
+    let sec = d.kind.word();
+    if words.is_empty() {
+        diags.alert(loc, format!("'{}' expects a keyword to apply to", all[0]));
+        return;
+    }
+    let kw = words[0].as_str();
+    let Some(k) = lookup(words, false) else {
+        let hint = suggest_keyword(words, d.kind.flag())
+            .map(|s| format!("; did you mean '{s}'?"))
+            .unwrap_or_default();
+        match kw {
+            "option" if words.len() < 2 => diags.alert(loc, "'option' expects an option name"),
+            "option" => diags.alert(
+                loc,
+                format!("unknown option '{}' in '{sec}' section{hint}", words[1]),
+            ),
+            "timeout" => {
+                let got = words.get(1).map(String::as_str).unwrap_or("");
+                diags.alert(
+                    loc,
+                    format!(
+                        "'timeout' supports 'client', 'server', 'connect', 'check', 'queue', 'http-keep-alive', 'http-request', 'tarpit', 'tunnel', 'client-fin' and 'server-fin' (got '{got}')"
+                    ),
+                );
+            }
+            _ => diags.alert(
+                loc,
+                format!("unknown keyword '{kw}' in '{sec}' section{hint}"),
+            ),
+        }
+        return;
+    };
+    let name = k.name;
+    if let Some(pfx) = prefix {
+        if !name.starts_with("option ") && name != "log" {
+            diags.alert(loc, format!("'{pfx}' is not supported for '{name}'"));
+            return;
+        }
+    }
+    if k.secs & d.kind.flag() == 0 {
+        let cap = if CATALOG
+            .iter()
+            .any(|c| c.name == name && c.secs & crate::keywords::F != 0)
+        {
+            "frontend"
+        } else {
+            "backend"
+        };
+        if d.kind == Kind::Defaults || matches!(name, "bind" | "server" | "default-server") {
+            diags.alert(loc, format!("'{name}' not allowed in '{sec}' section."));
+        } else {
+            diags.warn(
+                loc,
+                format!(
+                    "'{name}' ignored because {sec} '{}' has no {cap} capability.",
+                    d.name
+                ),
+            );
+        }
+        return;
+    }
+    let mut shown = match prefix {
+        Some(p) => format!("{p} {name}"),
+        None => name.to_string(),
+    };
+    if name == "stats" && words.len() > 1 {
+        shown = format!("stats {}", words[1]);
+    }
+    match k.status {
+        Status::Removed => diags.alert(loc, k.note),
+        Status::NotYet if prefix.is_some() => diags.warn(
+            loc,
+            format!("'{shown}' keeps HAProxy's default behaviour, which is what Fairlead does; accepted"),
+        ),
+        Status::NotYet => diags.alert(loc, format!("'{shown}' is not implemented yet in Fairlead")),
+        Status::Warning => diags.warn(loc, format!("'{shown}': {}", k.note)),
+        Status::Implemented => {
+            if let Err(e) = implemented(d, diags, name, words, prefix, loc) {
+                diags.alert(loc, format!("'{shown}': {e}"));
+            }
+        }
+    }
+}
+
+/// Checks that `words` (keyword included, `n_kw` words long) has exactly
+/// `n` arguments.
+fn args(words: &[String], n_kw: usize, n: usize) -> Result<&[String], String> {
+    let a = &words[n_kw.min(words.len())..];
+    if a.len() == n {
+        Ok(a)
+    } else if n == 0 {
+        Err("takes no argument".into())
+    } else if n == 1 {
+        Err(format!("expects exactly one argument (got {})", a.len()))
+    } else {
+        Err(format!("expects exactly {n} arguments (got {})", a.len()))
+    }
+}
+
+fn implemented(
+    d: &mut Draft,
+    diags: &mut Diags,
+    name: &str,
+    words: &[String],
+    prefix: Option<&str>,
+    loc: &Location,
+) -> Result<(), String> {
+    let o = &mut d.opts;
+    match name {
+        "mode" => match args(words, 1, 1)?[0].as_str() {
+            "tcp" => o.mode = Mode::Tcp,
+            "http" => o.mode = Mode::Http,
+            "health" => {
+                return Err("'mode health' doesn't exist anymore. Please use 'http-request return status 200' instead.".into())
+            }
+            m => return Err(format!("unknown proxy mode '{m}'.")),
+        },
+        "bind" => {
+            d.bind_seen = true;
+            if let Some(b) = crate::bind::parse_bind(words, loc, diags) {
+                d.binds.push(b);
+            }
+        }
+        "server" => {
+            if let Some(s) = crate::server::parse_server(words, &d.server_defaults, loc, diags) {
+                if let Some(prev) = d.servers.iter().find(|x| x.name == s.name) {
+                    return Err(format!(
+                        "server name '{}' is already used by the server declared at {}",
+                        s.name, prev.location
+                    ));
+                }
+                d.servers.push(s);
+            }
+        }
+        "default-server" => crate::server::parse_default_server(words, &mut d.server_defaults, loc, diags),
+        "default_backend" => {
+            let b = &args(words, 1, 1)?[0];
+            d.default_backend = Some((b.clone(), loc.clone()));
+        }
+        "balance" => {
+            let Some(algo) = words.get(1) else {
+                return Err("expects a load balancing algorithm".into());
+            };
+            let base = algo.split('(').next().unwrap_or("");
+            if algo == "roundrobin" {
+                if words.len() > 2 {
+                    return Err("'roundrobin' takes no argument".into());
+                }
+                o.balance = Balance::RoundRobin;
+            } else if OTHER_BALANCE.contains(&base) {
+                return Err(format!("balance {algo} is not implemented yet; only roundrobin is"));
+            } else {
+                return Err(format!("unknown load balancing algorithm '{algo}'"));
+            }
+        }
+        "retries" => o.retries = parse_uint(&args(words, 1, 1)?[0], "retries")?,
+        "maxconn" => o.maxconn = Some(parse_uint(&args(words, 1, 1)?[0], "maxconn")?),
+        "http-reuse" => {
+            o.http_reuse = match args(words, 1, 1)?[0].as_str() {
+                "never" => HttpReuse::Never,
+                "safe" => HttpReuse::Safe,
+                "aggressive" => HttpReuse::Aggressive,
+                "always" => HttpReuse::Always,
+                m => return Err(format!("expects 'never', 'safe', 'aggressive' or 'always' (got '{m}')")),
+            }
+        }
+        "disabled" => {
+            args(words, 1, 0)?;
+            d.disabled = true;
+        }
+        "enabled" => {
+            args(words, 1, 0)?;
+            d.disabled = false;
+        }
+        "description" => {}
+        t if t.starts_with("timeout ") => {
+            let v = parse_time(&args(words, 2, 1)?[0])?;
+            let tm = &mut o.timeouts;
+            let slot = match t {
+                "timeout connect" => &mut tm.connect,
+                "timeout client" => &mut tm.client,
+                "timeout server" => &mut tm.server,
+                "timeout http-request" => &mut tm.http_request,
+                "timeout http-keep-alive" => &mut tm.http_keep_alive,
+                "timeout tunnel" => &mut tm.tunnel,
+                "timeout client-fin" => &mut tm.client_fin,
+                "timeout server-fin" => &mut tm.server_fin,
+                _ => &mut tm.queue,
+            };
+            *slot = Some(v);
+        }
+        "option http-keep-alive" | "option httpclose" | "option http-server-close" => {
+            args(words, 2, 0)?;
+            let mode = match name {
+                "option http-keep-alive" => HttpConnMode::KeepAlive,
+                "option httpclose" => HttpConnMode::Close,
+                _ => HttpConnMode::ServerClose,
+            };
+            match prefix {
+                None => o.http_conn_mode = mode,
+                Some(_) if o.http_conn_mode == mode => o.http_conn_mode = HttpConnMode::KeepAlive,
+                Some(_) => {}
+            }
+        }
+        "option redispatch" => {
+            if words.len() > 2 {
+                return Err("a redispatch interval is not implemented yet in Fairlead".into());
+            }
+            o.redispatch = prefix.is_none();
+        }
+        "option forwardfor" => {
+            if prefix.is_some() {
+                args(words, 2, 0)?;
+                o.forwardfor = None;
+            } else {
+                o.forwardfor = Some(parse_forwardfor(&words[2..])?);
+            }
+        }
+        _ => return Err("is not implemented yet in Fairlead".into()),
+    }
+    Ok(())
+}
+
+fn parse_forwardfor(a: &[String]) -> Result<ForwardFor, String> {
+    let mut ff = ForwardFor::default();
+    let mut i = 0;
+    while i < a.len() {
+        match a[i].as_str() {
+            "if-none" => ff.if_none = true,
+            "except" | "header" => {
+                let Some(v) = a.get(i + 1) else {
+                    return Err(format!("'{}' expects an argument", a[i]));
+                };
+                if a[i] == "except" {
+                    ff.except = Some(parse_net(v)?);
+                } else {
+                    if v.is_empty() {
+                        return Err("'header' expects a header name".into());
+                    }
+                    ff.header = v.clone();
+                }
+                i += 1;
+            }
+            other => {
+                return Err(format!(
+                    "unknown parameter '{other}' (expected 'except', 'header' or 'if-none')"
+                ))
+            }
+        }
+        i += 1;
+    }
+    Ok(ff)
+}
+
+/// Parses `addr[/prefix]` or `addr/dotted-mask`.
+pub(crate) fn parse_net(s: &str) -> Result<IpNet, String> {
+    let (addr, pfx) = s.split_once('/').unwrap_or((s, ""));
+    let ip: std::net::IpAddr = addr.parse().map_err(|_| format!("invalid network '{s}'"))?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let prefix = if pfx.is_empty() {
+        max
+    } else if let Ok(n) = pfx.parse::<u8>() {
+        if n > max {
+            return Err(format!("invalid prefix length in '{s}'"));
+        }
+        n
+    } else if let (true, Ok(mask)) = (ip.is_ipv4(), pfx.parse::<std::net::Ipv4Addr>()) {
+        let m = u32::from(mask);
+        if m.leading_ones() + m.trailing_zeros() != 32 {
+            return Err(format!("non-contiguous netmask in '{s}'"));
+        }
+        m.leading_ones() as u8
+    } else {
+        return Err(format!("invalid network '{s}'"));
+    };
+    Ok(IpNet { addr: ip, prefix })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nets() {
+        let n = parse_net("127.0.0.0/8").unwrap();
+        assert_eq!(n.prefix, 8);
+        assert!(n.contains("127.1.2.3".parse().unwrap()));
+        assert_eq!(parse_net("10.0.0.0/255.0.0.0").unwrap().prefix, 8);
+        assert_eq!(parse_net("10.0.0.1").unwrap().prefix, 32);
+        assert_eq!(parse_net("::1").unwrap().prefix, 128);
+        assert_eq!(parse_net("fd00::/8").unwrap().prefix, 8);
+        assert!(parse_net("10.0.0.0/33").is_err());
+        assert!(parse_net("10.0.0.0/255.0.255.0").is_err());
+        assert!(parse_net("nope").is_err());
+    }
+}

@@ -1,0 +1,85 @@
+//! Response head parsing ([`parse_response`]): status validation and
+//! message-body length rules of RFC 9112 §6.3 from the proxy's side.
+
+use crate::framing::{self, Te};
+use crate::request::syntax_error;
+use crate::{BodyKind, HttpError, ResponseHead, MAX_HEADERS};
+
+/// Parses a response head. `req_is_head` tells whether the request was
+/// HEAD, which decides framing. Errors carry status 502.
+///
+/// Framing: responses to HEAD, 1xx, 204 and 304 have no body; otherwise a
+/// final `chunked` coding gives [`BodyKind::Chunked`], another final coding
+/// [`BodyKind::CloseDelimited`], a Content-Length [`BodyKind::Length`], and
+/// nothing at all [`BodyKind::CloseDelimited`]. Rejected (502) as ambiguous:
+/// Transfer-Encoding together with Content-Length, differing
+/// Content-Length values, `chunked` twice, and Transfer-Encoding in an
+/// HTTP/1.0 response (RFC 9112 §6.1 calls that framing faulty). These are
+/// checked even when the response has no body (HEAD, 204, 304).
+///
+/// `keep_alive` is false for `Connection: close`, for HTTP/1.0 without
+/// `keep-alive`, and whenever the body is close-delimited.
+pub fn parse_response(
+    buf: &[u8],
+    req_is_head: bool,
+    max_head: usize,
+) -> Result<Option<ResponseHead>, HttpError> {
+    let view = &buf[..buf.len().min(max_head)];
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let head_len = match resp.parse(view) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            if buf.len() >= max_head {
+                return Err(HttpError::new(502, "response head too large", view.len()));
+            }
+            return Ok(None);
+        }
+        Err(e) => return Err(syntax_error(e, view, 502)),
+    };
+    let (Some(status), Some(minor)) = (resp.code, resp.version) else {
+        return Err(HttpError::new(502, "incomplete status line", 0));
+    };
+    if !(100..=599).contains(&status) {
+        return Err(HttpError::new(502, "invalid status code", 0));
+    }
+    let a =
+        framing::analyze(buf, resp.headers).map_err(|e| HttpError::new(502, e.reason, e.offset))?;
+    if a.te.is_some() {
+        if a.content_length.is_some() {
+            return Err(HttpError::new(
+                502,
+                "both Transfer-Encoding and Content-Length",
+                a.te_offset,
+            ));
+        }
+        if minor == 0 {
+            return Err(HttpError::new(
+                502,
+                "Transfer-Encoding in HTTP/1.0 response",
+                a.te_offset,
+            ));
+        }
+    }
+    let no_body = req_is_head || status < 200 || status == 204 || status == 304;
+    let body = if no_body {
+        BodyKind::None
+    } else {
+        match (a.te, a.content_length) {
+            (Some(Te::Chunked), _) => BodyKind::Chunked,
+            (Some(Te::NotChunkedFinal), _) => BodyKind::CloseDelimited,
+            (None, Some(n)) => BodyKind::Length(n),
+            (None, None) => BodyKind::CloseDelimited,
+        }
+    };
+    let keep_alive =
+        !a.conn.close && (minor == 1 || a.conn.keep_alive) && body != BodyKind::CloseDelimited;
+    Ok(Some(ResponseHead {
+        head_len,
+        status,
+        minor_version: minor,
+        body,
+        conn: a.conn,
+        keep_alive,
+    }))
+}

@@ -1,0 +1,549 @@
+//! The HTTP/1.1 client session: the phase loop described in the crate docs.
+
+use crate::body::{self, BodyError, Framer};
+use crate::{Effective, HttpFront};
+use fairlead_backend::{connect_server, idle, Backend, ConnectFail, ServerSlot};
+use fairlead_config::{HttpConnMode, HttpReuse};
+use fairlead_http::{
+    error_response, parse_request, parse_response, BodyKind, ConnHeader, RequestHead,
+    RequestRewrite, ResponseHead,
+};
+use fairlead_net::io::{until, with_timeout, write_all};
+use fairlead_net::{pool, IoBuf};
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// A server connection attached to the session between requests.
+struct Attached {
+    idx: usize,
+    stream: TcpStream,
+}
+
+/// What the phase loop does next.
+enum Next {
+    KeepGoing,
+    Close,
+}
+
+struct Session<'a> {
+    client: TcpStream,
+    peer: SocketAddr,
+    fe: &'a HttpFront,
+    be: &'a Backend,
+    eff: Effective,
+    cbuf: IoBuf,
+    attached: Option<Attached>,
+    first: bool,
+    accepted_at: Instant,
+    stop: watch::Receiver<bool>,
+}
+
+/// Serves one HTTP client connection until it closes.
+pub async fn serve_http(
+    client: TcpStream,
+    peer: SocketAddr,
+    fe: &HttpFront,
+    be: &Backend,
+    stop: watch::Receiver<bool>,
+) {
+    let _ = client.set_nodelay(true);
+    let eff = Effective {
+        conn_mode: fe.conn_mode.max(be.options.http_conn_mode),
+        reuse: be.options.http_reuse,
+    };
+    let mut s = Session {
+        client,
+        peer,
+        fe,
+        be,
+        eff,
+        cbuf: IoBuf::new(),
+        attached: None,
+        first: true,
+        accepted_at: Instant::now(),
+        stop,
+    };
+    while let Next::KeepGoing = s.one_request().await {}
+    // The client is gone: its server connection may serve other clients.
+    if let Some(a) = s.attached.take() {
+        park(s.be, a, s.eff);
+    }
+}
+
+/// Puts a server connection back in this thread's idle pool.
+fn park(be: &Backend, a: Attached, eff: Effective) {
+    if eff.reuse != HttpReuse::Never && eff.conn_mode == HttpConnMode::KeepAlive {
+        idle::put(be.servers[a.idx].id, a.stream);
+    }
+}
+
+/// How the response phase ended, for the keep-alive decision.
+struct Outcome {
+    client_keep: bool,
+    server_keep: bool,
+}
+
+impl<'a> Session<'a> {
+    async fn send_error(&self, status: u16) {
+        let _ = write_all(
+            &self.client,
+            error_response(status),
+            self.fe.timeouts.client,
+        )
+        .await;
+        fairlead_net::shutdown_write(&self.client);
+    }
+
+    fn stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Phase 1: wait for the first byte of the next request, holding no
+    /// buffer. Returns false when the connection must close.
+    async fn wait(&mut self) -> bool {
+        if !self.cbuf.is_empty() {
+            return true;
+        }
+        let t = &self.fe.timeouts;
+        let idle = if self.first {
+            t.http_request.or(t.client)
+        } else {
+            t.http_keep_alive.or(t.http_request).or(t.client)
+        };
+        let deadline = idle.map(|d| {
+            if self.first {
+                self.accepted_at + d
+            } else {
+                Instant::now() + d
+            }
+        });
+        if !self.first && self.stopping() {
+            return false;
+        }
+        let stop_first = self.first;
+        let mut stop = self.stop.clone();
+        let read = async {
+            until(deadline, "http-request timeout", async {
+                self.cbuf.read_from(&self.client, usize::MAX).await
+            })
+            .await
+        };
+        let stopped = async {
+            loop {
+                if stop.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                if *stop.borrow() && !stop_first {
+                    return;
+                }
+            }
+        };
+        let r = tokio::select! {
+            r = read => r,
+            _ = stopped => return false,
+        };
+        match r {
+            Ok(0) => false,
+            Ok(_) => true,
+            Err(e) if e.kind() == ErrorKind::TimedOut => {
+                if self.first {
+                    self.send_error(408).await;
+                }
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Phase 2: read until a complete head is parsed.
+    async fn read_head(&mut self) -> Result<RequestHead, Option<u16>> {
+        let started = if self.first {
+            self.accepted_at
+        } else {
+            Instant::now()
+        };
+        let deadline = self.fe.timeouts.http_request.map(|d| started + d);
+        loop {
+            match parse_request(self.cbuf.filled(), self.fe.max_head) {
+                Ok(Some(h)) => return Ok(h),
+                Ok(None) => {}
+                Err(e) => return Err(Some(e.status)),
+            }
+            if self.cbuf.is_full() {
+                return Err(Some(431));
+            }
+            let idle = self.fe.timeouts.client;
+            let r = until(deadline, "http-request timeout", async {
+                with_timeout(idle, "client timeout", async {
+                    self.cbuf.read_from(&self.client, usize::MAX).await
+                })
+                .await
+            })
+            .await;
+            match r {
+                Ok(0) => return Err(None),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::TimedOut => return Err(Some(408)),
+                Err(_) => return Err(None),
+            }
+        }
+    }
+
+    /// One request/response exchange.
+    async fn one_request(&mut self) -> Next {
+        if !self.wait().await {
+            return Next::Close;
+        }
+        let head = match self.read_head().await {
+            Ok(h) => h,
+            Err(Some(status)) => {
+                self.send_error(status).await;
+                return Next::Close;
+            }
+            Err(None) => return Next::Close,
+        };
+        let outcome = self.exchange(&head).await;
+        let Some(outcome) = outcome else {
+            return Next::Close;
+        };
+        if !outcome.server_keep {
+            self.attached = None;
+        }
+        self.first = false;
+        self.cbuf.release_if_empty();
+        if outcome.client_keep {
+            Next::KeepGoing
+        } else {
+            fairlead_net::shutdown_write(&self.client);
+            Next::Close
+        }
+    }
+
+    /// Phase 3: find a server connection for this request. Returns the
+    /// connection, its slot, and whether it was reused.
+    async fn connect(&mut self) -> Result<(Attached, ServerSlot, bool), u16> {
+        let be = self.be;
+        let Some(idx) = be.pick(None) else {
+            return Err(503);
+        };
+        if let Some(a) = self.attached.take() {
+            if a.idx == idx && fairlead_net::io::idle_conn_alive(&a.stream) {
+                return Ok((a, be.acquire(idx), true));
+            }
+            park(be, a, self.eff);
+        }
+        let may_pool = match self.eff.reuse {
+            HttpReuse::Never => false,
+            HttpReuse::Safe => !self.first,
+            HttpReuse::Aggressive | HttpReuse::Always => true,
+        };
+        if may_pool {
+            if let Some(stream) = idle::take(be.servers[idx].id) {
+                return Ok((Attached { idx, stream }, be.acquire(idx), true));
+            }
+        }
+        match connect_server(be, Some(idx)).await {
+            Ok(c) => Ok((
+                Attached {
+                    idx: c.idx,
+                    stream: c.stream,
+                },
+                c.slot,
+                false,
+            )),
+            Err(ConnectFail::NoServer) => Err(503),
+            Err(ConnectFail::Failed { .. }) => Err(503),
+        }
+    }
+
+    /// Phases 3 to 6 for one parsed request. `None` means both sides must be
+    /// closed now (an error response, if any, was already sent).
+    async fn exchange(&mut self, head: &RequestHead) -> Option<Outcome> {
+        let fe = self.fe;
+        let bt = &self.be.options.timeouts;
+        let server_conn = if head.upgrade {
+            ConnHeader::Upgrade
+        } else if self.eff.conn_mode == HttpConnMode::KeepAlive
+            && self.eff.reuse != HttpReuse::Never
+        {
+            ConnHeader::None
+        } else {
+            ConnHeader::Close
+        };
+        let ip = self.peer.ip();
+        let forwarded_for = fe.forwardfor.as_ref().and_then(|ff| {
+            let excepted = ff.except.is_some_and(|n| n.contains(ip));
+            let present = ff.if_none
+                && fairlead_http::has_header(self.cbuf.filled(), head.head_len, &ff.header);
+            (!excepted && !present).then_some((ff.header.as_str(), ip))
+        });
+        let mut out = pool::take_out();
+        fairlead_http::write_request_head(
+            self.cbuf.filled(),
+            head,
+            &RequestRewrite {
+                conn: server_conn,
+                forwarded_for,
+            },
+            &mut out,
+        );
+        self.cbuf.consume(head.head_len);
+        // A request whose body was not started can be sent again on a new
+        // connection when a reused one turns out to be dead.
+        let replayable = matches!(head.body, BodyKind::None | BodyKind::Length(0));
+        let mut framer = Framer::new(head.body);
+        let mut sbuf = IoBuf::new();
+        let mut tries = 0;
+        let (conn, slot, resp) = loop {
+            tries += 1;
+            let (conn, slot, reused) = match self.connect().await {
+                Ok(c) => c,
+                Err(status) => {
+                    pool::give_out(out);
+                    self.send_error(status).await;
+                    return None;
+                }
+            };
+            match self
+                .forward_request(&conn, &out, &mut framer, &mut sbuf, head)
+                .await
+            {
+                Ok(resp) => break (conn, slot, resp),
+                Err(Fail::Retry) if reused && replayable && tries < 3 => {
+                    sbuf = IoBuf::new();
+                    continue;
+                }
+                Err(Fail::Retry) | Err(Fail::Status(502)) => {
+                    pool::give_out(out);
+                    self.send_error(502).await;
+                    return None;
+                }
+                Err(Fail::Status(s)) => {
+                    pool::give_out(out);
+                    self.send_error(s).await;
+                    return None;
+                }
+                Err(Fail::Abort) => {
+                    pool::give_out(out);
+                    return None;
+                }
+            }
+        };
+        pool::give_out(out);
+        let request_done = framer.is_done();
+        self.respond(head, conn, slot, resp, sbuf, request_done, bt)
+            .await
+    }
+
+    /// Phase 4: send the head, stream the body and read the response head
+    /// concurrently, relaying interim 1xx responses.
+    async fn forward_request(
+        &mut self,
+        conn: &Attached,
+        out: &[u8],
+        framer: &mut Framer,
+        sbuf: &mut IoBuf,
+        head: &RequestHead,
+    ) -> Result<ResponseHead, Fail> {
+        let bt = &self.be.options.timeouts;
+        let ct = self.fe.timeouts.client;
+        let server = &conn.stream;
+        if write_all(server, out, bt.server).await.is_err() {
+            return Err(Fail::Retry);
+        }
+        let client = &self.client;
+        let cbuf = &mut self.cbuf;
+        let body_fut = async {
+            if framer.is_done() {
+                return Ok(());
+            }
+            body::forward(framer, client, cbuf, server, ct, bt.server)
+                .await
+                .map(|_| ())
+        };
+        let max_head = self.fe.max_head;
+        let is_head = head.is_head;
+        let client_11 = head.minor_version == 1;
+        let resp_fut = async {
+            let mut got_any = false;
+            loop {
+                match parse_response(sbuf.filled(), is_head, max_head) {
+                    Ok(Some(r)) if (100..200).contains(&r.status) && r.status != 101 => {
+                        // Interim response: relay to HTTP/1.1 clients.
+                        if client_11 {
+                            let _ = write_all(client, &sbuf.filled()[..r.head_len], ct).await;
+                        }
+                        sbuf.consume(r.head_len);
+                        continue;
+                    }
+                    Ok(Some(r)) => return Ok(r),
+                    Ok(None) => {}
+                    Err(_) => return Err(Fail::Status(502)),
+                }
+                if sbuf.is_full() {
+                    return Err(Fail::Status(502));
+                }
+                let r = with_timeout(bt.server, "server timeout", async {
+                    sbuf.read_from(server, usize::MAX).await
+                })
+                .await;
+                match r {
+                    Ok(0) if !got_any => return Err(Fail::Retry),
+                    Ok(0) => return Err(Fail::Status(502)),
+                    Ok(_) => got_any = true,
+                    Err(e) if e.kind() == ErrorKind::TimedOut => return Err(Fail::Status(504)),
+                    Err(_) if !got_any => return Err(Fail::Retry),
+                    Err(_) => return Err(Fail::Status(502)),
+                }
+            }
+        };
+        // Run both until each is done, except that a client-side or framing
+        // error in the body ends the exchange at once (the server would
+        // otherwise wait for the rest of the body until `timeout server`).
+        tokio::pin!(body_fut);
+        tokio::pin!(resp_fut);
+        let mut body_done = false;
+        let mut resp: Option<ResponseHead> = None;
+        while !body_done || resp.is_none() {
+            tokio::select! {
+                r = &mut body_fut, if !body_done => {
+                    body_done = true;
+                    match r {
+                        Err(BodyError::Framing(e)) => return Err(Fail::Status(e.status)),
+                        Err(BodyError::Source(_)) => return Err(Fail::Abort),
+                        // The server stopped reading: its response says why.
+                        Err(BodyError::Dest(_)) | Ok(()) => {}
+                    }
+                }
+                r = &mut resp_fut, if resp.is_none() => resp = Some(r?),
+            }
+        }
+        Ok(resp.expect("loop ends with a response"))
+    }
+
+    /// Phases 5 and 6: relay the response and decide what to keep.
+    #[allow(clippy::too_many_arguments)]
+    async fn respond(
+        &mut self,
+        head: &RequestHead,
+        conn: Attached,
+        slot: ServerSlot,
+        resp: ResponseHead,
+        mut sbuf: IoBuf,
+        request_done: bool,
+        bt: &fairlead_config::Timeouts,
+    ) -> Option<Outcome> {
+        let ct = self.fe.timeouts.client;
+        if resp.status == 101 && head.upgrade {
+            return self.upgrade(conn, slot, sbuf).await;
+        }
+        let client_keep = head.keep_alive
+            && request_done
+            && self.eff.conn_mode != HttpConnMode::Close
+            && resp.body != BodyKind::CloseDelimited
+            && !self.stopping();
+        let conn_hdr = if !client_keep {
+            ConnHeader::Close
+        } else if head.minor_version == 0 {
+            ConnHeader::KeepAlive
+        } else {
+            ConnHeader::None
+        };
+        let mut out = pool::take_out();
+        fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out);
+        sbuf.consume(resp.head_len);
+        // Send the head together with the body bytes already received.
+        let mut framer = Framer::new(resp.body);
+        let first = match framer.take(sbuf.filled()) {
+            Ok(k) => k,
+            Err(_) => {
+                pool::give_out(out);
+                return None;
+            }
+        };
+        out.extend_from_slice(&sbuf.filled()[..first]);
+        sbuf.consume(first);
+        let wrote = write_all(&self.client, &out, ct).await;
+        pool::give_out(out);
+        if wrote.is_err() {
+            return None;
+        }
+        let body_res = body::forward(
+            &mut framer,
+            &conn.stream,
+            &mut sbuf,
+            &self.client,
+            bt.server,
+            ct,
+        )
+        .await;
+        drop(slot);
+        if body_res.is_err() {
+            return None;
+        }
+        let server_keep = resp.keep_alive
+            && request_done
+            && sbuf.is_empty()
+            && self.eff.conn_mode == HttpConnMode::KeepAlive
+            && self.eff.reuse != HttpReuse::Never;
+        if server_keep {
+            self.attached = Some(conn);
+        }
+        Some(Outcome {
+            client_keep,
+            server_keep,
+        })
+    }
+
+    /// `101 Switching Protocols`: relay the head and whatever each side
+    /// already sent, then tunnel under `timeout tunnel`.
+    async fn upgrade(
+        &mut self,
+        conn: Attached,
+        slot: ServerSlot,
+        mut sbuf: IoBuf,
+    ) -> Option<Outcome> {
+        let ct = self.fe.timeouts.client;
+        let bt = &self.be.options.timeouts;
+        if write_all(&self.client, sbuf.filled(), ct).await.is_err() {
+            return None;
+        }
+        sbuf.consume(sbuf.len());
+        if !self.cbuf.is_empty() {
+            if write_all(&conn.stream, self.cbuf.filled(), bt.server)
+                .await
+                .is_err()
+            {
+                return None;
+            }
+            let n = self.cbuf.len();
+            self.cbuf.consume(n);
+        }
+        self.cbuf.release_if_empty();
+        drop(sbuf);
+        let t = fairlead_l4::TunnelTimeouts::new(
+            self.fe.timeouts.client,
+            bt.server,
+            bt.tunnel,
+            self.fe.timeouts.client_fin,
+            bt.server_fin,
+        );
+        fairlead_l4::tunnel(&self.client, &conn.stream, &t).await;
+        drop(slot);
+        None
+    }
+}
+
+/// Why forwarding a request failed.
+enum Fail {
+    /// The server connection died before any response byte: the request
+    /// may be replayed on a new connection.
+    Retry,
+    /// Answer the client with this status and close.
+    Status(u16),
+    /// The client went away: close silently.
+    Abort,
+}

@@ -1,0 +1,63 @@
+//! Readiness-based helpers on `&TcpStream`, so that both directions of a
+//! connection can be driven from one task without splitting the stream.
+
+use std::io::{Error, ErrorKind, Result};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// Error used when a timeout fires.
+pub fn timed_out(what: &'static str) -> Error {
+    Error::new(ErrorKind::TimedOut, what)
+}
+
+/// Runs `fut` with an optional timeout. `None` never times out.
+pub async fn with_timeout<T>(
+    t: Option<Duration>,
+    what: &'static str,
+    fut: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match t {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .map_err(|_| timed_out(what))?,
+        None => fut.await,
+    }
+}
+
+/// Runs `fut` until an optional deadline.
+pub async fn until<T>(
+    deadline: Option<Instant>,
+    what: &'static str,
+    fut: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d, fut)
+            .await
+            .map_err(|_| timed_out(what))?,
+        None => fut.await,
+    }
+}
+
+/// Writes all of `data`, trying the socket first and waiting for
+/// writability only when it is full. Each wait is bounded by `idle`.
+pub async fn write_all(stream: &TcpStream, mut data: &[u8], idle: Option<Duration>) -> Result<()> {
+    while !data.is_empty() {
+        match stream.try_write(data) {
+            Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                with_timeout(idle, "write timeout", stream.writable()).await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Checks, without blocking, whether an idle pooled connection is still
+/// usable: it must have nothing to read and not be closed by the peer.
+pub fn idle_conn_alive(stream: &TcpStream) -> bool {
+    let mut probe = [0u8; 1];
+    matches!(stream.try_read(&mut probe), Err(e) if e.kind() == ErrorKind::WouldBlock)
+}

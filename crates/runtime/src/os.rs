@@ -1,0 +1,136 @@
+//! Process-level operating-system calls: CPU pinning, file-descriptor
+//! limits, daemonizing, dropping privileges, pid files. The only module of
+//! the runtime with `unsafe` code: each call is a plain libc call with its
+//! arguments checked here.
+#![allow(unsafe_code)]
+
+use std::io::{Error, Result};
+
+/// Pins the calling thread to `cpus`.
+pub fn pin_thread(cpus: &[usize]) -> Result<()> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set, CPU_SET
+    // is bounds-checked by the filter below, and the call only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Current (soft, hard) RLIMIT_NOFILE.
+pub fn nofile_limit() -> (u64, u64) {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);
+    }
+    (rl.rlim_cur, rl.rlim_max)
+}
+
+/// Raises the soft RLIMIT_NOFILE to `want` (the hard limit too when
+/// allowed). Returns the limit in force afterwards.
+pub fn raise_nofile(want: u64) -> u64 {
+    let (cur, max) = nofile_limit();
+    if want <= cur {
+        return cur;
+    }
+    for target in [(want, want.max(max)), (want.min(max), max)] {
+        let rl = libc::rlimit {
+            rlim_cur: target.0,
+            rlim_max: target.1,
+        };
+        // SAFETY: setrlimit reads the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) } == 0 {
+            return target.0;
+        }
+    }
+    cur
+}
+
+/// Forks into the background (`-D` / `daemon`): the parent exits, the child
+/// starts a new session and points stdin/stdout/stderr at /dev/null. Must be
+/// called before any thread is started.
+pub fn daemonize() -> Result<()> {
+    // SAFETY: called while the process is single-threaded; the parent only
+    // calls _exit after fork.
+    unsafe {
+        match libc::fork() {
+            -1 => return Err(Error::last_os_error()),
+            0 => {}
+            _ => libc::_exit(0),
+        }
+        if libc::setsid() < 0 {
+            return Err(Error::last_os_error());
+        }
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if fd >= 0 {
+            libc::dup2(fd, 0);
+            libc::dup2(fd, 1);
+            libc::dup2(fd, 2);
+            if fd > 2 {
+                libc::close(fd);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resolves a user name to its uid and primary gid.
+pub fn lookup_user(name: &str) -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 3 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
+    })
+}
+
+/// Resolves a group name to its gid.
+pub fn lookup_group(name: &str) -> Option<u32> {
+    let groups = std::fs::read_to_string("/etc/group").ok()?;
+    groups.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 2 && f[0] == name).then(|| f[2].parse().ok())?
+    })
+}
+
+/// Drops privileges to `gid` then `uid` (either may be absent).
+pub fn drop_privileges(uid: Option<u32>, gid: Option<u32>) -> Result<()> {
+    // SAFETY: plain syscalls on integers.
+    unsafe {
+        if let Some(g) = gid {
+            if libc::setgroups(0, std::ptr::null()) != 0 && libc::getuid() == 0 {
+                return Err(Error::last_os_error());
+            }
+            if libc::setgid(g) != 0 {
+                return Err(Error::last_os_error());
+            }
+        }
+        if let Some(u) = uid {
+            if libc::setuid(u) != 0 {
+                return Err(Error::last_os_error());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sends `sig` to each pid (`-sf` / `-st`). Errors are reported, not fatal.
+pub fn signal_pids(pids: &[i32], sig: i32) {
+    for &p in pids {
+        // SAFETY: kill() with a pid and signal number has no memory effects.
+        if unsafe { libc::kill(p, sig) } != 0 {
+            eprintln!(
+                "[WARNING]  cannot signal old process {p}: {}",
+                Error::last_os_error()
+            );
+        }
+    }
+}

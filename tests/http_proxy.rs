@@ -1,0 +1,342 @@
+//! HTTP/1.1 mode end to end: the real binary between a real client and
+//! real origins on loopback.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+
+#[test]
+fn balances_roundrobin_and_adds_forwarded_for() {
+    let ip = test_ip();
+    let (t1, a1) = term(ip, "one");
+    let (t2, a2) = term(ip, "two");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(
+        bind,
+        "    option forwardfor",
+        &format!("    balance roundrobin\n    server s1 {a1}\n    server s2 {a2}"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let mut served = Vec::new();
+    for _ in 0..10 {
+        let r = get(bind, "/");
+        assert_eq!(r.status, 200);
+        served.push(r.header("x-served-by").unwrap().to_string());
+    }
+    assert_eq!(
+        served.iter().filter(|s| *s == "one").count(),
+        5,
+        "{served:?}"
+    );
+    assert_eq!(t1.requests() + t2.requests(), 10);
+    // forwardfor: an origin that echoes the header it got.
+    let (origin, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let head = read_head(&mut r).unwrap();
+        let xff = head
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("x-forwarded-for:"))
+            .unwrap_or("none")
+            .to_string();
+        let mut s = s;
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{xff}",
+            xff.len()
+        );
+    });
+    let bind2 = free_addr(ip);
+    let cfg2 = http_cfg(
+        bind2,
+        "    option forwardfor",
+        &format!("    server o {origin}"),
+    );
+    let _p2 = Proxy::start(&cfg2, &[bind2]);
+    let s = connect(bind2);
+    let client_ip = s.local_addr().unwrap().ip();
+    let mut w = s.try_clone().unwrap();
+    w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let r = read_response(&mut BufReader::new(s), false).unwrap();
+    assert_eq!(r.body_str(), format!("X-Forwarded-For: {client_ip}"));
+}
+
+#[test]
+fn keep_alive_reuses_one_server_connection() {
+    let ip = test_ip();
+    let (t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"));
+    let _p = Proxy::start(&cfg, &[bind]);
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for i in 0..20 {
+        write!(w, "GET /?s={i} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.status, 200);
+        assert_eq!(resp.body.len(), i);
+    }
+    assert_eq!(t.requests(), 20);
+    assert_eq!(
+        t.connections(),
+        1,
+        "20 keep-alive requests must share one server connection"
+    );
+}
+
+#[test]
+fn idle_server_connections_are_reused_across_clients() {
+    let ip = test_ip();
+    let (t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 1\ndefaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    default_backend bk\nbackend bk\n    http-reuse always\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    for _ in 0..10 {
+        let r = get(bind, "/");
+        assert_eq!(r.status, 200);
+        // The server connection is parked once the client is gone: wait for
+        // it before the next client so that the count is deterministic.
+    }
+    assert_eq!(t.requests(), 10);
+    assert!(
+        t.connections() <= 2,
+        "10 sequential clients should reuse pooled server connections, got {}",
+        t.connections()
+    );
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let _p = Proxy::start(&http_cfg(bind, "", &format!("    server s1 {a}")), &[bind]);
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut burst = String::new();
+    for i in 0..50 {
+        burst.push_str(&format!("GET /?s={} HTTP/1.1\r\nHost: x\r\n\r\n", i * 7));
+    }
+    w.write_all(burst.as_bytes()).unwrap();
+    let mut r = BufReader::new(s);
+    for i in 0..50 {
+        let resp = read_response(&mut r, false).expect("response");
+        assert_eq!(resp.body.len(), i * 7, "response {i} out of order");
+    }
+}
+
+#[test]
+fn chunked_bodies_stream_without_buffering() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    // An origin that counts a chunked request body it reads to the end.
+    let (counter, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let _ = read_head(&mut r).unwrap();
+        let mut total = 0usize;
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).unwrap();
+            let mut chunk = vec![0u8; n + 2];
+            r.read_exact(&mut chunk).unwrap();
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        let body = total.to_string();
+        let mut s = s;
+        let _ = write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    let bind = free_addr(ip);
+    let up_bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 1\n    tune.bufsize 16384\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 20s\n    timeout server 20s\n\
+frontend down\n    bind {bind}\n    default_backend down\n\
+backend down\n    server s1 {a}\n\
+frontend up\n    bind {up_bind}\n    default_backend up\n\
+backend up\n    server c {counter}\n"
+    );
+    let p = Proxy::start(&cfg, &[bind, up_bind]);
+
+    // Response direction: 64 MiB chunked through a 16 KiB-buffer proxy.
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    write!(
+        w,
+        "GET /?s=64m&k=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let resp = read_response(&mut r, false).unwrap();
+    assert_eq!(resp.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(resp.body.len(), 64 << 20);
+
+    // Request direction: 32 MiB chunked upload, counted by the origin.
+    let mut s = connect(up_bind);
+    write!(
+        s,
+        "POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .unwrap();
+    let chunk = vec![b'z'; 8192];
+    for _ in 0..4096 {
+        write!(s, "2000\r\n").unwrap();
+        s.write_all(&chunk).unwrap();
+        s.write_all(b"\r\n").unwrap();
+    }
+    s.write_all(b"0\r\n\r\n").unwrap();
+    let mut r = BufReader::new(s);
+    let resp = read_response(&mut r, false).unwrap();
+    assert_eq!(resp.body_str(), (32usize << 20).to_string());
+    let peak = p.peak_rss_kib();
+    assert!(
+        peak < 32 * 1024,
+        "proxy peak RSS {peak} KiB: bodies must stream, not buffer"
+    );
+}
+
+#[test]
+fn expect_100_continue_is_relayed() {
+    let ip = test_ip();
+    let (origin, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let head = read_head(&mut r).unwrap();
+        assert!(head.to_ascii_lowercase().contains("expect: 100-continue"));
+        let mut s = s;
+        s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").unwrap();
+        let mut body = [0u8; 5];
+        r.read_exact(&mut body).unwrap();
+        let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+        let _ = s.write_all(&body);
+    });
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(bind, "", &format!("    server o {origin}")),
+        &[bind],
+    );
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    write!(
+        w,
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let interim = read_response(&mut r, false).unwrap();
+    assert_eq!(interim.status, 100);
+    w.write_all(b"hello").unwrap();
+    let fin = read_response(&mut r, false).unwrap();
+    assert_eq!(fin.status, 200);
+    assert_eq!(fin.body_str(), "hello");
+}
+
+#[test]
+fn websocket_upgrade_becomes_a_tunnel() {
+    let ip = test_ip();
+    let (origin, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let head = read_head(&mut r).unwrap();
+        assert!(head.to_ascii_lowercase().contains("upgrade: websocket"));
+        let mut s = s;
+        s.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n").unwrap();
+        let mut buf = [0u8; 1024];
+        loop {
+            let n = r.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            s.write_all(&buf[..n]).unwrap();
+        }
+    });
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(
+            bind,
+            "    timeout tunnel 1h",
+            &format!("    server o {origin}"),
+        ),
+        &[bind],
+    );
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    write!(
+        w,
+        "GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let resp = read_response(&mut r, true).unwrap();
+    assert_eq!(resp.status, 101);
+    for msg in ["hello", "world", "again"] {
+        w.write_all(msg.as_bytes()).unwrap();
+        let mut got = vec![0u8; msg.len()];
+        r.read_exact(&mut got).unwrap();
+        assert_eq!(got, msg.as_bytes());
+    }
+}
+
+#[test]
+fn http10_head_204_304_and_close() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let _p = Proxy::start(&http_cfg(bind, "", &format!("    server s1 {a}")), &[bind]);
+    // HTTP/1.0 without keep-alive: the proxy closes after the response.
+    let mut s = connect(bind);
+    s.write_all(b"GET /?s=10 HTTP/1.0\r\n\r\n").unwrap();
+    let all = read_all(&mut s);
+    assert!(all.starts_with("HTTP/1.1 200"), "{all}");
+    assert!(all.ends_with("\r\n\r\n") || all.len() > 10);
+    // HTTP/1.0 with keep-alive stays open and says so.
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for _ in 0..2 {
+        w.write_all(b"GET /?s=3 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            .unwrap();
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.body.len(), 3);
+        assert_eq!(
+            resp.header("connection")
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            Some("keep-alive")
+        );
+    }
+    // HEAD, 204 and 304 carry no body even if the length says otherwise.
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    w.write_all(b"HEAD /?s=100 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let resp = read_response(&mut r, true).unwrap();
+    assert_eq!(resp.status, 200);
+    for code in [204, 304] {
+        write!(w, "GET /?r={code} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.status, code);
+    }
+    // Still in sync: a normal request works on the same connection.
+    w.write_all(b"GET /?s=4 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let resp = read_response(&mut r, false).unwrap();
+    assert_eq!(resp.body.len(), 4);
+    assert_eq!(resp.header("connection"), Some("close"));
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).unwrap();
+    assert!(
+        rest.is_empty(),
+        "connection must close after Connection: close"
+    );
+}
