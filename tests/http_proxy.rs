@@ -340,3 +340,122 @@ fn http10_head_204_304_and_close() {
         "connection must close after Connection: close"
     );
 }
+
+#[test]
+fn server_connection_close_is_honoured() {
+    let ip = test_ip();
+    // An origin that answers one request per connection and says so.
+    let (origin, conns) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        if read_head(&mut r).is_some() {
+            let mut s = s;
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(bind, "", &format!("    server o {origin}")),
+        &[bind],
+    );
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for _ in 0..3 {
+        w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.body_str(), "ok");
+        // The client side stays keep-alive: the close was the server's.
+        assert_eq!(resp.header("connection"), None);
+    }
+    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+#[test]
+fn keep_alive_timeout_closes_idle_clients() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(
+            bind,
+            "    timeout http-keep-alive 200ms",
+            &format!("    server s {a}"),
+        ),
+        &[bind],
+    );
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+    // Idle past the keep-alive timeout: closed silently, no 408.
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+}
+
+#[test]
+fn upgraded_tunnel_obeys_timeout_tunnel() {
+    let ip = test_ip();
+    let (origin, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let _ = read_head(&mut r);
+        let mut s = s;
+        let _ = s.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+        let mut sink = Vec::new();
+        let _ = r.read_to_end(&mut sink);
+    });
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(
+            bind,
+            "    timeout tunnel 300ms",
+            &format!("    server o {origin}"),
+        ),
+        &[bind],
+    );
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+        .unwrap();
+    let mut r = BufReader::new(s);
+    assert_eq!(read_response(&mut r, true).unwrap().status, 101);
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+}
+
+#[test]
+fn frontend_maxconn_limits_that_frontend() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 1\ndefaults\n    mode http\n    timeout client 10s\n    timeout server 10s\n    timeout connect 2s\n\
+frontend fe\n    bind {bind}\n    maxconn 1\n    default_backend bk\nbackend bk\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let first = connect(bind);
+    let mut fw = first.try_clone().unwrap();
+    fw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut fr = BufReader::new(first);
+    assert_eq!(read_response(&mut fr, false).unwrap().status, 200);
+    let second = connect(bind);
+    second
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let mut sw = second.try_clone().unwrap();
+    sw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 1];
+    assert!(
+        second.peek(&mut buf).is_err(),
+        "served beyond the frontend's maxconn"
+    );
+    drop(fw);
+    drop(fr);
+    second.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut sr = BufReader::new(second);
+    assert_eq!(read_response(&mut sr, false).unwrap().status, 200);
+}

@@ -87,8 +87,10 @@ for n in "${NAMES[@]}"; do
     fi
 done
 
-cpu_ticks() { # "utime stime" (fields 14, 15) of a process, all threads
-    awk '{ sub(/^.*\) /, ""); print $12, $13 }' "/proc/$1/stat"
+cpu_ticks() { # "utime stime" (fields 14, 15, clock ticks) and on-CPU ns (schedstat, all threads)
+    local ns
+    ns=$(cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }')
+    awk -v ns="$ns" '{ sub(/^.*\) /, ""); print $12, $13, ns }' "/proc/$1/stat"
 }
 
 echo "== warm-up"
@@ -97,7 +99,7 @@ for n in "${ACTIVE[@]}"; do
 done
 
 CSV="$OUT/runs.csv"
-echo "round,mode,candidate,requests,seconds,rps,cpu_us,usr_us,sys_us,cpu_us_per_req,errors" >"$CSV"
+echo "round,mode,candidate,requests,seconds,rps,cpu_us,usr_us,sys_us,sched_us,cpu_us_per_req,errors" >"$CSV"
 N=${#ACTIVE[@]}
 for r in $(seq 1 "$ROUNDS"); do
     for mode in keepalive close; do
@@ -107,10 +109,10 @@ for r in $(seq 1 "$ROUNDS"); do
             # Rotate the starting candidate each round to spread position bias.
             n="${ACTIVE[$(((k + r - 1) % N))]}"
             p="${PID[$n]}"
-            read -r u0 s0 < <(cpu_ticks "$p")
+            read -r u0 s0 n0 < <(cpu_ticks "$p")
             out=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" "${hdr[@]}" \
                 "http://127.0.0.1:${PORT[$n]}/")
-            read -r u1 s1 < <(cpu_ticks "$p")
+            read -r u1 s1 n1 < <(cpu_ticks "$p")
             req=$(echo "$out" | awk '/requests in/ { print $1 }')
             secs=$(echo "$out" | awk '/requests in/ { sub(/s,$/, "", $4); print $4 }')
             rps=$(echo "$out" | awk '/Requests\/sec/ { print $2 }')
@@ -118,8 +120,9 @@ for r in $(seq 1 "$ROUNDS"); do
             usr_us=$(((u1 - u0) * 1000000 / CLK_TCK))
             sys_us=$(((s1 - s0) * 1000000 / CLK_TCK))
             cpu_us=$((usr_us + sys_us))
+            sched_us=$(((n1 - n0) / 1000))
             per=$(awk -v c="$cpu_us" -v q="$req" 'BEGIN { printf "%.3f", (q > 0 ? c / q : 0) }')
-            echo "$r,$mode,$n,$req,$secs,$rps,$cpu_us,$usr_us,$sys_us,$per,$errs" | tee -a "$CSV"
+            echo "$r,$mode,$n,$req,$secs,$rps,$cpu_us,$usr_us,$sys_us,$sched_us,$per,$errs" | tee -a "$CSV"
             sleep 0.5
         done
     done
@@ -140,8 +143,8 @@ for mode in ["keepalive", "close"]:
     rs = [r for r in rows if r["mode"] == mode]
     base = {r["round"]: float(r["cpu_us_per_req"]) for r in rs if r["candidate"] == "haproxy"}
     print(f"\n### {mode} (median of {len(base)} rounds, min-max in parentheses)\n")
-    print("| candidate | req/s | CPU us/req | user us/req | sys us/req | proxy CPU busy | CPU us/req / HAProxy (same round) | errors |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| candidate | req/s | CPU us/req | user us/req | sys us/req | schedstat us/req | proxy CPU busy | CPU us/req / HAProxy (same round) | errors |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for c in order:
         cr = [r for r in rs if r["candidate"] == c]
         rps = [float(r["rps"]) for r in cr]
@@ -149,8 +152,9 @@ for mode in ["keepalive", "close"]:
         ratio = [float(r["cpu_us_per_req"]) / base[r["round"]] for r in cr if base.get(r["round"])]
         usr = [float(r["usr_us"]) / float(r["requests"]) for r in cr]
         sy = [float(r["sys_us"]) / float(r["requests"]) for r in cr]
+        sched = [float(r["sched_us"]) / float(r["requests"]) for r in cr]
         busy = [float(r["cpu_us"]) / (float(r["seconds"]) * 1e6) * 100 for r in cr]
         errs = sum(int(r["errors"]) for r in cr)
         rtxt = fmt(ratio, 3) if ratio else "n/a"
-        print(f"| {c} | {fmt(rps, 0)} | {fmt(cpu, 2)} | {statistics.median(usr):.2f} | {statistics.median(sy):.2f} | {statistics.median(busy):.0f}% | {rtxt} | {errs} |")
+        print(f"| {c} | {fmt(rps, 0)} | {fmt(cpu, 2)} | {statistics.median(usr):.2f} | {statistics.median(sy):.2f} | {statistics.median(sched):.2f} | {statistics.median(busy):.0f}% | {rtxt} | {errs} |")
 EOF
