@@ -459,3 +459,109 @@ frontend fe\n    bind {bind}\n    maxconn 1\n    default_backend bk\nbackend bk\
     let mut sr = BufReader::new(second);
     assert_eq!(read_response(&mut sr, false).unwrap().status, 200);
 }
+
+/// An origin that answers with the request head it received as body.
+fn echo_head_origin(ip: std::net::IpAddr) -> std::net::SocketAddr {
+    raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut s = s;
+        while let Some(head) = read_head(&mut r) {
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{head}",
+                head.len()
+            );
+        }
+    })
+    .0
+}
+
+#[test]
+fn hop_by_hop_headers_are_not_forwarded() {
+    let ip = test_ip();
+    let origin = echo_head_origin(ip);
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(bind, "", &format!("    server o {origin}")),
+        &[bind],
+    );
+    let r = request(
+        bind,
+        "GET /p?q=1 HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: timeout=5\r\n\
+X-Secret: drop me\r\nProxy-Connection: keep-alive\r\nTE: trailers\r\nX-Kept:  spaced value \r\n\r\n",
+    );
+    let seen = r.body_str();
+    assert!(seen.starts_with("GET /p?q=1 HTTP/1.1\r\n"), "{seen}");
+    for gone in ["X-Secret", "Keep-Alive", "Proxy-Connection", "TE:"] {
+        assert!(!seen.contains(gone), "{gone} forwarded:\n{seen}");
+    }
+    // End-to-end headers keep their exact bytes.
+    assert!(seen.contains("\r\nX-Kept:  spaced value \r\n"), "{seen}");
+    assert!(seen.contains("\r\nHost: h\r\n"), "{seen}");
+}
+
+#[test]
+fn server_close_and_httpclose_modes() {
+    let ip = test_ip();
+    let (t, a) = term(ip, "o");
+    // http-server-close: client kept alive, one server connection per request.
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(
+            bind,
+            "    option http-server-close",
+            &format!("    server s {a}"),
+        ),
+        &[bind],
+    );
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for _ in 0..4 {
+        w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.header("connection"), None);
+    }
+    assert_eq!(t.connections(), 4);
+    // httpclose: the client connection closes after one response.
+    let bind2 = free_addr(ip);
+    let _p2 = Proxy::start(
+        &http_cfg(bind2, "    option httpclose", &format!("    server s {a}")),
+        &[bind2],
+    );
+    let s = connect(bind2);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let resp = read_response(&mut r, false).unwrap();
+    assert_eq!(resp.header("connection"), Some("close"));
+    assert!(read_response(&mut r, false).is_none());
+}
+
+#[test]
+fn weights_and_backup_servers() {
+    let ip = test_ip();
+    let (_t1, a1) = term(ip, "heavy");
+    let (_t2, a2) = term(ip, "light");
+    let (_t3, a3) = term(ip, "spare");
+    let bind = free_addr(ip);
+    let servers = format!(
+        "    server heavy {a1} weight 3\n    server light {a2} weight 1\n    server spare {a3} backup"
+    );
+    let _p = Proxy::start(&http_cfg(bind, "", &servers), &[bind]);
+    let mut counts = std::collections::HashMap::new();
+    for _ in 0..40 {
+        let r = get(bind, "/");
+        *counts
+            .entry(r.header("x-served-by").unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(counts.get("heavy"), Some(&30), "{counts:?}");
+    assert_eq!(counts.get("light"), Some(&10), "{counts:?}");
+    assert_eq!(counts.get("spare"), None, "{counts:?}");
+    // With every active server disabled, the backup takes the traffic.
+    let bind2 = free_addr(ip);
+    let servers2 = format!("    server heavy {a1} disabled\n    server spare {a3} backup");
+    let _p2 = Proxy::start(&http_cfg(bind2, "", &servers2), &[bind2]);
+    assert_eq!(get(bind2, "/").header("x-served-by"), Some("spare"));
+}

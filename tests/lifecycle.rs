@@ -171,3 +171,50 @@ fn port_already_in_use_is_an_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot bind"), "{err}");
 }
+
+#[test]
+fn hard_stop_after_bounds_the_soft_stop() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"))
+        .replace("global\n", "global\n    hard-stop-after 300ms\n");
+    let mut p = Proxy::start(&cfg, &[bind]);
+    let slow = connect(bind);
+    let mut w = slow.try_clone().unwrap();
+    w.write_all(b"GET /?t=8000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    wait_until("slow request at the origin", || _t.requests() >= 1);
+    let started = std::time::Instant::now();
+    p.signal("USR1");
+    p.wait_exit();
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(p.stderr().contains("hard stop"), "{}", p.stderr());
+}
+
+#[test]
+fn drops_privileges_to_user() {
+    // Only root can switch users.
+    if !std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+    {
+        eprintln!("not root; skipping");
+        return;
+    }
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"))
+        .replace("global\n", "global\n    user nobody\n    group nogroup\n");
+    let p = Proxy::start(&cfg, &[bind]);
+    assert_eq!(get(bind, "/").status, 200);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", p.pid())).unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert_eq!(uid.split_whitespace().nth(1), Some("65534"), "{uid}");
+}

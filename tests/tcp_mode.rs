@@ -139,3 +139,80 @@ fn bytes_flow_both_ways_interleaved() {
         assert_eq!(got, msg.as_bytes());
     }
 }
+
+#[test]
+fn fin_timeouts_apply_once_one_side_closed() {
+    let ip = test_ip();
+    // Reads to EOF, then never answers nor closes.
+    let (mute, _) = raw_origin(ip, |mut s| {
+        let mut buf = [0u8; 64];
+        while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let bind = free_addr(ip);
+    let cfg = tcp_cfg(
+        bind,
+        "    timeout client 20s\n    timeout server 20s\n    timeout server-fin 200ms\n    timeout client-fin 200ms",
+        &format!("    server m {mute}"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let mut s = connect(bind);
+    s.write_all(b"bye").unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let started = Instant::now();
+    assert_eq!(read_all(&mut s), "");
+    // server-fin (200ms), not the 20s server timeout, closed it.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn binds_port_ranges_and_several_addresses() {
+    let ip = test_ip();
+    let origin = count_until_eof(ip);
+    let first = free_addr(ip);
+    // Three consecutive ports starting at a free one, plus a second address.
+    let base = first.port();
+    let range: Vec<SocketAddr> = (0..3).map(|i| SocketAddr::new(ip, base + i)).collect();
+    for a in &range[1..] {
+        if std::net::TcpListener::bind(a).is_err() {
+            eprintln!("port {a} busy, skipping");
+            return;
+        }
+    }
+    let other = free_addr(ip);
+    let cfg = format!(
+        "defaults\n    mode tcp\n    timeout client 5s\n    timeout server 5s\n    timeout connect 1s\n\
+listen app\n    bind {ip}:{base}-{},{other}\n    server o {origin}\n",
+        base + 2
+    );
+    let mut all = range.clone();
+    all.push(other);
+    let _p = Proxy::start(&cfg, &all);
+    for a in all {
+        let mut s = connect(a);
+        s.write_all(b"hi").unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        assert_eq!(read_all(&mut s), "got 2");
+    }
+}
+
+#[test]
+fn ipv6_listener() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("no IPv6 loopback here; skipping");
+        return;
+    }
+    let ip = test_ip();
+    let origin = count_until_eof(ip);
+    let bind = free_addr("::1".parse().unwrap());
+    let cfg = tcp_cfg(bind, "", &format!("    server o {origin}"));
+    let _p = Proxy::start(&cfg, &[bind]);
+    let mut s = connect(bind);
+    s.write_all(b"v6").unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(read_all(&mut s), "got 2");
+}

@@ -75,6 +75,17 @@ pub struct TunnelStats {
 struct Shared {
     last_activity: Cell<Instant>,
     half_closed: Cell<bool>,
+    /// Wakes the other direction when one closes, so that it switches to
+    /// the `-fin` timeout at once.
+    closed_one: tokio::sync::Notify,
+}
+
+impl Shared {
+    fn close_one(&self) {
+        self.half_closed.set(true);
+        self.last_activity.set(Instant::now());
+        self.closed_one.notify_waiters();
+    }
 }
 
 enum PumpEnd {
@@ -82,6 +93,14 @@ enum PumpEnd {
     Timeout,
     ReadError,
     WriteError,
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Forwards `src` to `dst` until EOF. `read_idle` and `fin_idle` pick the
@@ -101,15 +120,14 @@ async fn pump(
         } else {
             read_idle
         };
-        let ready = match idle {
-            None => src.readable().await.map(|_| true),
-            Some(d) => {
-                let deadline = shared.last_activity.get() + d;
-                match tokio::time::timeout_at(deadline, src.readable()).await {
-                    Ok(r) => r.map(|_| true),
-                    Err(_) => Ok(false),
-                }
-            }
+        let half_close = shared.closed_one.notified();
+        let was_half_closed = shared.half_closed.get();
+        let deadline = idle.map(|d| shared.last_activity.get() + d);
+        let ready = tokio::select! {
+            r = src.readable() => r.map(|_| true),
+            _ = sleep_until(deadline) => Ok(false),
+            // The other direction closed: re-arm with the -fin timeout.
+            _ = half_close, if !was_half_closed => continue,
         };
         match ready {
             Err(_) => return PumpEnd::ReadError,
@@ -156,6 +174,7 @@ pub async fn tunnel(client: &TcpStream, server: &TcpStream, t: &TunnelTimeouts) 
     let shared = Shared {
         last_activity: Cell::new(Instant::now()),
         half_closed: Cell::new(false),
+        closed_one: tokio::sync::Notify::new(),
     };
     let up = Cell::new(0u64);
     let down = Cell::new(0u64);
@@ -172,7 +191,7 @@ pub async fn tunnel(client: &TcpStream, server: &TcpStream, t: &TunnelTimeouts) 
         .await;
         if matches!(end, PumpEnd::Eof) {
             fairlead_net::shutdown_write(server);
-            shared.half_closed.set(true);
+            shared.close_one();
         }
         end
     };
@@ -189,7 +208,7 @@ pub async fn tunnel(client: &TcpStream, server: &TcpStream, t: &TunnelTimeouts) 
         .await;
         if matches!(end, PumpEnd::Eof) {
             fairlead_net::shutdown_write(client);
-            shared.half_closed.set(true);
+            shared.close_one();
         }
         end
     };

@@ -9,11 +9,10 @@ use fairlead_http::{
     RequestRewrite, ResponseHead,
 };
 use fairlead_net::io::{until, with_timeout, write_all};
-use fairlead_net::{pool, IoBuf};
+use fairlead_net::{pool, IoBuf, Stop};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// A server connection attached to the session between requests.
@@ -38,7 +37,7 @@ struct Session<'a> {
     attached: Option<Attached>,
     first: bool,
     accepted_at: Instant,
-    stop: watch::Receiver<bool>,
+    stop: &'a Stop,
 }
 
 /// Serves one HTTP client connection until it closes.
@@ -47,7 +46,7 @@ pub async fn serve_http(
     peer: SocketAddr,
     fe: &HttpFront,
     be: &Backend,
-    stop: watch::Receiver<bool>,
+    stop: &Stop,
 ) {
     let _ = client.set_nodelay(true);
     let eff = Effective {
@@ -98,7 +97,7 @@ impl<'a> Session<'a> {
     }
 
     fn stopping(&self) -> bool {
-        *self.stop.borrow()
+        self.stop.is_set()
     }
 
     /// Phase 1: wait for the first byte of the next request, holding no
@@ -124,22 +123,20 @@ impl<'a> Session<'a> {
             return false;
         }
         let stop_first = self.first;
-        let mut stop = self.stop.clone();
+        let stop = self.stop;
         let read = async {
             until(deadline, "http-request timeout", async {
                 self.cbuf.read_from(&self.client, usize::MAX).await
             })
             .await
         };
+        // A soft stop closes idle keep-alive connections; a new connection
+        // still gets its first request served.
         let stopped = async {
-            loop {
-                if stop.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-                if *stop.borrow() && !stop_first {
-                    return;
-                }
+            if stop_first {
+                std::future::pending::<()>().await;
             }
+            stop.wait().await
         };
         let r = tokio::select! {
             r = read => r,

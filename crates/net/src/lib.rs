@@ -11,8 +11,10 @@
 pub mod buf;
 pub mod io;
 pub mod pool;
+pub mod stop;
 
 pub use buf::IoBuf;
+pub use stop::Stop;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::net::SocketAddr;

@@ -4,6 +4,8 @@
 
 use crate::{FrontendRt, Shared};
 use fairlead_config::Mode;
+use fairlead_net::Stop;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +28,14 @@ pub(crate) fn run(
         .expect("worker runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
+        // Bridge the process-wide stop request to this worker's own signal.
+        let local_stop = Rc::new(Stop::new());
+        let bridge = local_stop.clone();
+        let mut global_stop = stop;
+        tokio::task::spawn_local(async move {
+            stopped(&mut global_stop).await;
+            bridge.trigger();
+        });
         let mut accepts = Vec::new();
         for (fe_idx, ls) in listeners.into_iter().enumerate() {
             for l in ls {
@@ -41,7 +51,7 @@ pub(crate) fn run(
                     shared.clone(),
                     fe,
                     l,
-                    stop.clone(),
+                    local_stop.clone(),
                 )));
             }
         }
@@ -67,7 +77,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     fe: Arc<FrontendRt>,
     listener: TcpListener,
-    mut stop: watch::Receiver<bool>,
+    stop: Rc<Stop>,
 ) {
     let mut burst = 0usize;
     loop {
@@ -81,12 +91,12 @@ async fn accept_loop(
             tokio::select! {
                 _ = freed => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = stopped(&mut stop) => return,
+                _ = stop.wait() => return,
             }
         }
         let accepted = tokio::select! {
             r = listener.accept() => r,
-            _ = stopped(&mut stop) => return,
+            _ = stop.wait() => return,
         };
         match accepted {
             Ok((stream, peer)) => {
@@ -96,7 +106,7 @@ async fn accept_loop(
                 let fe2 = fe.clone();
                 let stop2 = stop.clone();
                 tokio::task::spawn_local(async move {
-                    serve(&fe2, stream, peer, stop2).await;
+                    serve(&fe2, stream, peer, &stop2).await;
                     let g = shared2.global.cur.fetch_sub(1, Ordering::SeqCst);
                     let f = fe2.limit.cur.fetch_sub(1, Ordering::SeqCst);
                     if g >= shared2.global.max
@@ -122,7 +132,7 @@ async fn accept_loop(
                 tokio::select! {
                     _ = freed => {}
                     _ = tokio::time::sleep(FD_EXHAUSTION_PAUSE) => {}
-                    _ = stopped(&mut stop) => return,
+                    _ = stop.wait() => return,
                 }
             }
             Err(_) => {
@@ -136,7 +146,7 @@ async fn serve(
     fe: &FrontendRt,
     stream: tokio::net::TcpStream,
     peer: std::net::SocketAddr,
-    stop: watch::Receiver<bool>,
+    stop: &Stop,
 ) {
     match fe.mode {
         Mode::Http => fairlead_l7::serve_http(stream, peer, &fe.http, &fe.backend, stop).await,
