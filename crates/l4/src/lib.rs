@@ -143,7 +143,7 @@ async fn pump(
         }
         let mut buf = fairlead_net::pool::take();
         let end = loop {
-            match src.try_read(&mut buf) {
+            match fairlead_net::io::try_read_drain(src, &mut buf) {
                 Ok(0) => break Some(PumpEnd::Eof),
                 Ok(n) => {
                     shared.last_activity.set(Instant::now());

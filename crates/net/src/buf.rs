@@ -88,7 +88,7 @@ impl IoBuf {
         if max == 0 {
             return Ok(0);
         }
-        let n = stream.try_read(&mut spare[..max]);
+        let n = crate::io::try_read_drain(stream, &mut spare[..max]);
         if let Ok(n) = n {
             self.end += n;
         }

@@ -61,3 +61,27 @@ pub fn idle_conn_alive(stream: &TcpStream) -> bool {
     let mut probe = [0u8; 1];
     matches!(stream.try_read(&mut probe), Err(e) if e.kind() == ErrorKind::WouldBlock)
 }
+
+/// One non-blocking read that also tells tokio the socket is drained when
+/// the read came back short, so the next wait goes straight to the poller
+/// instead of paying a `read()` that returns EAGAIN. A short read on a
+/// stream socket means the receive queue was emptied; tokio only clears
+/// readiness if no new event arrived meanwhile, so no wake-up is lost.
+pub fn try_read_drain(stream: &TcpStream, buf: &mut [u8]) -> Result<usize> {
+    use std::io::Read;
+    let mut got = 0;
+    let r = stream.try_io(tokio::io::Interest::READABLE, || {
+        let n = (&*socket2::SockRef::from(stream)).read(buf)?;
+        got = n;
+        if n > 0 && n < buf.len() {
+            // Short read: report "would block" to clear the readiness.
+            Err(Error::from(ErrorKind::WouldBlock))
+        } else {
+            Ok(n)
+        }
+    });
+    match r {
+        Err(e) if e.kind() == ErrorKind::WouldBlock && got > 0 => Ok(got),
+        r => r,
+    }
+}
