@@ -173,14 +173,12 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, &(weight, backup))| config::Server {
-                    name: format!("s{i}"),
-                    location: Default::default(),
-                    addr: config::ServerAddr::Ip(([127, 0, 0, 1], 1000 + i as u16).into()),
                     weight,
-                    maxconn: 0,
                     backup,
-                    disabled: false,
-                    check: false,
+                    ..config::Server::new(
+                        &format!("s{i}"),
+                        config::ServerAddr::Ip(([127, 0, 0, 1], 1000 + i as u16).into()),
+                    )
                 })
                 .collect(),
             ..Default::default()

@@ -105,6 +105,9 @@ pub struct Global {
     pub maxaccept: i32,
     /// `hard-stop-after`. Default is none (wait for the longest timeout).
     pub hard_stop_after: Option<Duration>,
+    /// `spread-checks`: random +/- percentage on check intervals, 0..=50.
+    /// Default is 0.
+    pub spread_checks: u32,
 }
 
 impl Default for Global {
@@ -124,6 +127,7 @@ impl Default for Global {
             bufsize: 16384,
             maxaccept: 64,
             hard_stop_after: None,
+            spread_checks: 0,
         }
     }
 }
@@ -172,6 +176,9 @@ pub struct Timeouts {
     pub client_fin: Option<Duration>,
     pub server_fin: Option<Duration>,
     pub queue: Option<Duration>,
+    /// `timeout check`: read timeout of a check once connected. Default is
+    /// none (`inter` bounds the check).
+    pub check: Option<Duration>,
 }
 
 /// `option forwardfor [except <net>] [header <name>] [if-none]`.
@@ -246,14 +253,236 @@ pub struct ProxyOptions {
     /// `maxconn`. Default is `None`: the global maxconn applies.
     pub maxconn: Option<u32>,
     pub balance: Balance,
+    /// `hash-type`. Default is map-based sdbm.
+    pub hash_type: HashType,
+    /// `option allbackups`: use every backup server at once, not only the
+    /// first. Default is off.
+    pub allbackups: bool,
+    /// `fullconn`: backend load at which servers reach their `maxconn`
+    /// when `minconn` is set. Default is `None` (10% of the sum of the
+    /// frontends' maxconn, as HAProxy computes).
+    pub fullconn: Option<u32>,
+    /// `option persist`: keep sending a persistent request to its server
+    /// even when that server is down. Default is off.
+    pub persist: bool,
+    /// `cookie ...` persistence. Default is none.
+    pub cookie: Option<CookieConfig>,
+    /// `retry-on`. Default is `conn-failure` only.
+    pub retry_on: RetryOn,
+    /// What active checks send (`option httpchk`, `http-check`,
+    /// `tcp-check`). Default is a plain TCP connect.
+    pub health_check: HealthCheck,
 }
 
-/// `balance <algorithm>`. Only the algorithms the runtime implements are
-/// represented; the parser reports the others as not implemented yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// `balance <algorithm>`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Balance {
+    /// `roundrobin`: weighted, dynamic (weights change at run time).
     #[default]
     RoundRobin,
+    /// `static-rr`.
+    StaticRr,
+    /// `leastconn`.
+    LeastConn,
+    /// `first`.
+    First,
+    /// `source`: hash of the client address.
+    Source,
+    /// `uri [len N] [depth N] [whole]`.
+    Uri {
+        whole: bool,
+        len: Option<usize>,
+        depth: Option<usize>,
+    },
+    /// `url_param <name>`.
+    UrlParam { name: String },
+    /// `hdr(<name>) [use_domain_only]`.
+    Hdr { name: String, use_domain_only: bool },
+    /// `random[(<draws>)]`. Default draws is 2.
+    Random { draws: u32 },
+}
+
+/// `hash-type <method> <function> [avalanche]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HashType {
+    pub method: HashMethod,
+    pub function: HashFunction,
+    pub avalanche: bool,
+}
+
+/// Default is `MapBased`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HashMethod {
+    #[default]
+    MapBased,
+    Consistent,
+}
+
+/// Default is `Sdbm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HashFunction {
+    #[default]
+    Sdbm,
+    Djb2,
+    Wt6,
+    Crc32,
+}
+
+/// `retry-on` keywords. Default is `conn_failure` only, as HAProxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryOn {
+    pub conn_failure: bool,
+    pub empty_response: bool,
+    pub junk_response: bool,
+    pub response_timeout: bool,
+    /// Response statuses that trigger a retry (`404`, `503`, ...).
+    pub statuses: Vec<u16>,
+}
+
+impl Default for RetryOn {
+    fn default() -> Self {
+        RetryOn {
+            conn_failure: true,
+            empty_response: false,
+            junk_response: false,
+            response_timeout: false,
+            statuses: Vec::new(),
+        }
+    }
+}
+
+/// `cookie <name> [rewrite|insert|prefix] ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CookieConfig {
+    pub name: String,
+    pub mode: CookieMode,
+    pub indirect: bool,
+    pub nocache: bool,
+    pub postonly: bool,
+    pub preserve: bool,
+    pub httponly: bool,
+    pub secure: bool,
+    /// `domain` (repeatable).
+    pub domains: Vec<String>,
+    pub maxidle: Option<Duration>,
+    pub maxlife: Option<Duration>,
+}
+
+/// Default is `Rewrite` when no mode is given, as HAProxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CookieMode {
+    #[default]
+    Rewrite,
+    Insert,
+    Prefix,
+}
+
+/// Active health check of a backend's servers (those with `check`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HealthCheck {
+    /// Connect only. The default.
+    #[default]
+    Tcp,
+    /// `option httpchk` (+ `http-check send`/`expect`).
+    Http(HttpCheck),
+    /// `option tcp-check` with `tcp-check` rules.
+    TcpCheck(Vec<TcpCheckRule>),
+}
+
+/// `option httpchk [<method>] [<uri>] [<version>]` and `http-check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpCheck {
+    /// Default is `OPTIONS`.
+    pub method: String,
+    /// Default is `/`.
+    pub uri: String,
+    /// Default is `HTTP/1.0`.
+    pub version: String,
+    /// `http-check send hdr <name> <value>` (and the legacy form with
+    /// `\r\n` in the version string).
+    pub headers: Vec<(String, String)>,
+    /// `http-check send body <string>`.
+    pub body: Option<String>,
+    /// `http-check expect`. Default (`None`) accepts any 2xx or 3xx.
+    pub expect: Option<Expect>,
+}
+
+impl Default for HttpCheck {
+    fn default() -> Self {
+        HttpCheck {
+            method: "OPTIONS".into(),
+            uri: "/".into(),
+            version: "HTTP/1.0".into(),
+            headers: Vec::new(),
+            body: None,
+            expect: None,
+        }
+    }
+}
+
+/// One `expect` of `http-check` or `tcp-check`, with `!` negation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    pub negate: bool,
+    pub kind: ExpectKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectKind {
+    /// `status <code>[,<code>...]` (ranges `200-399` allowed).
+    Status(Vec<(u16, u16)>),
+    /// `rstatus <regex>`.
+    RStatus(String),
+    /// `string <text>`.
+    String(String),
+    /// `rstring <regex>`.
+    RString(String),
+    /// `binary <hex>` (tcp-check).
+    Binary(Vec<u8>),
+}
+
+/// One `tcp-check` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TcpCheckRule {
+    /// `tcp-check connect [port N]`.
+    Connect { port: Option<u16> },
+    /// `tcp-check send <string>` / `send-binary <hex>` (bytes to send;
+    /// `\r\n` escapes already resolved by the lexer).
+    Send(Vec<u8>),
+    /// `tcp-check expect ...`.
+    Expect(Expect),
+    /// `tcp-check comment <text>`.
+    Comment(String),
+}
+
+/// `agent-check` settings of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentCheck {
+    /// `agent-port`. Required by HAProxy.
+    pub port: u16,
+    /// `agent-addr`. Default is the server's address.
+    pub addr: Option<std::net::IpAddr>,
+    /// `agent-inter`. Default is the server's `inter`.
+    pub inter: Option<Duration>,
+    /// `agent-send`. Default is nothing.
+    pub send: Option<String>,
+}
+
+/// `observe layer4|layer7`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observe {
+    Layer4,
+    Layer7,
+}
+
+/// `on-error`. Default is `FailCheck`, as HAProxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    Fastinter,
+    #[default]
+    FailCheck,
+    SuddenDeath,
+    MarkDown,
 }
 
 /// One `bind` line, expanded.
@@ -315,9 +544,73 @@ pub struct Server {
     pub backup: bool,
     /// `disabled`. Default is false.
     pub disabled: bool,
-    /// `check` was given. Stored; active checks come with the balancing
-    /// issue, until then the server is considered up.
+    /// `check`: run active health checks. Default is off (always up).
     pub check: bool,
+    /// `inter`. Default is 2s.
+    pub inter: Duration,
+    /// `fastinter`: interval while changing state. Default is `inter`.
+    pub fastinter: Option<Duration>,
+    /// `downinter`: interval while down. Default is `inter`.
+    pub downinter: Option<Duration>,
+    /// `rise`. Default is 2.
+    pub rise: u32,
+    /// `fall`. Default is 3.
+    pub fall: u32,
+    /// `port`: check port. Default is the server's port.
+    pub check_port: Option<u16>,
+    /// `addr`: check address. Default is the server's address.
+    pub check_addr: Option<std::net::IpAddr>,
+    /// `agent-check` (+ agent-port, agent-addr, agent-inter, agent-send).
+    pub agent: Option<AgentCheck>,
+    /// `observe`. Default is none.
+    pub observe: Option<Observe>,
+    /// `error-limit`. Default is 10.
+    pub error_limit: u32,
+    /// `on-error`. Default is `fail-check`.
+    pub on_error: OnError,
+    /// `slowstart`: ramp the weight up after recovery. Default is none.
+    pub slowstart: Option<Duration>,
+    /// `minconn`. Default is 0 (use `maxconn` as is).
+    pub minconn: u32,
+    /// `maxqueue`. Default is 0: unlimited queue.
+    pub maxqueue: u32,
+    /// `cookie <value>` for persistence. Default is none.
+    pub cookie: Option<String>,
+    /// `id`. Default is the position in the backend, from 1.
+    pub id: Option<u32>,
+}
+
+impl Server {
+    /// A server with HAProxy's defaults for everything but its name and
+    /// address.
+    pub fn new(name: &str, addr: ServerAddr) -> Server {
+        Server {
+            name: name.to_string(),
+            location: Location::default(),
+            addr,
+            weight: 1,
+            maxconn: 0,
+            backup: false,
+            disabled: false,
+            check: false,
+            inter: Duration::from_secs(2),
+            fastinter: None,
+            downinter: None,
+            rise: 2,
+            fall: 3,
+            check_port: None,
+            check_addr: None,
+            agent: None,
+            observe: None,
+            error_limit: 10,
+            on_error: OnError::FailCheck,
+            slowstart: None,
+            minconn: 0,
+            maxqueue: 0,
+            cookie: None,
+            id: None,
+        }
+    }
 }
 
 /// Severity of a configuration diagnostic.

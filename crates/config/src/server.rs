@@ -327,14 +327,13 @@ pub(crate) fn parse_server(
     let ok = apply_options(&words[3..], &mut tmpl, &label, loc, diags);
     let addr = addr?;
     ok.then(|| Server {
-        name: name.clone(),
         location: loc.clone(),
-        addr,
         weight: tmpl.weight.unwrap_or(1),
         maxconn: tmpl.maxconn.unwrap_or(0),
         backup: tmpl.backup,
         disabled: tmpl.disabled,
         check: tmpl.check,
+        ..Server::new(name, addr)
     })
 }
 
