@@ -1,20 +1,22 @@
 //! Connecting to a server with HAProxy's retry rules.
 //!
-//! - The balancer picks a server; a failed connection is retried up to
-//!   `retries` times.
+//! - The request already holds a server slot ([`crate::Backend::assign`]);
+//!   a failed connection is retried up to `retries` times.
 //! - Retries go to the same server after a turn-around delay of
 //!   min(`timeout connect`, 1 s), as HAProxy does, so a restarting server is
 //!   not hammered.
 //! - With `option redispatch`, the last retry goes to another server (no
 //!   delay), HAProxy's default redispatch interval of -1.
+//! - Each result feeds the server's passive check (`observe layer4`).
 
-use crate::{Backend, ServerSlot};
+use crate::{AssignError, Backend, RequestKey, ServerSlot};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
-/// A new connection to a server, with the server's request slot held.
+/// A new connection to a server, with the request's slot on it.
 pub struct Connected {
-    pub idx: usize,
     pub stream: TcpStream,
     pub slot: ServerSlot,
 }
@@ -22,50 +24,52 @@ pub struct Connected {
 /// Why no connection could be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectFail {
-    /// No usable server (all down, disabled or full).
+    /// No usable server, or the queue timed out.
     NoServer,
     /// Every attempt failed; `timeout` tells whether the last one timed out.
     Failed { timeout: bool },
 }
 
-/// Connects to a server of `be`, trying `first` if given (a server chosen
-/// earlier), else asking the balancer.
-pub async fn connect_server(be: &Backend, first: Option<usize>) -> Result<Connected, ConnectFail> {
-    let mut idx = match first {
-        Some(i) => i,
-        None => be.pick(None).ok_or(ConnectFail::NoServer)?,
-    };
-    let mut slot = be.acquire(idx);
+impl From<AssignError> for ConnectFail {
+    fn from(_: AssignError) -> Self {
+        ConnectFail::NoServer
+    }
+}
+
+/// Connects to the server of `slot`, retrying as configured. `attempts`
+/// counts the tries already spent on this request (HTTP retries share the
+/// `retries` budget) and is updated.
+pub async fn connect_server(
+    be: &Arc<Backend>,
+    mut slot: ServerSlot,
+    key: &RequestKey<'_>,
+    attempts: &mut u32,
+) -> Result<Connected, ConnectFail> {
     let retries = be.options.retries;
     let connect_timeout = be.options.timeouts.connect;
-    let mut attempt = 0;
     loop {
-        let server = &be.servers[idx];
+        let server = slot.server().clone();
         match fairlead_net::connect(server.addr, connect_timeout).await {
             Ok(stream) => {
-                server
-                    .connects
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                return Ok(Connected { idx, stream, slot });
+                server.connects.fetch_add(1, Ordering::Relaxed);
+                server.observe(false, true);
+                return Ok(Connected { stream, slot });
             }
             Err(e) => {
-                server
-                    .connect_errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if attempt >= retries {
+                server.connect_errors.fetch_add(1, Ordering::Relaxed);
+                server.observe(false, false);
+                if *attempts >= retries {
                     return Err(ConnectFail::Failed {
                         timeout: e.kind() == std::io::ErrorKind::TimedOut,
                     });
                 }
-                attempt += 1;
-                if be.options.redispatch && attempt == retries {
-                    if let Some(other) = be.pick(Some(idx)) {
-                        if other != idx {
-                            drop(slot);
-                            idx = other;
-                            slot = be.acquire(idx);
-                            continue;
-                        }
+                *attempts += 1;
+                if be.redispatch_now(*attempts) {
+                    let failed = slot.idx();
+                    drop(slot);
+                    slot = be.assign(key, None, Some(failed)).await?;
+                    if slot.idx() != failed {
+                        continue;
                     }
                 }
                 let turnaround = connect_timeout

@@ -1,44 +1,59 @@
 //! Backends and servers at run time: shared server state (atomics), server
-//! selection with retries and redispatch, and the per-thread pool of idle
-//! server connections.
+//! assignment (balancing, persistence, `maxconn` and queues), connecting
+//! with retries and redispatch, and the per-thread pool of idle server
+//! connections.
 //!
 //! A [`Backend`] is built once from the configuration and shared by every
-//! worker through an `Arc`. Nothing in it takes a lock: server counters are
-//! atomics and balancing uses the lock-free algorithms of `fairlead-balance`.
+//! worker through an `Arc`. Server counters are atomics, health is read from
+//! `fairlead-health`'s shared state, balancing uses `fairlead-balance`; the
+//! queues take a short per-backend lock only while something is queued.
 #![forbid(unsafe_code)]
 
 pub mod connect;
 pub mod error;
 pub mod idle;
+pub mod queue;
 
 pub use connect::{connect_server, ConnectFail, Connected};
 pub use error::{ProxyError, Side};
+pub use fairlead_balance::RequestKey;
 
-use fairlead_balance::{Algorithm, RoundRobin};
+use fairlead_balance::{Lb, Pick, ServerSpec, ServerView};
 use fairlead_config as config;
+use fairlead_health::ServerHealth;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One server's shared state.
-#[derive(Debug)]
 pub struct Server {
-    /// Process-wide unique id (index into all servers of all backends); keys
-    /// the per-thread idle pools.
+    /// Process-wide unique id; keys the per-thread idle pools.
     pub id: usize,
+    /// Position in its backend.
+    pub idx: usize,
+    /// HAProxy's server id (`id` keyword, else position from 1).
+    pub puid: u32,
     pub name: String,
     pub addr: SocketAddr,
-    pub weight: u32,
+    /// Configured weight (0..=256); the runtime API may change it.
+    pub weight: AtomicU32,
     /// 0 means unlimited.
     pub maxconn: u32,
+    pub minconn: u32,
+    /// 0 means unlimited.
+    pub maxqueue: u32,
     pub backup: bool,
-    /// Administratively disabled (`disabled` keyword).
-    pub disabled: AtomicBool,
-    /// Operational state. Always true until health checks exist.
-    pub up: AtomicBool,
-    /// Requests currently assigned to this server.
+    /// Persistence cookie value.
+    pub cookie: Option<String>,
+    /// Administratively in maintenance (`disabled`).
+    pub maint: AtomicBool,
+    /// Operational state from health checks (always up without `check`).
+    pub health: Arc<ServerHealth>,
+    pub observe: Option<config::Observe>,
+    /// Requests (HTTP) or streams (TCP) currently assigned.
     pub cur: AtomicU32,
-    /// Requests (HTTP) or connections (TCP) ever assigned.
+    /// Requests or streams ever assigned.
     pub total: AtomicU64,
     /// Failed connection attempts.
     pub connect_errors: AtomicU64,
@@ -47,27 +62,68 @@ pub struct Server {
 }
 
 impl Server {
-    fn usable(&self) -> bool {
-        self.up.load(Ordering::Relaxed)
-            && !self.disabled.load(Ordering::Relaxed)
-            && (self.maxconn == 0 || self.cur.load(Ordering::Relaxed) < self.maxconn)
+    /// Up and not in maintenance.
+    pub fn is_up(&self) -> bool {
+        !self.maint.load(Ordering::Relaxed) && self.health.is_up()
+    }
+
+    /// Effective weight for the balancer: configured weight scaled by the
+    /// agent's percentage and the slowstart ramp; 0 when down or draining.
+    pub fn eweight(&self) -> u32 {
+        if !self.is_up() || self.health.is_drain() {
+            return 0;
+        }
+        let w = self.weight.load(Ordering::Relaxed);
+        let pct = self.health.weight_pct();
+        if w == 0 || pct == 0 {
+            return 0;
+        }
+        (w * pct / 100).clamp(1, 256)
+    }
+
+    /// Reports a passive-check observation (`observe layer4|layer7`).
+    /// `layer7` tells whether the result is an HTTP response (else a
+    /// connection attempt). In `layer7` mode connection failures count as
+    /// errors too, but only responses count as successes.
+    pub fn observe(&self, layer7: bool, ok: bool) {
+        use config::Observe::{Layer4, Layer7};
+        match (self.observe, layer7) {
+            (Some(Layer4), false) | (Some(Layer7), true) => self.health.observe(ok),
+            (Some(Layer7), false) if !ok => self.health.observe(false),
+            _ => {}
+        }
     }
 }
 
-/// Holds one slot of a server's `cur` count; released on drop.
+/// Why no server slot could be assigned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignError {
+    /// No usable server: 503 in HTTP, close in TCP.
+    NoServer,
+    /// Waited in the queue until `timeout queue`: 503.
+    QueueTimeout,
+}
+
+/// One request's (or TCP stream's) hold on a server: counted in `cur`
+/// until dropped, when the slot goes to the oldest queued request.
 pub struct ServerSlot {
-    server: Arc<Server>,
+    backend: Arc<Backend>,
+    idx: usize,
 }
 
 impl ServerSlot {
+    pub fn idx(&self) -> usize {
+        self.idx
+    }
+
     pub fn server(&self) -> &Arc<Server> {
-        &self.server
+        &self.backend.servers[self.idx]
     }
 }
 
 impl Drop for ServerSlot {
     fn drop(&mut self) {
-        self.server.cur.fetch_sub(1, Ordering::Relaxed);
+        self.backend.release(self.idx);
     }
 }
 
@@ -76,23 +132,42 @@ pub struct Backend {
     pub name: String,
     pub options: config::ProxyOptions,
     pub servers: Vec<Arc<Server>>,
-    active: Vec<usize>,
-    backup: Vec<usize>,
-    rr_active: RoundRobin,
-    rr_backup: RoundRobin,
+    lb: Lb,
+    pub queue: queue::Queue,
+    /// Requests or streams currently assigned to any server.
+    pub sessions: AtomicU32,
+    /// `fullconn` in force (for `minconn`).
+    fullconn: u32,
+}
+
+struct View<'a>(&'a Backend);
+
+impl ServerView for View<'_> {
+    fn up(&self, i: usize) -> bool {
+        self.0.servers[i].is_up()
+    }
+    fn has_room(&self, i: usize) -> bool {
+        self.0.has_room(i)
+    }
+    fn load(&self, i: usize) -> u32 {
+        self.0.servers[i].cur.load(Ordering::Relaxed)
+    }
 }
 
 impl Backend {
     /// Builds the runtime backend. `resolve` turns a configured address into
     /// a socket address (DNS happens in the caller, at start-up);
-    /// `next_id` hands out process-wide server ids.
+    /// `next_id` hands out process-wide server ids; `fullconn` is the
+    /// backend's `fullconn` or the value HAProxy derives from the
+    /// frontends' maxconn.
     pub fn new(
         cfg: &config::Backend,
         resolve: &dyn Fn(&config::ServerAddr) -> std::io::Result<SocketAddr>,
         next_id: &mut usize,
+        fullconn: u32,
     ) -> std::io::Result<Backend> {
         let mut servers = Vec::with_capacity(cfg.servers.len());
-        for s in &cfg.servers {
+        for (idx, s) in cfg.servers.iter().enumerate() {
             let addr = resolve(&s.addr).map_err(|e| {
                 std::io::Error::new(
                     e.kind(),
@@ -101,13 +176,19 @@ impl Backend {
             })?;
             servers.push(Arc::new(Server {
                 id: *next_id,
+                idx,
+                puid: s.id.unwrap_or(idx as u32 + 1),
                 name: s.name.clone(),
                 addr,
-                weight: s.weight,
+                weight: AtomicU32::new(s.weight),
                 maxconn: s.maxconn,
+                minconn: s.minconn,
+                maxqueue: s.maxqueue,
                 backup: s.backup,
-                disabled: AtomicBool::new(s.disabled),
-                up: AtomicBool::new(true),
+                cookie: s.cookie.clone(),
+                maint: AtomicBool::new(s.disabled),
+                health: Arc::new(ServerHealth::new(true)),
+                observe: s.observe,
                 cur: AtomicU32::new(0),
                 total: AtomicU64::new(0),
                 connect_errors: AtomicU64::new(0),
@@ -115,109 +196,222 @@ impl Backend {
             }));
             *next_id += 1;
         }
-        let active: Vec<usize> = (0..servers.len()).filter(|&i| !servers[i].backup).collect();
-        let backup: Vec<usize> = (0..servers.len()).filter(|&i| servers[i].backup).collect();
-        let weights = |idx: &[usize]| idx.iter().map(|&i| servers[i].weight).collect::<Vec<_>>();
-        Ok(Backend {
+        let specs: Vec<ServerSpec> = servers
+            .iter()
+            .map(|s| ServerSpec {
+                weight: s.weight.load(Ordering::Relaxed),
+                backup: s.backup,
+                id: s.puid,
+            })
+            .collect();
+        let o = &cfg.options;
+        let lb = Lb::new(&o.balance, &o.hash_type, o.allbackups, &specs);
+        let backend = Backend {
             name: cfg.name.clone(),
             options: cfg.options.clone(),
-            rr_active: RoundRobin::new(&weights(&active)),
-            rr_backup: RoundRobin::new(&weights(&backup)),
-            active,
-            backup,
+            lb,
+            queue: queue::Queue::new(servers.len()),
             servers,
-        })
+            sessions: AtomicU32::new(0),
+            fullconn: o.fullconn.unwrap_or(fullconn),
+        };
+        backend.refresh_weights();
+        Ok(backend)
     }
 
-    /// Picks a usable server, avoiding `avoid` when another one is usable.
-    /// Backup servers are used only when no active server is up.
-    pub fn pick(&self, avoid: Option<usize>) -> Option<usize> {
-        self.pick_in(avoid)
-            .or_else(|| avoid.and_then(|_| self.pick_in(None)))
+    /// What the balancing algorithm needs from each request.
+    pub fn lb_needs(&self) -> &fairlead_balance::Needs {
+        self.lb.needs()
     }
 
-    fn pick_in(&self, avoid: Option<usize>) -> Option<usize> {
-        let ok = |i: usize| Some(i) != avoid && self.servers[i].usable();
-        if let Some(k) = self.rr_active.pick(&|k| ok(self.active[k])) {
-            return Some(self.active[k]);
+    /// Pushes every server's effective weight to the balancer (after a
+    /// health change, an agent report, a slowstart step or an admin change),
+    /// then lets queued requests use any capacity that appeared.
+    pub fn refresh_weights(&self) {
+        for (i, s) in self.servers.iter().enumerate() {
+            self.lb.set_weight(i, s.eweight());
         }
-        let any_active_up = self.active.iter().any(|&i| {
+        self.dispatch();
+    }
+
+    /// The server's `maxconn` in force: with `minconn`, it grows from
+    /// `minconn` to `maxconn` as the backend's load approaches `fullconn`,
+    /// as HAProxy does. 0 means unlimited.
+    pub fn dyn_maxconn(&self, i: usize) -> u32 {
+        let s = &self.servers[i];
+        if s.maxconn == 0 || s.minconn == 0 || self.fullconn == 0 {
+            return s.maxconn;
+        }
+        let load = u64::from(self.sessions.load(Ordering::Relaxed));
+        let dynamic = (u64::from(s.maxconn) * load / u64::from(self.fullconn)) as u32;
+        dynamic.clamp(s.minconn.min(s.maxconn), s.maxconn)
+    }
+
+    fn has_room(&self, i: usize) -> bool {
+        let m = self.dyn_maxconn(i);
+        m == 0 || self.servers[i].cur.load(Ordering::Relaxed) < m
+    }
+
+    /// Reserves a slot on server `i` if it has room.
+    fn try_take(&self, i: usize) -> bool {
+        let s = &self.servers[i];
+        let max = self.dyn_maxconn(i);
+        let ok = if max == 0 {
+            s.cur.fetch_add(1, Ordering::Relaxed);
+            true
+        } else {
+            s.cur
+                .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |c| {
+                    (c < max).then_some(c + 1)
+                })
+                .is_ok()
+        };
+        if ok {
+            s.total.fetch_add(1, Ordering::Relaxed);
+            self.sessions.fetch_add(1, Ordering::Relaxed);
+            self.lb.taken(i);
+        }
+        ok
+    }
+
+    fn release(&self, i: usize) {
+        self.servers[i].cur.fetch_sub(1, Ordering::AcqRel);
+        self.sessions.fetch_sub(1, Ordering::Relaxed);
+        self.lb.released(i);
+        self.dispatch();
+    }
+
+    /// Hands free slots to queued requests, oldest first.
+    fn dispatch(&self) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let take = |target: Option<usize>| match target {
+            Some(i) => self.try_take(i).then_some(i),
+            None => match self.lb.pick(&RequestKey::default(), &View(self)) {
+                Pick::Server(i) => self.try_take(i).then_some(i),
+                _ => None,
+            },
+        };
+        let give_back = |i: usize| {
+            self.servers[i].cur.fetch_sub(1, Ordering::AcqRel);
+            self.sessions.fetch_sub(1, Ordering::Relaxed);
+            self.lb.released(i);
+        };
+        self.queue.dispatch(&take, &give_back);
+    }
+
+    /// True when some server is up (for the 503-vs-queue decision).
+    pub fn any_up(&self) -> bool {
+        self.servers.iter().any(|s| s.is_up())
+    }
+
+    /// How long a request may wait in a queue: `timeout queue`, else
+    /// `timeout connect`, as HAProxy.
+    fn queue_timeout(&self) -> Option<Duration> {
+        let t = &self.options.timeouts;
+        t.queue.or(t.connect)
+    }
+
+    /// Assigns a server slot to a request. `prefer` is the server a
+    /// persistence cookie designates; `avoid` is a server to leave out
+    /// (redispatch after a failure). Waits in a queue when every eligible
+    /// server is at its `maxconn`.
+    pub async fn assign(
+        self: &Arc<Self>,
+        key: &RequestKey<'_>,
+        prefer: Option<usize>,
+        avoid: Option<usize>,
+    ) -> Result<ServerSlot, AssignError> {
+        let slot = |idx| ServerSlot {
+            backend: self.clone(),
+            idx,
+        };
+        if let Some(i) = prefer {
             let s = &self.servers[i];
-            s.up.load(Ordering::Relaxed) && !s.disabled.load(Ordering::Relaxed) && s.weight > 0
-        });
-        if any_active_up {
-            return None;
+            if s.is_up() || self.options.persist {
+                if self.queue.server_len(i) == 0 && self.try_take(i) {
+                    return Ok(slot(i));
+                }
+                if s.maxqueue == 0 || (self.queue.server_len(i) as u32) < s.maxqueue {
+                    return self.wait_in_queue(Some(i)).await.map(slot);
+                }
+                // Its queue is full: balance instead (HAProxy redispatches).
+            }
         }
-        self.rr_backup
-            .pick(&|k| ok(self.backup[k]))
-            .map(|k| self.backup[k])
+        for _ in 0..4 {
+            let pick = match avoid {
+                Some(a) => self.lb.pick_avoiding(key, &View(self), a),
+                None => self.lb.pick(key, &View(self)),
+            };
+            match pick {
+                Pick::NoServer => return Err(AssignError::NoServer),
+                Pick::Full => break,
+                Pick::Server(i) => {
+                    // Queued requests go first: a newcomer does not overtake.
+                    if self.queue.is_empty() && self.try_take(i) {
+                        return Ok(slot(i));
+                    }
+                    if !self.queue.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.wait_in_queue(None).await.map(slot)
     }
 
-    /// Counts a request (or TCP session) on server `idx`.
-    pub fn acquire(&self, idx: usize) -> ServerSlot {
-        let server = self.servers[idx].clone();
-        server.cur.fetch_add(1, Ordering::Relaxed);
-        server.total.fetch_add(1, Ordering::Relaxed);
-        ServerSlot { server }
+    async fn wait_in_queue(&self, target: Option<usize>) -> Result<usize, AssignError> {
+        let ticket = self.queue.push(target);
+        // A slot may have freed up between the failed attempt and the push.
+        self.dispatch();
+        let r = match self.queue_timeout() {
+            Some(t) => tokio::time::timeout(t, ticket).await.ok(),
+            None => Some(ticket.await),
+        };
+        match r {
+            Some(Ok(i)) => Ok(i),
+            _ => {
+                self.queue.purge_cancelled();
+                Err(AssignError::QueueTimeout)
+            }
+        }
+    }
+
+    /// Whether retry number `retry` (1-based) goes to another server:
+    /// `option redispatch <interval>` redispatches every Pth retry for a
+    /// positive P, and on the Nth retry before the last for a negative one
+    /// (the default -1 is the last retry), as HAProxy.
+    pub fn redispatch_now(&self, retry: u32) -> bool {
+        let o = &self.options;
+        if !o.redispatch {
+            return false;
+        }
+        match o.redispatch_interval {
+            0 => false,
+            p if p > 0 => retry.is_multiple_of(p as u32),
+            n => i64::from(retry) == i64::from(o.retries) + 1 + i64::from(n),
+        }
+    }
+
+    /// The server whose persistence cookie value is `value`.
+    pub fn server_by_cookie(&self, value: &[u8]) -> Option<usize> {
+        self.servers
+            .iter()
+            .position(|s| s.cookie.as_deref().is_some_and(|c| c.as_bytes() == value))
+    }
+
+    /// Number of usable active and backup servers, for state-change logs.
+    pub fn usable_counts(&self) -> (usize, usize) {
+        let up = |b: bool| {
+            self.servers
+                .iter()
+                .filter(|s| s.backup == b && s.eweight() > 0)
+                .count()
+        };
+        (up(false), up(true))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn backend(spec: &[(u32, bool)]) -> Backend {
-        let cfg = config::Backend {
-            name: "bk".into(),
-            servers: spec
-                .iter()
-                .enumerate()
-                .map(|(i, &(weight, backup))| config::Server {
-                    weight,
-                    backup,
-                    ..config::Server::new(
-                        &format!("s{i}"),
-                        config::ServerAddr::Ip(([127, 0, 0, 1], 1000 + i as u16).into()),
-                    )
-                })
-                .collect(),
-            ..Default::default()
-        };
-        let resolve = |a: &config::ServerAddr| match a {
-            config::ServerAddr::Ip(a) => Ok(*a),
-            _ => unreachable!(),
-        };
-        Backend::new(&cfg, &resolve, &mut 0).unwrap()
-    }
-
-    #[test]
-    fn backup_only_when_no_active() {
-        let b = backend(&[(1, false), (1, false), (1, true)]);
-        for _ in 0..6 {
-            assert_ne!(b.pick(None), Some(2));
-        }
-        b.servers[0].up.store(false, Ordering::Relaxed);
-        b.servers[1].up.store(false, Ordering::Relaxed);
-        assert_eq!(b.pick(None), Some(2));
-    }
-
-    #[test]
-    fn avoid_prefers_another_server() {
-        let b = backend(&[(1, false), (1, false)]);
-        for _ in 0..5 {
-            assert_eq!(b.pick(Some(0)), Some(1));
-        }
-        b.servers[1].up.store(false, Ordering::Relaxed);
-        assert_eq!(b.pick(Some(0)), Some(0));
-    }
-
-    #[test]
-    fn maxconn_full_server_is_skipped() {
-        let mut b = backend(&[(1, false), (1, false)]);
-        Arc::get_mut(&mut b.servers[0]).unwrap().maxconn = 1;
-        let _slot = b.acquire(0);
-        for _ in 0..4 {
-            assert_eq!(b.pick(None), Some(1));
-        }
-    }
-}
+mod tests;

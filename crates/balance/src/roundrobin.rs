@@ -1,17 +1,98 @@
-//! `balance roundrobin`: weighted, smooth round robin, exact across threads.
+//! `balance roundrobin`: weighted, smooth, dynamic round robin, exact across
+//! threads.
 //!
-//! The weights are expanded once into a schedule of `sum(weights)` slots in
-//! which each server appears `weight` times, spread evenly (the "smooth"
-//! weighted round-robin order: a server of weight 3 among weights 3,1,1 is
-//! picked A B A C A, never A A A B C). All threads share one atomic cursor
-//! into the schedule, so three equal servers served by four threads each get
-//! exactly one third of the picks. Picking is O(1) while the scheduled server
-//! is usable, and skips unusable ones.
+//! The weights are expanded into a schedule of `sum(weights)` slots (after
+//! dividing by their GCD) in which each server appears `weight` times,
+//! spread evenly. Each server's turns sit at evenly spaced "virtual times":
+//! the k-th turn of a server of weight `w` is at `(k + φ) / w`, where the
+//! phase `φ` staggers servers of equal weight (`(j + ½) / m` for the j-th of
+//! `m` servers sharing that weight) so that they interleave instead of
+//! colliding. Sorting the turns by time gives the schedule: weights 3,1,1
+//! give `A B A C A`, weights 5,1,1 give `A B A A A C A` (never more than
+//! three A in a row, even across the wrap), equal weights give `A B C`.
+//! Building costs O(W log W) for a total weight W, so run-time weight
+//! changes (slowstart ramps, agent weights, `set server weight`) simply
+//! rebuild it.
+//!
+//! All threads share one atomic cursor into the schedule, so three equal
+//! servers served by four threads each get exactly one third of the picks.
+//! A pick is one `fetch_add` and one table read while the scheduled server is
+//! usable; unusable servers (full, avoided) are skipped, which keeps the
+//! ratio between the others.
 
 use crate::Algorithm;
+use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Smooth weighted round robin. Weight 0 servers never appear.
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The smooth schedule for `(server, weight)` pairs: server numbers, each
+/// appearing `weight / gcd` times. Servers of weight 0 never appear.
+pub fn smooth_schedule(servers: &[(u32, u32)]) -> Vec<u32> {
+    let g = servers.iter().fold(0, |g, &(_, w)| gcd(g, w));
+    if g == 0 {
+        return Vec::new();
+    }
+    // Number of servers per (reduced) weight, and each server's rank among
+    // them.
+    let mut by_weight: std::collections::HashMap<u32, u64> = Default::default();
+    let mut turns: Vec<(u64, u64, u32)> = Vec::new(); // (numerator, denominator, server)
+    let mut ranks = Vec::with_capacity(servers.len());
+    for &(_, w) in servers {
+        let w = w / g;
+        let r = by_weight.entry(w).or_insert(0);
+        ranks.push(*r);
+        *r += 1;
+    }
+    for (&(s, w), &j) in servers.iter().zip(&ranks) {
+        let w = u64::from(w / g);
+        if w == 0 {
+            continue;
+        }
+        let m = by_weight[&(w as u32)];
+        // Turn k at (k + (j + 1/2) / m) / w = (2mk + 2j + 1) / (2mw).
+        for k in 0..w {
+            turns.push((2 * m * k + 2 * j + 1, 2 * m * w, s));
+        }
+    }
+    turns.sort_unstable_by(|a, b| match (a.0 * b.1).cmp(&(b.0 * a.1)) {
+        CmpOrdering::Equal => a.2.cmp(&b.2),
+        o => o,
+    });
+    turns.into_iter().map(|t| t.2).collect()
+}
+
+/// Steps the shared cursor through `schedule` until `ok` accepts a server,
+/// trying at most `limit` slots.
+pub(crate) fn next(
+    schedule: &[u32],
+    cursor: &AtomicUsize,
+    limit: usize,
+    ok: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
+    let len = schedule.len();
+    if len == 0 {
+        return None;
+    }
+    for _ in 0..limit.min(len) {
+        let slot = cursor.fetch_add(1, Ordering::Relaxed) % len;
+        let s = schedule[slot] as usize;
+        if ok(s) {
+            return Some(s);
+        }
+    }
+    None
+}
+
+/// Standalone smooth weighted round robin over fixed weights (index =
+/// server). [`crate::Lb`] is what backends use; this is kept for simple
+/// callers. Weight 0 servers never appear.
 pub struct RoundRobin {
     schedule: Vec<u32>,
     cursor: AtomicUsize,
@@ -21,22 +102,13 @@ pub struct RoundRobin {
 impl RoundRobin {
     /// Builds the schedule for these weights (index = server).
     pub fn new(weights: &[u32]) -> Self {
-        let total: i64 = weights.iter().map(|&w| i64::from(w)).sum();
-        let mut current: Vec<i64> = vec![0; weights.len()];
-        let mut schedule = Vec::with_capacity(total as usize);
-        for _ in 0..total {
-            let mut best = 0;
-            for (i, &w) in weights.iter().enumerate() {
-                current[i] += i64::from(w);
-                if current[i] > current[best] {
-                    best = i;
-                }
-            }
-            current[best] -= total;
-            schedule.push(best as u32);
-        }
+        let pairs: Vec<(u32, u32)> = weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (i as u32, w))
+            .collect();
         RoundRobin {
-            schedule,
+            schedule: smooth_schedule(&pairs),
             cursor: AtomicUsize::new(0),
             servers: weights.len(),
         }
@@ -50,19 +122,8 @@ impl RoundRobin {
 
 impl Algorithm for RoundRobin {
     fn pick(&self, usable: &dyn Fn(usize) -> bool) -> Option<usize> {
-        let len = self.schedule.len();
-        if len == 0 {
-            return None;
-        }
-        // Try at most one full turn of the schedule.
-        for _ in 0..len.max(self.servers) {
-            let slot = self.cursor.fetch_add(1, Ordering::Relaxed) % len;
-            let s = self.schedule[slot] as usize;
-            if usable(s) {
-                return Some(s);
-            }
-        }
-        None
+        let limit = self.schedule.len().max(self.servers);
+        next(&self.schedule, &self.cursor, limit, usable)
     }
 }
 
@@ -71,15 +132,50 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    #[test]
-    fn smooth_order() {
-        let rr = RoundRobin::new(&[3, 1, 1]);
-        let names: String = rr
+    fn names(weights: &[u32]) -> String {
+        RoundRobin::new(weights)
             .schedule()
             .iter()
             .map(|&i| (b'A' + i as u8) as char)
-            .collect();
-        assert_eq!(names, "ABACA");
+            .collect()
+    }
+
+    /// Longest run of `s` in the schedule repeated twice (runs across the
+    /// wrap count).
+    fn longest_run(schedule: &[u32], s: u32) -> usize {
+        let (mut best, mut cur) = (0, 0);
+        for &x in schedule.iter().chain(schedule) {
+            cur = if x == s { cur + 1 } else { 0 };
+            best = best.max(cur);
+        }
+        best.min(schedule.len())
+    }
+
+    #[test]
+    fn smooth_order() {
+        assert_eq!(names(&[3, 1, 1]), "ABACA");
+        assert_eq!(names(&[5, 1, 1]), "ABAAACA");
+        assert_eq!(names(&[1, 1, 1]), "ABC");
+        assert_eq!(names(&[2, 2]), "AB");
+        assert_eq!(names(&[6, 3]), "ABA");
+    }
+
+    #[test]
+    fn heavy_server_never_bursts() {
+        let rr = RoundRobin::new(&[5, 1, 1]);
+        assert!(longest_run(rr.schedule(), 0) <= 3);
+        // More generally the heavy server's runs stay within twice its
+        // ideal run length w/(W-w) (plus two).
+        for weights in [[10u32, 1, 1], [100, 3, 7], [256, 1, 1], [7, 5, 3]] {
+            let rr = RoundRobin::new(&weights);
+            let total: u32 = weights.iter().sum();
+            let bound = (2 * weights[0] / (total - weights[0])) as usize + 2;
+            assert!(
+                longest_run(rr.schedule(), 0) <= bound,
+                "{weights:?}: {}",
+                longest_run(rr.schedule(), 0)
+            );
+        }
     }
 
     #[test]
@@ -131,5 +227,14 @@ mod tests {
             counts[rr.pick(&|_| true).unwrap()] += 1;
         }
         assert_eq!(counts, [500, 200, 100]);
+    }
+
+    #[test]
+    fn gcd_reduction_keeps_the_order() {
+        assert_eq!(names(&[256, 256, 128]), "ABCAB");
+        let big = RoundRobin::new(&[200, 100]);
+        assert_eq!(big.schedule(), &[0, 1, 0]);
+        let sched = smooth_schedule(&[(0, 0), (1, 0)]);
+        assert!(sched.is_empty());
     }
 }

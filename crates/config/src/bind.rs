@@ -190,7 +190,15 @@ pub(crate) fn parse_ip(host: &str, fam: Family, addr: &str) -> Result<IpAddr, St
 }
 
 /// Expands one comma-separated address list.
-fn parse_addr_list(list: &str) -> Result<Vec<SocketAddr>, Vec<String>> {
+/// Most listening addresses (one socket each) the `bind` lines of a whole
+/// configuration may expand to, port ranges and comma lists included. It
+/// bounds the memory a short line such as `bind :1-65535,:1-65535,...`
+/// would otherwise take.
+pub(crate) const MAX_LISTEN_ADDRS: usize = 65536;
+
+/// `budget`: addresses still allowed in the configuration; decreased by
+/// what the list expands to, checked before anything is expanded.
+fn parse_addr_list(list: &str, budget: &mut usize) -> Result<Vec<SocketAddr>, Vec<String>> {
     let mut out = Vec::new();
     let mut errs = Vec::new();
     for item in list.split(',') {
@@ -198,7 +206,7 @@ fn parse_addr_list(list: &str) -> Result<Vec<SocketAddr>, Vec<String>> {
             errs.push(format!("empty address in '{list}'"));
             continue;
         }
-        match parse_one(item) {
+        match parse_one(item, budget) {
             Ok(mut v) => out.append(&mut v),
             Err(e) => errs.push(e),
         }
@@ -210,7 +218,7 @@ fn parse_addr_list(list: &str) -> Result<Vec<SocketAddr>, Vec<String>> {
     }
 }
 
-fn parse_one(item: &str) -> Result<Vec<SocketAddr>, String> {
+fn parse_one(item: &str, budget: &mut usize) -> Result<Vec<SocketAddr>, String> {
     let (fam, rest) = strip_family(item)?;
     let (host, port) = split_host_port(rest)?;
     let Some(port) = port else {
@@ -232,11 +240,25 @@ fn parse_one(item: &str) -> Result<Vec<SocketAddr>, String> {
             (p, p)
         }
     };
+    let count = usize::from(hi - lo) + 1;
+    if count > *budget {
+        return Err(format!(
+            "'{item}' exceeds the limit of {MAX_LISTEN_ADDRS} listening addresses for the whole configuration"
+        ));
+    }
+    *budget -= count;
     Ok((lo..=hi).map(|p| SocketAddr::new(ip, p)).collect())
 }
 
 /// Parses `bind <addr>[,<addr>...] [options]` (words include `bind`).
-pub(crate) fn parse_bind(words: &[String], loc: &Location, diags: &mut Diags) -> Option<Bind> {
+/// `listen_budget`: listening addresses still allowed in the whole
+/// configuration (see [`MAX_LISTEN_ADDRS`]).
+pub(crate) fn parse_bind(
+    words: &[String],
+    loc: &Location,
+    diags: &mut Diags,
+    listen_budget: &mut usize,
+) -> Option<Bind> {
     let Some(list) = words.get(1) else {
         diags.alert(
             loc,
@@ -245,7 +267,7 @@ pub(crate) fn parse_bind(words: &[String], loc: &Location, diags: &mut Diags) ->
         return None;
     };
     let mut ok = true;
-    let addrs = match parse_addr_list(list) {
+    let addrs = match parse_addr_list(list, listen_budget) {
         Ok(a) => a,
         Err(errs) => {
             for e in errs {
@@ -313,7 +335,7 @@ mod tests {
     use super::*;
 
     fn addrs(s: &str) -> Vec<String> {
-        parse_addr_list(s)
+        parse_addr_list(s, &mut { MAX_LISTEN_ADDRS })
             .unwrap()
             .iter()
             .map(|a| a.to_string())
@@ -321,7 +343,9 @@ mod tests {
     }
 
     fn err(s: &str) -> String {
-        parse_addr_list(s).unwrap_err().join("|")
+        parse_addr_list(s, &mut { MAX_LISTEN_ADDRS })
+            .unwrap_err()
+            .join("|")
     }
 
     #[test]
@@ -358,5 +382,51 @@ mod tests {
         assert!(err("/var/run/x.sock").contains("UNIX socket"));
         assert!(err(":80,").contains("empty address"));
         assert!(err("[::1:80").contains("missing ']'"));
+    }
+
+    /// Found by the `config_parse` fuzz target's memory limit: a short
+    /// line of full port ranges expanded to millions of addresses.
+    #[test]
+    fn address_budget() {
+        let mut budget = 10;
+        assert_eq!(
+            parse_addr_list(":1-4,:5-10", &mut budget).unwrap().len(),
+            10
+        );
+        assert_eq!(budget, 0);
+        assert!(parse_addr_list(":80", &mut budget).unwrap_err()[0].contains("limit of"));
+        let mut budget = MAX_LISTEN_ADDRS;
+        assert_eq!(
+            parse_addr_list(":1-65535", &mut budget).unwrap().len(),
+            65535
+        );
+        assert_eq!(budget, 1);
+        let errs = parse_addr_list(":1-65535,:2-3", &mut { MAX_LISTEN_ADDRS }).unwrap_err();
+        assert!(errs[0].contains("':2-3' exceeds the limit of 65536 listening addresses"));
+    }
+
+    /// The whole-configuration form of the input above: 5 KB of `bind`
+    /// lines used to take over 2 GB. The budget is shared by all frontends.
+    #[test]
+    fn bind_port_range_flood_is_rejected() {
+        let parse = |text: String| {
+            crate::parse(
+                &[crate::Source {
+                    name: "t.cfg".into(),
+                    text,
+                }],
+                &|_| None,
+            )
+        };
+        let line = format!("    bind {}\n", vec![":1-65535"; 200].join(","));
+        let errs = parse(format!("frontend f\n{}", line.repeat(3))).unwrap_err();
+        assert!(errs.iter().any(|d| d
+            .message
+            .contains("exceeds the limit of 65536 listening addresses")));
+        let errs = parse("frontend a\n bind :1-65535\nfrontend b\n bind :1-65535\n".to_string())
+            .unwrap_err();
+        assert!(errs
+            .iter()
+            .any(|d| d.location.line == 4 && d.message.contains("exceeds the limit")));
     }
 }

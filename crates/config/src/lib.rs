@@ -58,3 +58,5 @@ pub fn parse(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_lb;

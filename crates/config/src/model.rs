@@ -248,6 +248,11 @@ pub struct ProxyOptions {
     pub forwardfor: Option<ForwardFor>,
     /// `option redispatch`. Default is off.
     pub redispatch: bool,
+    /// `option redispatch <interval>`, only meaningful when `redispatch`
+    /// is on: -1 (the default) redispatches on the last retry only, a
+    /// positive P on every Pth retry, a negative -N on the Nth retry
+    /// before the last one. `option redispatch 0` turns `redispatch` off.
+    pub redispatch_interval: i32,
     /// `retries`. Default is 3.
     pub retries: u32,
     /// `maxconn`. Default is `None`: the global maxconn applies.
@@ -405,6 +410,9 @@ pub struct HttpCheck {
     pub body: Option<String>,
     /// `http-check expect`. Default (`None`) accepts any 2xx or 3xx.
     pub expect: Option<Expect>,
+    /// `http-check connect port <N>`. Default is none: the server's
+    /// check port (`port`), else its own port.
+    pub port: Option<u16>,
 }
 
 impl Default for HttpCheck {
@@ -416,6 +424,7 @@ impl Default for HttpCheck {
             headers: Vec::new(),
             body: None,
             expect: None,
+            port: None,
         }
     }
 }

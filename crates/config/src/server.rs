@@ -1,37 +1,58 @@
 //! `server` and `default-server` lines.
 //!
 //! Implemented options: `weight` (0..=256), `maxconn`, `backup`,
-//! `no-backup`, `disabled`, `enabled`. Health-check options (`check`,
-//! `inter`, `rise`, `fall`, `fastinter`, `downinter`, `port`, `addr`,
-//! `check-*`, `agent-*`) are validated and accepted with one warning per
-//! line, since checks are not implemented yet. TLS options give one "TLS is
-//! not implemented yet" error per line; other known options are "not
-//! implemented yet" errors; anything else is an unknown keyword.
+//! `no-backup`, `disabled`, `enabled`, the health-check options (`check`,
+//! `no-check`, `inter`, `fastinter`, `downinter`, `rise`, `fall`, `port`,
+//! `addr`), the agent options (`agent-check`, `no-agent-check`,
+//! `agent-port`, `agent-addr`, `agent-inter`, `agent-send`), `observe`,
+//! `error-limit`, `on-error`, `slowstart`, `minconn`, `maxqueue`, `cookie`
+//! and `id`. A `default-server` line passes every one of them on to the
+//! servers that follow (except `id`, which HAProxy refuses there). TLS
+//! options give one "TLS is not implemented yet" error per line; other
+//! known options are "not implemented yet" errors; anything else is an
+//! unknown keyword.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use crate::bind::{parse_ip, split_host_port, strip_family, Family};
 use crate::diag::Diags;
 use crate::keywords::Support;
-use crate::model::{Location, Server, ServerAddr};
+use crate::model::{AgentCheck, Location, Observe, OnError, Server, ServerAddr};
+use crate::units::{parse_time, parse_uint};
 
-/// Settings a `default-server` line passes on to the following servers.
+/// Agent settings as written; resolved into [`AgentCheck`] per server.
 #[derive(Debug, Clone, Default)]
+pub(crate) struct AgentDraft {
+    pub enabled: bool,
+    pub port: Option<u16>,
+    pub addr: Option<IpAddr>,
+    pub inter: Option<Duration>,
+    pub send: Option<String>,
+}
+
+/// Settings a `default-server` line passes on to the following servers:
+/// a template server (its name and address are unused) and the agent.
+#[derive(Debug, Clone)]
 pub(crate) struct ServerDefaults {
-    pub weight: Option<u32>,
-    pub maxconn: Option<u32>,
-    pub backup: bool,
-    pub disabled: bool,
-    pub check: bool,
+    pub srv: Server,
+    pub agent: AgentDraft,
+}
+
+impl Default for ServerDefaults {
+    fn default() -> Self {
+        ServerDefaults {
+            srv: Server::new("", ServerAddr::Name(String::new(), 0)),
+            agent: AgentDraft::default(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Opt {
     Impl,
-    Check,
     Tls,
     NotYet,
-    Ignored,
 }
 
 /// (name, number of arguments, handling)
@@ -42,29 +63,37 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("no-backup", 0, Opt::Impl),
     ("disabled", 0, Opt::Impl),
     ("enabled", 0, Opt::Impl),
-    ("check", 0, Opt::Check),
-    ("no-check", 0, Opt::Check),
-    ("inter", 1, Opt::Check),
-    ("fastinter", 1, Opt::Check),
-    ("downinter", 1, Opt::Check),
-    ("rise", 1, Opt::Check),
-    ("fall", 1, Opt::Check),
-    ("port", 1, Opt::Check),
-    ("addr", 1, Opt::Check),
-    ("check-send-proxy", 0, Opt::Check),
-    ("check-ssl", 0, Opt::Check),
-    ("no-check-ssl", 0, Opt::Check),
-    ("check-sni", 1, Opt::Check),
-    ("check-alpn", 1, Opt::Check),
-    ("check-proto", 1, Opt::Check),
-    ("check-via-socks4", 0, Opt::Check),
-    ("agent-check", 0, Opt::Check),
-    ("no-agent-check", 0, Opt::Check),
-    ("agent-inter", 1, Opt::Check),
-    ("agent-addr", 1, Opt::Check),
-    ("agent-port", 1, Opt::Check),
-    ("agent-send", 1, Opt::Check),
-    ("id", 1, Opt::Ignored),
+    ("check", 0, Opt::Impl),
+    ("no-check", 0, Opt::Impl),
+    ("inter", 1, Opt::Impl),
+    ("fastinter", 1, Opt::Impl),
+    ("downinter", 1, Opt::Impl),
+    ("rise", 1, Opt::Impl),
+    ("fall", 1, Opt::Impl),
+    ("port", 1, Opt::Impl),
+    ("addr", 1, Opt::Impl),
+    ("agent-check", 0, Opt::Impl),
+    ("no-agent-check", 0, Opt::Impl),
+    ("agent-inter", 1, Opt::Impl),
+    ("agent-addr", 1, Opt::Impl),
+    ("agent-port", 1, Opt::Impl),
+    ("agent-send", 1, Opt::Impl),
+    ("observe", 1, Opt::Impl),
+    ("error-limit", 1, Opt::Impl),
+    ("on-error", 1, Opt::Impl),
+    ("slowstart", 1, Opt::Impl),
+    ("minconn", 1, Opt::Impl),
+    ("maxqueue", 1, Opt::Impl),
+    ("cookie", 1, Opt::Impl),
+    ("id", 1, Opt::Impl),
+    ("no-check-ssl", 0, Opt::Impl),
+    ("check-ssl", 0, Opt::Tls),
+    ("check-sni", 1, Opt::Tls),
+    ("check-alpn", 1, Opt::Tls),
+    ("check-send-proxy", 0, Opt::NotYet),
+    ("no-check-send-proxy", 0, Opt::NotYet),
+    ("check-proto", 1, Opt::NotYet),
+    ("check-via-socks4", 0, Opt::NotYet),
     ("ssl", 0, Opt::Tls),
     ("no-ssl", 0, Opt::Tls),
     ("alpn", 1, Opt::Tls),
@@ -98,13 +127,9 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("ssl-reuse", 0, Opt::Tls),
     ("no-ssl-reuse", 0, Opt::Tls),
     ("allow-0rtt", 0, Opt::Tls),
-    ("cookie", 1, Opt::NotYet),
-    ("error-limit", 1, Opt::NotYet),
     ("init-addr", 1, Opt::NotYet),
     ("log-proto", 1, Opt::NotYet),
-    ("maxqueue", 1, Opt::NotYet),
     ("max-reuse", 1, Opt::NotYet),
-    ("minconn", 1, Opt::NotYet),
     ("namespace", 1, Opt::NotYet),
     ("no-send-proxy", 0, Opt::NotYet),
     ("no-send-proxy-v2", 0, Opt::NotYet),
@@ -112,8 +137,6 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("no-send-proxy-v2-ssl-cn", 0, Opt::NotYet),
     ("no-tfo", 0, Opt::NotYet),
     ("non-stick", 0, Opt::NotYet),
-    ("observe", 1, Opt::NotYet),
-    ("on-error", 1, Opt::NotYet),
     ("on-marked-down", 1, Opt::NotYet),
     ("on-marked-up", 1, Opt::NotYet),
     ("pool-conn-name", 1, Opt::NotYet),
@@ -132,7 +155,6 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("send-proxy-v2-ssl-cn", 0, Opt::NotYet),
     ("set-proxy-v2-tlv-fmt", 1, Opt::NotYet),
     ("shard", 1, Opt::NotYet),
-    ("slowstart", 1, Opt::NotYet),
     ("socks4", 1, Opt::NotYet),
     ("source", 1, Opt::NotYet),
     ("stick", 0, Opt::NotYet),
@@ -146,18 +168,18 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
 pub(crate) fn server_option_support() -> Vec<(&'static str, Support, &'static str)> {
     SERVER_OPTIONS
         .iter()
-        .map(|(name, _, opt)| match opt {
-            Opt::Impl => (*name, Support::Implemented, ""),
-            Opt::Check => (*name, Support::Warning, CHECK_WARNING),
-            Opt::Ignored => (*name, Support::Warning, "only used by statistics; ignored"),
-            Opt::Tls => (*name, Support::NotYet, "TLS is not implemented yet"),
-            Opt::NotYet => (*name, Support::NotYet, ""),
+        .map(|(name, _, opt)| match (opt, *name) {
+            (Opt::Impl, "no-check-ssl") => (
+                *name,
+                Support::Implemented,
+                "checks are never ciphered; accepted",
+            ),
+            (Opt::Impl, _) => (*name, Support::Implemented, ""),
+            (Opt::Tls, _) => (*name, Support::NotYet, "TLS is not implemented yet"),
+            (Opt::NotYet, _) => (*name, Support::NotYet, ""),
         })
         .collect()
 }
-
-pub(crate) const CHECK_WARNING: &str =
-    "health checks are not implemented yet; the server is considered up";
 
 /// Parses a server address: `ip:port`, `[v6]:port`, `host:port`.
 pub(crate) fn parse_server_addr(s: &str) -> Result<ServerAddr, String> {
@@ -190,17 +212,166 @@ pub(crate) fn parse_server_addr(s: &str) -> Result<ServerAddr, String> {
     Err(format!("invalid address '{host}' in '{s}'"))
 }
 
+/// A positive check interval (`inter`, `fastinter`, `downinter`,
+/// `agent-inter`).
+fn interval(arg: &str, name: &str, label: &str) -> Result<Duration, String> {
+    let d = parse_time(arg).map_err(|e| format!("'{name}': {e}"))?;
+    if d.is_zero() {
+        return Err(format!("invalid value 0 for argument '{name}' of {label}"));
+    }
+    Ok(d)
+}
+
+/// A positive integer (`rise`, `fall`, `error-limit`, `id`).
+fn positive(arg: &str, name: &str) -> Result<u32, String> {
+    let v: u32 = parse_uint(arg, name)?;
+    if v == 0 {
+        return Err(format!("'{name}' has to be > 0"));
+    }
+    Ok(v)
+}
+
+/// A check or agent address: an IP address with an optional port (host
+/// names are not implemented yet).
+fn check_ip(arg: &str, name: &str) -> Result<(IpAddr, Option<u16>), String> {
+    let bad = || {
+        format!(
+            "'{name}' expects an IPv4 or IPv6 address (got '{arg}'); host names are not implemented yet in Fairlead"
+        )
+    };
+    let (fam, rest) = strip_family(arg)?;
+    if let Ok(ip) = parse_ip(rest, fam, arg) {
+        if !rest.is_empty() && rest != "*" {
+            return Ok((ip, None));
+        }
+    }
+    let (host, port) = split_host_port(rest).map_err(|_| bad())?;
+    if host.is_empty() || host == "*" {
+        return Err(bad());
+    }
+    let ip = parse_ip(host, fam, arg).map_err(|_| bad())?;
+    let port = match port {
+        Some(p) => Some(crate::bind::parse_port(p, arg)?),
+        None => None,
+    };
+    Ok((ip, port))
+}
+
+/// Applies one implemented option. `default_server` refuses `id`.
+fn apply_one(
+    name: &str,
+    arg: &str,
+    tmpl: &mut ServerDefaults,
+    label: &str,
+    default_server: bool,
+) -> Result<(), String> {
+    let s = &mut tmpl.srv;
+    let agent = &mut tmpl.agent;
+    match name {
+        "weight" => {
+            let w: u32 = parse_uint(arg, "weight")?;
+            if w > 256 {
+                return Err(format!("weight {w} is out of range (0 to 256)"));
+            }
+            s.weight = w;
+        }
+        "maxconn" => s.maxconn = parse_uint(arg, "maxconn")?,
+        "backup" => s.backup = true,
+        "no-backup" => s.backup = false,
+        "disabled" => s.disabled = true,
+        "enabled" => s.disabled = false,
+        "check" => s.check = true,
+        "no-check" => s.check = false,
+        "no-check-ssl" => {}
+        "inter" => s.inter = interval(arg, name, label)?,
+        "fastinter" => s.fastinter = Some(interval(arg, name, label)?),
+        "downinter" => s.downinter = Some(interval(arg, name, label)?),
+        "rise" => s.rise = positive(arg, name)?,
+        "fall" => s.fall = positive(arg, name)?,
+        "port" => s.check_port = Some(crate::bind::parse_port(arg, arg).map_err(|_| {
+            format!("'port' expects a port number from 1 to 65535 (got '{arg}')")
+        })?),
+        "addr" => {
+            // A port given with the address is the check port unless
+            // `port` sets one.
+            let (ip, port) = check_ip(arg, name)?;
+            s.check_addr = Some(ip);
+            if s.check_port.is_none() {
+                s.check_port = port;
+            }
+        }
+        "agent-check" => agent.enabled = true,
+        "no-agent-check" => *agent = AgentDraft::default(),
+        "agent-inter" => agent.inter = Some(interval(arg, name, label)?),
+        "agent-addr" => agent.addr = Some(check_ip(arg, name)?.0),
+        "agent-port" => agent.port = Some(crate::bind::parse_port(arg, arg).map_err(|_| {
+            format!("'agent-port' expects a port number from 1 to 65535 (got '{arg}')")
+        })?),
+        "agent-send" => agent.send = Some(arg.to_string()),
+        "observe" => {
+            s.observe = match arg {
+                "none" => None,
+                "layer4" => Some(Observe::Layer4),
+                "layer7" => Some(Observe::Layer7),
+                _ => {
+                    return Err(format!(
+                        "'observe' expects one of 'none', 'layer4', 'layer7' but got '{arg}'"
+                    ))
+                }
+            }
+        }
+        "error-limit" => s.error_limit = positive(arg, name)?,
+        "on-error" => {
+            s.on_error = match arg {
+                "fastinter" => OnError::Fastinter,
+                "fail-check" => OnError::FailCheck,
+                "sudden-death" => OnError::SuddenDeath,
+                "mark-down" => OnError::MarkDown,
+                _ => return Err(format!(
+                    "'on-error' expects one of 'fastinter', 'fail-check', 'sudden-death' or 'mark-down' but got '{arg}'"
+                )),
+            }
+        }
+        "slowstart" => {
+            let d = parse_time(arg).map_err(|e| format!("'slowstart': {e}"))?;
+            s.slowstart = (!d.is_zero()).then_some(d);
+        }
+        "minconn" => s.minconn = parse_uint(arg, name)?,
+        "maxqueue" => s.maxqueue = parse_uint(arg, name)?,
+        "cookie" => {
+            if arg.is_empty() {
+                return Err("'cookie' expects <value> as argument".into());
+            }
+            s.cookie = Some(arg.to_string());
+        }
+        "id" => {
+            if default_server {
+                return Err("'id' option is not accepted in default-server sections".into());
+            }
+            s.id = Some(positive(arg, name).map_err(|e| {
+                if e.contains("> 0") {
+                    "'id': custom id has to be > 0".to_string()
+                } else {
+                    e
+                }
+            })?);
+        }
+        _ => return Err(format!("option '{name}' is not implemented yet in Fairlead")),
+    }
+    Ok(())
+}
+
 /// Applies options from `words` to `tmpl`. Returns false on error.
 fn apply_options(
     words: &[String],
     tmpl: &mut ServerDefaults,
     label: &str,
+    default_server: bool,
     loc: &Location,
     diags: &mut Diags,
 ) -> bool {
     let mut ok = true;
     let mut tls = Vec::new();
-    let mut checks = false;
     let mut i = 0;
     while i < words.len() {
         let name = words[i].as_str();
@@ -218,62 +389,13 @@ fn apply_options(
             return false;
         }
         let arg = words.get(i + 1).map(String::as_str).unwrap_or("");
-        let res: Result<(), String> = match (kind, name) {
-            (Opt::Impl, "weight") => crate::units::parse_uint::<u32>(arg, "weight").and_then(|w| {
-                if w > 256 {
-                    Err(format!("weight {w} is out of range (0 to 256)"))
-                } else {
-                    tmpl.weight = Some(w);
-                    Ok(())
-                }
-            }),
-            (Opt::Impl, "maxconn") => {
-                crate::units::parse_uint::<u32>(arg, "maxconn").map(|m| tmpl.maxconn = Some(m))
-            }
-            (Opt::Impl, "backup") => {
-                tmpl.backup = true;
-                Ok(())
-            }
-            (Opt::Impl, "no-backup") => {
-                tmpl.backup = false;
-                Ok(())
-            }
-            (Opt::Impl, "disabled") => {
-                tmpl.disabled = true;
-                Ok(())
-            }
-            (Opt::Impl, "enabled") => {
-                tmpl.disabled = false;
-                Ok(())
-            }
-            (Opt::Check, _) => {
-                checks = true;
-                match name {
-                    "check" => tmpl.check = true,
-                    "no-check" => tmpl.check = false,
-                    _ => {}
-                }
-                match name {
-                    "inter" | "fastinter" | "downinter" | "agent-inter" => {
-                        crate::units::parse_time(arg).map(drop)
-                    }
-                    "rise" | "fall" => crate::units::parse_uint::<u32>(arg, name).and_then(|v| {
-                        if v == 0 {
-                            Err(format!("'{name}' must be greater than 0"))
-                        } else {
-                            Ok(())
-                        }
-                    }),
-                    "port" | "agent-port" => crate::bind::parse_port(arg, arg).map(drop),
-                    _ => Ok(()),
-                }
-            }
-            (Opt::Ignored, _) => Ok(()),
-            (Opt::Tls, _) => {
+        let res = match kind {
+            Opt::Impl => apply_one(name, arg, tmpl, label, default_server),
+            Opt::Tls => {
                 tls.push(name);
                 Ok(())
             }
-            _ => Err(format!(
+            Opt::NotYet => Err(format!(
                 "option '{name}' is not implemented yet in Fairlead"
             )),
         };
@@ -293,9 +415,6 @@ fn apply_options(
             ),
         );
         ok = false;
-    }
-    if checks {
-        diags.warn(loc, format!("{label}: {CHECK_WARNING}"));
     }
     ok
 }
@@ -324,16 +443,36 @@ pub(crate) fn parse_server(
         }
     };
     let mut tmpl = defaults.clone();
-    let ok = apply_options(&words[3..], &mut tmpl, &label, loc, diags);
+    let mut ok = apply_options(&words[3..], &mut tmpl, &label, false, loc, diags);
+    let agent = if tmpl.agent.enabled {
+        // As in HAProxy, `port` and `addr` also apply to the agent unless
+        // `agent-port` / `agent-addr` say otherwise.
+        match tmpl.agent.port.or(tmpl.srv.check_port) {
+            Some(port) => Some(AgentCheck {
+                port,
+                addr: tmpl.agent.addr.or(tmpl.srv.check_addr),
+                inter: tmpl.agent.inter,
+                send: tmpl.agent.send.clone(),
+            }),
+            None => {
+                diags.alert(
+                    loc,
+                    format!("{label}: server {name} does not have agent port ('agent-check' needs 'agent-port' or 'port')."),
+                );
+                ok = false;
+                None
+            }
+        }
+    } else {
+        None
+    };
     let addr = addr?;
     ok.then(|| Server {
+        name: name.clone(),
         location: loc.clone(),
-        weight: tmpl.weight.unwrap_or(1),
-        maxconn: tmpl.maxconn.unwrap_or(0),
-        backup: tmpl.backup,
-        disabled: tmpl.disabled,
-        check: tmpl.check,
-        ..Server::new(name, addr)
+        addr,
+        agent,
+        ..tmpl.srv
     })
 }
 
@@ -345,7 +484,7 @@ pub(crate) fn parse_default_server(
     diags: &mut Diags,
 ) {
     let mut tmpl = defaults.clone();
-    if apply_options(&words[1..], &mut tmpl, "'default-server'", loc, diags) {
+    if apply_options(&words[1..], &mut tmpl, "'default-server'", true, loc, diags) {
         *defaults = tmpl;
     }
 }

@@ -17,19 +17,51 @@ pub const MAX_TIMER_MS: u64 = i32::MAX as u64;
 
 /// Parses a time value whose default unit is the millisecond.
 pub fn parse_time(s: &str) -> Result<Duration, String> {
+    parse_time_in(
+        s,
+        1_000,
+        MAX_TIMER_MS * 1_000,
+        "2147483647 ms or ~24.8 days",
+        "1 ms",
+    )
+}
+
+/// Parses a time value whose default unit is the second (cookie `maxidle`
+/// and `maxlife`); the largest value is 2147483647 seconds.
+pub fn parse_time_secs(s: &str) -> Result<Duration, String> {
+    parse_time_in(
+        s,
+        1_000_000,
+        MAX_TIMER_MS * 1_000_000,
+        "2147483647 s or ~68 years",
+        "1 s",
+    )
+}
+
+/// `default_mult`: microseconds per unit-less step; `max_us`: largest value
+/// accepted, in microseconds; non-zero values below one `default_mult`
+/// are an underflow.
+fn parse_time_in(
+    s: &str,
+    default_mult: u64,
+    max_us: u64,
+    max_text: &str,
+    min_text: &str,
+) -> Result<Duration, String> {
     let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     if digits_end == 0 {
         return Err(format!(
             "invalid time value '{s}': expected an unsigned integer optionally followed by a unit among us, ms, s, m, h, d"
         ));
     }
-    let value: u64 = s[..digits_end].parse().map_err(|_| {
-        format!("timer overflow in '{s}' (maximum value is 2147483647 ms or ~24.8 days)")
-    })?;
+    let value: u64 = s[..digits_end]
+        .parse()
+        .map_err(|_| format!("timer overflow in '{s}' (maximum value is {max_text})"))?;
     let unit = &s[digits_end..];
     // Multiplier in microseconds.
     let mult: u64 = match unit {
-        "" | "ms" => 1_000,
+        "" => default_mult,
+        "ms" => 1_000,
         "us" => 1,
         "s" => 1_000_000,
         "m" => 60_000_000,
@@ -43,13 +75,11 @@ pub fn parse_time(s: &str) -> Result<Duration, String> {
     };
     let micros = value
         .checked_mul(mult)
-        .filter(|us| *us <= MAX_TIMER_MS * 1_000)
-        .ok_or_else(|| {
-            format!("timer overflow in '{s}' (maximum value is 2147483647 ms or ~24.8 days)")
-        })?;
-    if micros != 0 && micros < 1_000 {
+        .filter(|us| *us <= max_us)
+        .ok_or_else(|| format!("timer overflow in '{s}' (maximum value is {max_text})"))?;
+    if micros != 0 && micros < default_mult {
         return Err(format!(
-            "timer underflow in '{s}' (minimum non-null value is 1 ms)"
+            "timer underflow in '{s}' (minimum non-null value is {min_text})"
         ));
     }
     Ok(Duration::from_micros(micros))
@@ -126,6 +156,18 @@ mod tests {
             .contains("overflow"));
         assert!(parse_time("500us").unwrap_err().contains("underflow"));
         assert_eq!(parse_time("0us"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn second_times() {
+        assert_eq!(parse_time_secs("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_time_secs("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_time_secs("1500ms"), Ok(Duration::from_millis(1500)));
+        assert!(parse_time_secs("500ms").unwrap_err().contains("underflow"));
+        assert!(parse_time_secs("2147483648")
+            .unwrap_err()
+            .contains("68 years"));
+        assert!(parse_time_secs("2147483647").is_ok());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod chunked;
+pub mod cookie;
 mod errors;
 mod framing;
 mod request;

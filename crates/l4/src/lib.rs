@@ -15,10 +15,11 @@
 //!   when the bytes are written.
 #![forbid(unsafe_code)]
 
-use fairlead_backend::{connect_server, Backend};
+use fairlead_backend::{connect_server, Backend, RequestKey};
 use fairlead_net::io::write_all;
 use std::cell::Cell;
 use std::io::{ErrorKind, Result};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -252,9 +253,23 @@ pub struct FrontTimeouts {
 /// Serves one TCP-mode client: connect to a server of `be` (with retries
 /// and redispatch), then tunnel. When no server can be reached the client
 /// is closed at once, as HAProxy does in TCP mode.
-pub async fn serve_tcp(client: TcpStream, be: &Backend, front: FrontTimeouts) -> Result<()> {
+pub async fn serve_tcp(
+    client: TcpStream,
+    peer: std::net::SocketAddr,
+    be: &Arc<Backend>,
+    front: FrontTimeouts,
+) -> Result<()> {
     let _ = client.set_nodelay(true);
-    let conn = match connect_server(be, None).await {
+    // TCP mode can only hash the source address.
+    let key = RequestKey {
+        src: be.lb_needs().src.then_some(peer.ip()),
+        ..Default::default()
+    };
+    let Ok(slot) = be.assign(&key, None, None).await else {
+        return Ok(());
+    };
+    let mut attempts = 0;
+    let conn = match connect_server(be, slot, &key, &mut attempts).await {
         Ok(c) => c,
         Err(_) => return Ok(()),
     };

@@ -23,6 +23,8 @@
 #![forbid(unsafe_code)]
 
 mod body;
+mod key;
+mod persist;
 mod session;
 
 pub use session::serve_http;

@@ -1,8 +1,10 @@
 //! The HTTP/1.1 client session: the phase loop described in the crate docs.
 
 use crate::body::{self, BodyError, Framer};
+use crate::key::KeyData;
+use crate::persist::{self, Persist};
 use crate::{Effective, HttpFront};
-use fairlead_backend::{connect_server, idle, Backend, ConnectFail, ServerSlot};
+use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot};
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
     error_response, parse_request, parse_response, BodyKind, ConnHeader, RequestHead,
@@ -12,6 +14,7 @@ use fairlead_net::io::{until, with_timeout, write_all};
 use fairlead_net::{pool, IoBuf, Stop};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -31,7 +34,7 @@ struct Session<'a> {
     client: TcpStream,
     peer: SocketAddr,
     fe: &'a HttpFront,
-    be: &'a Backend,
+    be: &'a Arc<Backend>,
     eff: Effective,
     cbuf: IoBuf,
     attached: Option<Attached>,
@@ -45,7 +48,7 @@ pub async fn serve_http(
     client: TcpStream,
     peer: SocketAddr,
     fe: &HttpFront,
-    be: &Backend,
+    be: &Arc<Backend>,
     stop: &Stop,
 ) {
     let _ = client.set_nodelay(true);
@@ -219,40 +222,49 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Phase 3: find a server connection for this request. Returns the
-    /// connection, its slot, and whether it was reused.
-    async fn connect(&mut self) -> Result<(Attached, ServerSlot, bool), u16> {
-        let be = self.be;
-        let Some(idx) = be.pick(None) else {
-            return Err(503);
-        };
-        if let Some(a) = self.attached.take() {
+    /// Phase 3: get a server slot (balancing, persistence, queue), then a
+    /// connection to that server: the session's own, an idle one from this
+    /// thread's pool, or a new one. Returns the connection, its slot, and
+    /// whether the connection was reused.
+    #[allow(clippy::too_many_arguments)]
+    async fn connect(
+        be: &Arc<Backend>,
+        eff: Effective,
+        first: bool,
+        attached: &mut Option<Attached>,
+        key: &RequestKey<'_>,
+        prefer: Option<usize>,
+        avoid: Option<usize>,
+        attempts: &mut u32,
+    ) -> Result<(Attached, ServerSlot, bool), u16> {
+        let slot = be.assign(key, prefer, avoid).await.map_err(|_| 503u16)?;
+        let idx = slot.idx();
+        if let Some(a) = attached.take() {
             if a.idx == idx && fairlead_net::io::idle_conn_alive(&a.stream) {
-                return Ok((a, be.acquire(idx), true));
+                return Ok((a, slot, true));
             }
-            park(be, a, self.eff);
+            park(be, a, eff);
         }
-        let may_pool = match self.eff.reuse {
+        let may_pool = match eff.reuse {
             HttpReuse::Never => false,
-            HttpReuse::Safe => !self.first,
+            HttpReuse::Safe => !first,
             HttpReuse::Aggressive | HttpReuse::Always => true,
         };
         if may_pool {
             if let Some(stream) = idle::take(be.servers[idx].id) {
-                return Ok((Attached { idx, stream }, be.acquire(idx), true));
+                return Ok((Attached { idx, stream }, slot, true));
             }
         }
-        match connect_server(be, Some(idx)).await {
+        match connect_server(be, slot, key, attempts).await {
             Ok(c) => Ok((
                 Attached {
-                    idx: c.idx,
+                    idx: c.slot.idx(),
                     stream: c.stream,
                 },
                 c.slot,
                 false,
             )),
-            Err(ConnectFail::NoServer) => Err(503),
-            Err(ConnectFail::Failed { .. }) => Err(503),
+            Err(_) => Err(503),
         }
     }
 
@@ -260,7 +272,8 @@ impl<'a> Session<'a> {
     /// closed now (an error response, if any, was already sent).
     async fn exchange(&mut self, head: &RequestHead) -> Option<Outcome> {
         let fe = self.fe;
-        let bt = &self.be.options.timeouts;
+        let be = self.be;
+        let bt = &be.options.timeouts;
         let server_conn = if head.upgrade {
             ConnHeader::Upgrade
         } else if self.eff.conn_mode == HttpConnMode::KeepAlive
@@ -287,16 +300,40 @@ impl<'a> Session<'a> {
             },
             &mut out,
         );
+        let cookie = be.options.cookie.as_ref();
+        let persist = cookie
+            .map(|c| persist::lookup(c, be, self.cbuf.filled(), head.head_len))
+            .unwrap_or_default();
+        if let Some(c) = cookie {
+            persist::edit_request(c, persist, &mut out);
+        }
+        let key_data = KeyData::new(be.lb_needs(), self.cbuf.filled(), head, ip);
+        let idempotent = fairlead_http::method_is_idempotent(self.cbuf.filled(), head);
         self.cbuf.consume(head.head_len);
         // A request whose body was not started can be sent again on a new
-        // connection when a reused one turns out to be dead.
+        // connection when a reused one turns out to be dead, or when
+        // `retry-on` asks for it.
         let replayable = matches!(head.body, BodyKind::None | BodyKind::Length(0));
+        let retry_on = &be.options.retry_on;
         let mut framer = Framer::new(head.body);
         let mut sbuf = IoBuf::new();
-        let mut tries = 0;
+        let mut stale_tries = 0;
+        let mut attempts = 0u32;
+        let mut avoid = None;
         let (conn, slot, resp) = loop {
-            tries += 1;
-            let (conn, slot, reused) = match self.connect().await {
+            let key = key_data.key();
+            let connected = Self::connect(
+                be,
+                self.eff,
+                self.first,
+                &mut self.attached,
+                &key,
+                persist.server,
+                avoid,
+                &mut attempts,
+            )
+            .await;
+            let (conn, slot, reused) = match connected {
                 Ok(c) => c,
                 Err(status) => {
                     pool::give_out(out);
@@ -304,15 +341,49 @@ impl<'a> Session<'a> {
                     return None;
                 }
             };
-            match self
+            let server = slot.server().clone();
+            let result = self
                 .forward_request(&conn, &out, &mut framer, &mut sbuf, head)
-                .await
-            {
-                Ok(resp) => break (conn, slot, resp),
-                Err(Fail::Retry) if reused && replayable && tries < 3 => {
+                .await;
+            // Can this failure be retried on another attempt?
+            let may_retry = |wanted: bool, attempts: u32| {
+                wanted && replayable && idempotent && attempts < be.options.retries
+            };
+            let retry_reason = match &result {
+                Ok(resp) => {
+                    server.observe(true, !is_server_error(resp.status));
+                    retry_on.statuses.contains(&resp.status)
+                }
+                // A pooled connection closed under us: replay at once.
+                Err(Fail::Retry) if reused && replayable && stale_tries < 3 => {
+                    stale_tries += 1;
                     sbuf = IoBuf::new();
                     continue;
                 }
+                Err(Fail::Retry) => {
+                    server.observe(true, false);
+                    retry_on.empty_response
+                }
+                Err(Fail::Status(502)) => {
+                    server.observe(true, false);
+                    retry_on.junk_response
+                }
+                Err(Fail::Status(504)) => {
+                    server.observe(true, false);
+                    retry_on.response_timeout
+                }
+                Err(_) => false,
+            };
+            if may_retry(retry_reason, attempts) {
+                attempts += 1;
+                if be.redispatch_now(attempts) {
+                    avoid = Some(slot.idx());
+                }
+                sbuf = IoBuf::new();
+                continue;
+            }
+            match result {
+                Ok(resp) => break (conn, slot, resp),
                 Err(Fail::Retry) | Err(Fail::Status(502)) => {
                     pool::give_out(out);
                     self.send_error(502).await;
@@ -329,9 +400,10 @@ impl<'a> Session<'a> {
                 }
             }
         };
+        drop(key_data);
         pool::give_out(out);
         let request_done = framer.is_done();
-        self.respond(head, conn, slot, resp, sbuf, request_done, bt)
+        self.respond(head, conn, slot, resp, sbuf, request_done, persist, bt)
             .await
     }
 
@@ -431,6 +503,7 @@ impl<'a> Session<'a> {
         resp: ResponseHead,
         mut sbuf: IoBuf,
         request_done: bool,
+        persist: Persist,
         bt: &fairlead_config::Timeouts,
     ) -> Option<Outcome> {
         let ct = self.fe.timeouts.client;
@@ -451,6 +524,9 @@ impl<'a> Session<'a> {
         };
         let mut out = pool::take_out();
         fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out);
+        if let Some(c) = &self.be.options.cookie {
+            persist::edit_response(c, persist, self.be, conn.idx, &mut out);
+        }
         sbuf.consume(resp.head_len);
         // Send the head together with the body bytes already received.
         let mut framer = Framer::new(resp.body);
@@ -532,6 +608,12 @@ impl<'a> Session<'a> {
         drop(slot);
         None
     }
+}
+
+/// Responses that count as errors for `observe layer7`: 5xx except 501
+/// and 505, as HAProxy.
+fn is_server_error(status: u16) -> bool {
+    (500..600).contains(&status) && status != 501 && status != 505
 }
 
 /// Why forwarding a request failed.

@@ -15,6 +15,7 @@
 //! for lack of file descriptors the listener pauses and retries.
 #![deny(unsafe_code)]
 
+mod checks;
 pub mod os;
 mod worker;
 
@@ -117,7 +118,16 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
     let mut next_id = 0;
     let mut backends = Vec::new();
     for b in &cfg.backends {
-        backends.push(Arc::new(Backend::new(b, &resolve, &mut next_id)?));
+        // HAProxy's default fullconn: 10% of the maxconn of the frontends
+        // that use this backend.
+        let fe_sum: u64 = cfg
+            .frontends
+            .iter()
+            .filter(|f| f.default_backend.as_deref() == Some(b.name.as_str()))
+            .map(|f| u64::from(f.options.maxconn.unwrap_or(maxconn).min(maxconn)))
+            .sum();
+        let fullconn = (fe_sum / 10).clamp(1, u64::from(u32::MAX)) as u32;
+        backends.push(Arc::new(Backend::new(b, &resolve, &mut next_id, fullconn)?));
     }
     let bufsize = cfg.global.bufsize.max(2048);
     let mut frontends = Vec::new();
@@ -145,6 +155,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                 },
                 &resolve,
                 &mut next_id,
+                1,
             )?),
         };
         let addrs = f
@@ -323,6 +334,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
     if uid.is_some() || gid.is_some() {
         os::drop_privileges(uid, gid)?;
     }
+    let _checker = checks::start(&cfg, &shared)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
     for (i, l) in listeners.into_iter().enumerate() {

@@ -155,7 +155,7 @@ async fn serve(
                 client: fe.client_timeout,
                 client_fin: fe.client_fin,
             };
-            let _ = fairlead_l4::serve_tcp(stream, &fe.backend, front).await;
+            let _ = fairlead_l4::serve_tcp(stream, peer, &fe.backend, front).await;
         }
     }
 }

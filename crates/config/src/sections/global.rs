@@ -109,6 +109,18 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             g.maxaccept = n;
         }
         "hard-stop-after" => g.hard_stop_after = Some(parse_time(one_arg(words)?)?),
+        "spread-checks" => {
+            let a = one_arg(words)?;
+            if g.spread_checks != 0 {
+                return Err("spread-checks already specified.".into());
+            }
+            let n: u32 = parse_uint(a, kw)
+                .map_err(|_| format!("expects an integer argument (0..50) (got '{a}')"))?;
+            if n > 50 {
+                return Err("needs a positive value in range 0..50.".into());
+            }
+            g.spread_checks = n;
+        }
         "log" => {
             if words.len() < 2 || words[1] == "global" {
                 return Err(

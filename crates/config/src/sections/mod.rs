@@ -2,6 +2,8 @@
 //! current section, resolves `defaults` inheritance, and builds the final
 //! [`Config`] with the cross checks that need the whole file.
 
+pub(crate) mod balance;
+pub(crate) mod checks;
 pub(crate) mod global;
 pub(crate) mod proxy;
 
@@ -86,6 +88,12 @@ pub(crate) struct Draft {
     /// A `bind` line (or a legacy address on the section line) was seen,
     /// even if it had errors: avoids a second "no bind" error.
     pub bind_seen: bool,
+    /// Health check option and rules, resolved into `opts.health_check`
+    /// when the configuration is built.
+    pub checks: checks::CheckDraft,
+    /// Where `balance` and `cookie` were set, for the mode cross checks.
+    pub balance_loc: Option<Location>,
+    pub cookie_loc: Option<Location>,
 }
 
 impl Draft {
@@ -96,6 +104,7 @@ impl Draft {
             loc,
             opts: ProxyOptions {
                 retries: 3,
+                redispatch_interval: -1,
                 ..ProxyOptions::default()
             },
             binds: Vec::new(),
@@ -104,6 +113,9 @@ impl Draft {
             disabled: false,
             server_defaults: ServerDefaults::default(),
             bind_seen: false,
+            checks: checks::CheckDraft::default(),
+            balance_loc: None,
+            cookie_loc: None,
         }
     }
 
@@ -113,6 +125,9 @@ impl Draft {
         self.default_backend = from.default_backend.clone();
         self.disabled = from.disabled;
         self.server_defaults = from.server_defaults.clone();
+        self.checks = from.checks.inherited();
+        self.balance_loc = from.balance_loc.clone();
+        self.cookie_loc = from.cookie_loc.clone();
     }
 }
 
@@ -158,6 +173,8 @@ pub(crate) struct Parser<'a> {
     defaults: Vec<Draft>,
     cur: Cur,
     last_defaults: Option<usize>,
+    /// Listening addresses `bind` lines may still expand to.
+    listen_budget: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -172,6 +189,7 @@ impl<'a> Parser<'a> {
             defaults: Vec::new(),
             cur: Cur::None,
             last_defaults: None,
+            listen_budget: crate::bind::MAX_LISTEN_ADDRS,
         }
     }
 
@@ -255,8 +273,20 @@ impl<'a> Parser<'a> {
                 .diags
                 .alert(loc, format!("unknown keyword '{kw}' out of section")),
             Cur::Global => global::keyword(self, &words, loc),
-            Cur::Defaults(i) => proxy::keyword(&mut self.defaults[i], &mut self.diags, &words, loc),
-            Cur::Proxy(i) => proxy::keyword(&mut self.proxies[i], &mut self.diags, &words, loc),
+            Cur::Defaults(i) => proxy::keyword(
+                &mut self.defaults[i],
+                &mut self.diags,
+                &words,
+                loc,
+                &mut self.listen_budget,
+            ),
+            Cur::Proxy(i) => proxy::keyword(
+                &mut self.proxies[i],
+                &mut self.diags,
+                &words,
+                loc,
+                &mut self.listen_budget,
+            ),
             Cur::Other(i) => self.others[i].lines.push((loc.clone(), words)),
         }
     }
@@ -407,6 +437,9 @@ impl<'a> Parser<'a> {
 
     /// Builds the configuration and runs the whole-file checks.
     pub fn finish(mut self, files: &[String]) -> Result<Parsed, Vec<Diagnostic>> {
+        for d in self.proxies.iter_mut().filter(|d| d.kind.is_backend()) {
+            finish_backend(d, &mut self.diags);
+        }
         let mut config = Config {
             global: self.global.clone(),
             other_sections: std::mem::take(&mut self.others),
@@ -486,6 +519,71 @@ impl<'a> Parser<'a> {
                 config,
                 diagnostics: diags,
             })
+        }
+    }
+}
+
+/// Resolves a backend's health check and applies the cross checks that
+/// depend on its final mode, as HAProxy does once the file is read.
+fn finish_backend(d: &mut Draft, diags: &mut Diags) {
+    let sec = d.kind.word();
+    let mut unused = Vec::new();
+    d.opts.health_check = d.checks.build(&mut unused);
+    for (loc, msg) in unused {
+        diags.warn(&loc, format!("{sec} '{}' {msg}", d.name));
+    }
+    let o = &mut d.opts;
+    if o.mode == Mode::Tcp {
+        if matches!(
+            o.balance,
+            Balance::Uri { .. } | Balance::UrlParam { .. } | Balance::Hdr { .. }
+        ) {
+            o.balance = Balance::RoundRobin;
+            diags.warn(
+                d.balance_loc.as_ref().unwrap_or(&d.loc),
+                format!(
+                    "Layer 7 hash not possible for {sec} '{}' (needs 'mode http'). Falling back to round robin.",
+                    d.name
+                ),
+            );
+        }
+        if o.cookie.take().is_some() {
+            diags.warn(
+                d.cookie_loc.as_ref().unwrap_or(&d.loc),
+                format!(
+                    "cookie will be ignored for {sec} '{}' (needs 'mode http').",
+                    d.name
+                ),
+            );
+        }
+    }
+    for s in &mut d.servers {
+        if o.mode == Mode::Tcp && s.observe == Some(Observe::Layer7) {
+            diags.alert(
+                &s.location,
+                format!(
+                    "'server {}': 'observe layer7' can only be used in http proxies ({sec} '{}' is in mode tcp).",
+                    s.name, d.name
+                ),
+            );
+        }
+        if s.cookie.is_some() && o.mode == Mode::Tcp {
+            s.cookie = None;
+            diags.warn(
+                &s.location,
+                format!(
+                    "{sec} '{}' : ignoring cookie for server '{}' as HTTP mode is disabled.",
+                    d.name, s.name
+                ),
+            );
+        } else if s.cookie.is_some() && o.cookie.is_none() {
+            diags.warn(
+                &s.location,
+                format!(
+                    "{sec} '{}' : server '{}' has a 'cookie' value but the {sec} has no 'cookie' directive; the server cookie is ignored.",
+                    d.name, s.name
+                ),
+            );
         }
     }
 }

@@ -5,27 +5,21 @@
 //! lacking the needed capability it is ignored with a warning, as HAProxy
 //! does, except `bind`, `server` and `default-server`, which are errors.
 
-use super::{Draft, Kind};
+use super::{balance, checks, Draft, Kind};
 use crate::diag::Diags;
 use crate::keywords::{lookup, suggest_keyword, Status, CATALOG};
 use crate::model::*;
 use crate::units::{parse_time, parse_uint};
 
-/// Balance algorithms HAProxy knows but Fairlead does not implement yet.
-const OTHER_BALANCE: &[&str] = &[
-    "static-rr",
-    "leastconn",
-    "first",
-    "source",
-    "uri",
-    "url_param",
-    "hdr",
-    "random",
-    "rdp-cookie",
-    "hash",
-];
-
-pub(crate) fn keyword(d: &mut Draft, diags: &mut Diags, all: &[String], loc: &Location) {
+/// `listen_budget`: listening addresses the `bind` lines of the rest of
+/// the configuration may still expand to (see `bind::MAX_LISTEN_ADDRS`).
+pub(crate) fn keyword(
+    d: &mut Draft,
+    diags: &mut Diags,
+    all: &[String],
+    loc: &Location,
+    listen_budget: &mut usize,
+) {
     let (prefix, words) = match all[0].as_str() {
         "no" | "default" => (Some(all[0].as_str()), &all[1..]),
         _ => (None, all),
@@ -78,7 +72,9 @@ pub(crate) fn keyword(d: &mut Draft, diags: &mut Diags, all: &[String], loc: &Lo
         } else {
             "backend"
         };
-        if d.kind == Kind::Defaults || matches!(name, "bind" | "server" | "default-server") {
+        if d.kind == Kind::Defaults
+            || matches!(name, "bind" | "server" | "default-server" | "retry-on")
+        {
             diags.alert(loc, format!("'{name}' not allowed in '{sec}' section."));
         } else {
             diags.warn(
@@ -107,7 +103,7 @@ pub(crate) fn keyword(d: &mut Draft, diags: &mut Diags, all: &[String], loc: &Lo
         Status::NotYet => diags.alert(loc, format!("'{shown}' is not implemented yet in Fairlead")),
         Status::Warning => diags.warn(loc, format!("'{shown}': {}", k.note)),
         Status::Implemented => {
-            if let Err(e) = implemented(d, diags, name, words, prefix, loc) {
+            if let Err(e) = implemented(d, diags, name, words, prefix, loc, listen_budget) {
                 diags.alert(loc, format!("'{shown}': {e}"));
             }
         }
@@ -136,6 +132,7 @@ fn implemented(
     words: &[String],
     prefix: Option<&str>,
     loc: &Location,
+    listen_budget: &mut usize,
 ) -> Result<(), String> {
     let o = &mut d.opts;
     match name {
@@ -149,7 +146,7 @@ fn implemented(
         },
         "bind" => {
             d.bind_seen = true;
-            if let Some(b) = crate::bind::parse_bind(words, loc, diags) {
+            if let Some(b) = crate::bind::parse_bind(words, loc, diags, listen_budget) {
                 d.binds.push(b);
             }
         }
@@ -161,6 +158,14 @@ fn implemented(
                         s.name, prev.location
                     ));
                 }
+                if let Some(prev) = d.servers.iter().find(|x| s.id.is_some() && x.id == s.id) {
+                    return Err(format!(
+                        "'id' : custom id {} already used at {} ('server {}')",
+                        s.id.unwrap_or(0),
+                        prev.location,
+                        prev.name
+                    ));
+                }
                 d.servers.push(s);
             }
         }
@@ -169,22 +174,59 @@ fn implemented(
             let b = &args(words, 1, 1)?[0];
             d.default_backend = Some((b.clone(), loc.clone()));
         }
-        "balance" => {
-            let Some(algo) = words.get(1) else {
-                return Err("expects a load balancing algorithm".into());
-            };
-            let base = algo.split('(').next().unwrap_or("");
-            if algo == "roundrobin" {
-                if words.len() > 2 {
-                    return Err("'roundrobin' takes no argument".into());
+        "balance" | "cookie" | "retry-on" => {
+            let mut warns = Vec::new();
+            match name {
+                "balance" => {
+                    o.balance = balance::parse_balance(words, &mut warns)?;
+                    d.balance_loc = Some(loc.clone());
                 }
-                o.balance = Balance::RoundRobin;
-            } else if OTHER_BALANCE.contains(&base) {
-                return Err(format!("balance {algo} is not implemented yet; only roundrobin is"));
-            } else {
-                return Err(format!("unknown load balancing algorithm '{algo}'"));
+                "cookie" => {
+                    o.cookie = Some(balance::parse_cookie(words, &mut warns)?);
+                    d.cookie_loc = Some(loc.clone());
+                }
+                _ => o.retry_on = balance::parse_retry_on(words, &mut warns)?,
+            }
+            for w in warns {
+                diags.warn(loc, format!("'{name}': {w}"));
             }
         }
+        "hash-type" => o.hash_type = balance::parse_hash_type(words)?,
+        "fullconn" => {
+            let n: u32 = parse_uint(&args(words, 1, 1)?[0], "fullconn")?;
+            o.fullconn = (n > 0).then_some(n);
+        }
+        "option allbackups" | "option persist" => {
+            args(words, 2, 0)?;
+            let on = prefix.is_none();
+            if name == "option allbackups" {
+                o.allbackups = on;
+            } else {
+                o.persist = on;
+            }
+        }
+        "option httpchk" | "option tcp-check" | "option redis-check" => {
+            if let Some(p) = prefix {
+                return Err(format!("'{p}' is not supported for this option"));
+            }
+            let mut warns = Vec::new();
+            checks::parse_option(&mut d.checks, words, &mut warns)?;
+            for w in warns {
+                diags.warn(loc, format!("'{name}': {w}"));
+            }
+        }
+        "http-check" => checks::parse_http_check(&mut d.checks, words, loc).map_err(|e| {
+            match words.get(1) {
+                Some(k) if !e.starts_with("'http-check'") => format!("'{k}': {e}"),
+                _ => e,
+            }
+        })?,
+        "tcp-check" => checks::parse_tcp_check(&mut d.checks, words).map_err(|e| {
+            match words.get(1) {
+                Some(k) if !e.starts_with("'tcp-check'") => format!("'{k}': {e}"),
+                _ => e,
+            }
+        })?,
         "retries" => o.retries = parse_uint(&args(words, 1, 1)?[0], "retries")?,
         "maxconn" => o.maxconn = Some(parse_uint(&args(words, 1, 1)?[0], "maxconn")?),
         "http-reuse" => {
@@ -217,6 +259,7 @@ fn implemented(
                 "timeout tunnel" => &mut tm.tunnel,
                 "timeout client-fin" => &mut tm.client_fin,
                 "timeout server-fin" => &mut tm.server_fin,
+                "timeout check" => &mut tm.check,
                 _ => &mut tm.queue,
             };
             *slot = Some(v);
@@ -235,10 +278,23 @@ fn implemented(
             }
         }
         "option redispatch" => {
-            if words.len() > 2 {
-                return Err("a redispatch interval is not implemented yet in Fairlead".into());
+            if prefix.is_some() {
+                args(words, 2, 0)?;
+                o.redispatch = false;
+                o.redispatch_interval = 0;
+            } else {
+                let interval = match words.get(2) {
+                    None => -1,
+                    Some(v) => v.parse::<i32>().map_err(|_| {
+                        format!("expects an integer interval (got '{v}')")
+                    })?,
+                };
+                if words.len() > 3 {
+                    return Err(format!("too many arguments (got '{}')", words[3]));
+                }
+                o.redispatch = interval != 0;
+                o.redispatch_interval = interval;
             }
-            o.redispatch = prefix.is_none();
         }
         "option forwardfor" => {
             if prefix.is_some() {

@@ -1,0 +1,1735 @@
+#!/usr/bin/env python3
+"""fairbench: side-by-side benchmarks of Fairlead, HAProxy and nginx.
+
+One subcommand per scenario (keepalive, close, sizes, idle, tail, tls,
+crosscheck) plus `report`, which regenerates BENCHMARKS.md from the latest
+result of each scenario. Python 3 standard library only. See bench/README.md.
+
+Every scenario starts one origin (fairlead-term) and then runs the proxies
+one after another in interleaved rounds (fairlead, haproxy, nginx, fairlead,
+...), each started fresh for its round, with the same client command. Fairlead
+and HAProxy load the very same configuration file; nginx gets the equivalent
+nginx.conf. All children are killed at the end, even on error.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import resource
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+RESULTS = os.path.join(BENCH, "results")
+RELEASE = os.path.join(ROOT, "target", "release")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+PROXIES = ("fairlead", "haproxy", "nginx")
+PRETTY = {"fairlead": "Fairlead", "haproxy": "HAProxy", "nginx": "nginx",
+          "direct": "direct (no proxy)"}
+COLORS = {"fairlead": "#d62728", "haproxy": "#1f77b4", "nginx": "#2ca02c",
+          "direct": "#555555"}
+PCTS = ("50", "90", "99", "99.9", "99.99")
+SIZES = [("64", 64), ("1k", 1024), ("16k", 16384), ("256k", 262144),
+         ("1m", 1 << 20), ("16m", 16 << 20)]
+BIG = ("100m", 100 << 20)
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(*a):
+    print("[fairbench %s]" % time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# machine description
+
+def _first_line(cmd):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        out = (p.stdout or "") + (p.stderr or "")
+        return out.strip().splitlines()[0] if out.strip() else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return "not found"
+
+
+def binary_id(path):
+    """The shared target dir may be rebuilt by others: record which binary ran."""
+    import hashlib
+    try:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        mtime = datetime.datetime.fromtimestamp(os.stat(path).st_mtime, datetime.timezone.utc)
+        return {"sha256": h.hexdigest()[:16], "built": mtime.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    except OSError:
+        return None
+
+
+def machine(ctx):
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f.readline().split(":", 1)[1].strip()
+    except OSError:
+        pass
+    git = _first_line(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": model,
+        "mem_total": mem,
+        "kernel": platform.release(),
+        "loadavg_at_start": open("/proc/loadavg").read().split()[:3],
+        "fairlead": _first_line([ctx.bin("fairlead"), "-v"]),
+        "fairlead_git": git + ("-dirty" if dirty else ""),
+        "fairlead_binary": binary_id(ctx.bin("fairlead")),
+        "haproxy": _first_line([ctx.haproxy, "-v"]),
+        "nginx": _first_line([ctx.nginx, "-v"]),
+        "wrk": _first_line([ctx.wrk, "-v"]) if ctx.wrk else "not found",
+        "python": platform.python_version(),
+        "cpus": {"proxy": ctx.proxy_cpus, "client": ctx.client_cpus, "origin": ctx.origin_cpus},
+        "threads": {"proxy": ctx.threads, "client": ctx.client_threads, "origin": ctx.origin_threads},
+        "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+    }
+
+
+# --------------------------------------------------------------------------
+# /proc helpers
+
+def proc_cpu_s(pid):
+    """utime+stime of a process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_status_kib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def children_of(pid):
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
+def loadavg1():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except OSError:
+        return None
+
+
+def fd_count(pid):
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return None
+
+
+# --------------------------------------------------------------------------
+# sockets
+
+def port_free(host, port):
+    s = socket.socket()
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def check_loopback(host):
+    if not host.startswith("127."):
+        raise BenchError("%s is not a loopback address (127.0.0.0/8 only)" % host)
+
+
+def http_get(host, port, path="/", timeout=2.0):
+    """One GET on a fresh connection; returns the status code."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n" % path).encode())
+        data = b""
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", data)
+    if not m:
+        raise BenchError("bad response from %s:%d: %r" % (host, port, data[:80]))
+    return int(m.group(1))
+
+
+def wait_ready(host, port, path, deadline_s, proc):
+    end = time.monotonic() + deadline_s
+    last = None
+    while time.monotonic() < end:
+        if proc is not None and proc.poll() is not None:
+            raise BenchError("process exited with status %s before serving" % proc.returncode)
+        try:
+            st = http_get(host, port, path, timeout=1.0)
+            if st == 200:
+                return
+            last = "status %d" % st
+        except (OSError, BenchError) as e:
+            last = str(e)
+        time.sleep(0.05)
+    raise BenchError("%s:%d not ready after %.1fs (%s)" % (host, port, deadline_s, last))
+
+
+# --------------------------------------------------------------------------
+# process management
+
+class Procs:
+    """Tracks every child; stop_all() kills them (SIGTERM, then SIGKILL)."""
+
+    def __init__(self):
+        self.live = []
+
+    def spawn(self, cmd, logpath, cpus=None):
+        if cpus:
+            cmd = ["taskset", "-c", cpus] + cmd
+        logf = open(logpath, "ab")
+        p = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        logf.close()
+        p.cmdline = cmd
+        p.logpath = logpath
+        self.live.append(p)
+        return p
+
+    def stop(self, p, grace=3.0):
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        # the group may still hold children (nginx workers) even after the leader is gone
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            p.wait(2)
+        except subprocess.TimeoutExpired:
+            pass
+        if p in self.live:
+            self.live.remove(p)
+
+    def stop_all(self):
+        for p in list(self.live):
+            self.stop(p, grace=1.0)
+
+
+def tail_of(path, n=20):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace").splitlines()[-n:]
+    except OSError:
+        return []
+
+
+# --------------------------------------------------------------------------
+# configuration files
+
+def haproxy_cfg(ctx, mode, maxconn, keepalive_timeout="60s"):
+    lines = [
+        "# generated by bench/fairbench.py; loaded as is by both Fairlead and HAProxy",
+        "global",
+        "    nbthread %d" % ctx.threads,
+        "    maxconn %d" % maxconn,
+        "",
+        "defaults",
+        "    mode %s" % mode,
+        "    timeout connect 5s",
+        "    timeout client 60s",
+        "    timeout server 60s",
+    ]
+    if mode == "http":
+        lines += ["    timeout http-request 10s",
+                  "    timeout http-keep-alive %s" % keepalive_timeout,
+                  "    option http-keep-alive"]
+    lines += [
+        "",
+        "frontend fe",
+        "    bind %s:%d" % (ctx.proxy_host, ctx.proxy_port),
+        "    default_backend be",
+        "",
+        "backend be",
+        "    balance roundrobin",
+        "    server o1 %s:%d" % (ctx.origin_host, ctx.origin_port),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def nginx_conf(ctx, mode, maxconn, tmp):
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    wc = max(1024, min(2 * maxconn + 64, nofile - 64))
+    head = ["# generated by bench/fairbench.py; the nginx equivalent of the HAProxy configuration"]
+    if mode == "tcp":
+        mod = "/usr/lib/nginx/modules/ngx_stream_module.so"
+        if os.path.exists(mod):
+            head.append("load_module %s;" % mod)
+    head += [
+        "daemon off;",
+        "master_process on;",
+        "worker_processes %d;" % ctx.threads,
+        "worker_rlimit_nofile %d;" % nofile,
+        "pid %s/nginx.pid;" % tmp,
+        "error_log %s/nginx-error.log warn;" % tmp,
+        "events { worker_connections %d; }" % wc,
+    ]
+    if mode == "tcp":
+        body = [
+            "stream {",
+            "    upstream be { server %s:%d; }" % (ctx.origin_host, ctx.origin_port),
+            "    server {",
+            "        listen %s:%d;" % (ctx.proxy_host, ctx.proxy_port),
+            "        proxy_pass be;",
+            "        proxy_connect_timeout 5s;",
+            "        proxy_timeout 60s;",
+            "    }",
+            "}",
+        ]
+    else:
+        body = [
+            "http {",
+            "    access_log off;",
+            "    keepalive_timeout 60s;",
+            "    keepalive_requests 1000000;",
+            "    client_body_temp_path %s/body;" % tmp,
+            "    proxy_temp_path %s/proxy;" % tmp,
+            "    fastcgi_temp_path %s/fastcgi;" % tmp,
+            "    uwsgi_temp_path %s/uwsgi;" % tmp,
+            "    scgi_temp_path %s/scgi;" % tmp,
+            "    upstream be {",
+            "        server %s:%d;" % (ctx.origin_host, ctx.origin_port),
+            "        keepalive 1024;",
+            "        keepalive_requests 1000000;",
+            "        keepalive_timeout 60s;",
+            "    }",
+            "    server {",
+            "        listen %s:%d;" % (ctx.proxy_host, ctx.proxy_port),
+            "        location / {",
+            "            proxy_pass http://be;",
+            "            proxy_http_version 1.1;",
+            '            proxy_set_header Connection "";',
+            "            proxy_max_temp_file_size 0;",
+            "            proxy_connect_timeout 5s;",
+            "            proxy_read_timeout 60s;",
+            "            proxy_send_timeout 60s;",
+            "        }",
+            "    }",
+            "}",
+        ]
+    return "\n".join(head + body) + "\n"
+
+
+# --------------------------------------------------------------------------
+# context: options, binaries, addresses
+
+class Ctx:
+    def __init__(self, args):
+        env = os.environ.get
+        self.args = args
+        self.proxy_cpus = args.proxy_cpus or env("FAIRBENCH_PROXY_CPUS", "1")
+        self.client_cpus = args.client_cpus or env("FAIRBENCH_CLIENT_CPUS", "0")
+        self.origin_cpus = args.origin_cpus or env("FAIRBENCH_ORIGIN_CPUS", "0")
+        self.threads = args.threads or int(env("FAIRBENCH_THREADS", "1"))
+        self.client_threads = args.client_threads or int(
+            env("FAIRBENCH_CLIENT_THREADS", str(len(cpu_list(self.client_cpus)))))
+        self.origin_threads = args.origin_threads or int(
+            env("FAIRBENCH_ORIGIN_THREADS", str(len(cpu_list(self.origin_cpus)))))
+        self.origin_host = args.origin_host
+        self.origin_port = args.origin_port
+        self.proxy_host = args.proxy_host
+        self.proxy_port = args.proxy_port
+        for h in (self.origin_host, self.proxy_host):
+            check_loopback(h)
+        self.haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        self.nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.wrk = shutil.which("wrk")
+        self.proxies = [p.strip() for p in args.proxies.split(",") if p.strip()]
+        for p in self.proxies:
+            if p not in PROXIES:
+                raise BenchError("unknown proxy %r (choose from %s)" % (p, ",".join(PROXIES)))
+        self.procs = Procs()
+        self.tmp = tempfile.mkdtemp(prefix="fairbench-")
+        self.origin = None
+        self.seq = 0
+
+    def bin(self, name):
+        return os.path.join(RELEASE, name)
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def check_bins(self):
+        for b in ("fairlead", "fairlead-term", "fairlead-load"):
+            if not os.access(self.bin(b), os.X_OK):
+                raise BenchError("%s missing: run cargo build --release -p fairlead "
+                                 "-p fairlead-term -p fairlead-load" % self.bin(b))
+        for name in self.proxies:
+            if name == "haproxy" and not os.access(self.haproxy, os.X_OK):
+                raise BenchError("haproxy not found (apt-get install -y haproxy)")
+            if name == "nginx" and not os.access(self.nginx, os.X_OK):
+                raise BenchError("nginx not found (apt-get install -y nginx-full)")
+
+    # ---- origin
+    def start_origin(self):
+        if not port_free(self.origin_host, self.origin_port):
+            raise BenchError("origin port %s:%d is busy" % (self.origin_host, self.origin_port))
+        cmd = [self.bin("fairlead-term"), "-t", str(self.origin_threads), "-n", "o1",
+               "%s:%d" % (self.origin_host, self.origin_port)]
+        self.origin = self.procs.spawn(cmd, self.path("origin.log"), self.origin_cpus)
+        wait_ready(self.origin_host, self.origin_port, "/", 5.0, self.origin)
+        log("origin up: %s" % " ".join(self.origin.cmdline))
+
+    def origin_url(self, path):
+        return "http://%s:%d%s" % (self.origin_host, self.origin_port, path)
+
+    def proxy_url(self, path):
+        return "http://%s:%d%s" % (self.proxy_host, self.proxy_port, path)
+
+    def cleanup(self):
+        self.procs.stop_all()
+        if not self.args.keep_tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            log("temporary files kept in", self.tmp)
+
+
+def cpu_list(spec):
+    out = []
+    for part in spec.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out += list(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    return out
+
+
+class RunningProxy:
+    def __init__(self, ctx, name, mode, maxconn, keepalive_timeout="60s"):
+        self.ctx, self.name, self.mode = ctx, name, mode
+        ctx.seq += 1
+        tag = "%s-%d" % (name, ctx.seq)
+        if not port_free(ctx.proxy_host, ctx.proxy_port):
+            raise BenchError("proxy port %s:%d is busy" % (ctx.proxy_host, ctx.proxy_port))
+        if name == "nginx":
+            d = ctx.path(tag)
+            os.makedirs(d, exist_ok=True)
+            self.config_text = nginx_conf(ctx, mode, maxconn, d)
+            cfg = os.path.join(d, "nginx.conf")
+            cmd = [ctx.nginx, "-p", d, "-e", os.path.join(d, "nginx-error.log"), "-c", cfg]
+        else:
+            self.config_text = haproxy_cfg(ctx, mode, maxconn, keepalive_timeout)
+            cfg = ctx.path("bench-%s.cfg" % mode)
+            if name == "fairlead":
+                cmd = [ctx.bin("fairlead"), "-f", cfg, "-q"]
+            else:
+                cmd = [ctx.haproxy, "-f", cfg, "-db"]
+        with open(cfg, "w") as f:
+            f.write(self.config_text)
+        self.cfg = cfg
+        self.proc = ctx.procs.spawn(cmd, ctx.path(tag + ".log"), ctx.proxy_cpus)
+        self.cmdline = cmd
+        try:
+            wait_ready(ctx.proxy_host, ctx.proxy_port, "/?s=64", 8.0, self.proc)
+        except BenchError as e:
+            out = "\n".join(tail_of(self.proc.logpath))
+            ctx.procs.stop(self.proc)
+            raise BenchError("%s failed to start: %s\n%s" % (name, e, out))
+
+    def pids(self):
+        """Processes whose CPU counts: nginx master + workers, else the one process."""
+        if self.name == "nginx":
+            return [self.proc.pid] + children_of(self.proc.pid)
+        return [self.proc.pid]
+
+    def mem_pids(self):
+        if self.name == "nginx":
+            return children_of(self.proc.pid) or [self.proc.pid]
+        return [self.proc.pid]
+
+    def cpu_s(self):
+        return sum(proc_cpu_s(p) for p in self.pids())
+
+    def peak_rss_kib(self):
+        return sum(proc_status_kib(p, "VmHWM") for p in self.mem_pids())
+
+    def rss_kib(self):
+        return sum(proc_status_kib(p, "VmRSS") for p in self.mem_pids())
+
+    def fds(self):
+        return sum(fd_count(p) or 0 for p in self.mem_pids())
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        self.ctx.procs.stop(self.proc)
+
+    def log_tail(self):
+        return tail_of(self.proc.logpath)
+
+
+# --------------------------------------------------------------------------
+# clients
+
+def load_cmd(ctx, url, conns, duration, rate=None, close=False, ramp=0.0, jsonpath=None):
+    cmd = [ctx.bin("fairlead-load"), "-c", str(conns), "-t", str(min(ctx.client_threads, conns)),
+           "-d", "%g" % duration, "-q"]
+    if ramp:
+        cmd += ["-s", "%g" % ramp]
+    if rate:
+        cmd += ["-R", str(int(rate))]
+    if close:
+        cmd.append("--close")
+    if jsonpath:
+        cmd += ["--json", jsonpath]
+    cmd.append(url)
+    return cmd
+
+
+def run_load(ctx, url, conns, duration, rate=None, close=False, ramp=0.0):
+    """Runs fairlead-load pinned to the client CPUs; returns (summary dict, command)."""
+    ctx.seq += 1
+    jp = ctx.path("load-%d.json" % ctx.seq)
+    cmd = load_cmd(ctx, url, conns, duration, rate, close, ramp, jp)
+    full = ["taskset", "-c", ctx.client_cpus] + cmd
+    shown = " ".join(shlex.quote(a) for a in (["taskset", "-c", ctx.client_cpus, "fairlead-load"]
+                                               + cmd[1:-3] + [cmd[-1]]))
+    try:
+        p = subprocess.run(full, capture_output=True, text=True, timeout=duration + ramp + 30)
+    except subprocess.TimeoutExpired:
+        raise BenchError("fairlead-load did not finish in time: %s" % shown)
+    if p.returncode != 0 or not os.path.exists(jp):
+        raise BenchError("fairlead-load failed (rc %d): %s\n%s" % (p.returncode, shown,
+                                                                   (p.stderr or p.stdout)[-2000:]))
+    with open(jp) as f:
+        return json.load(f), shown
+
+
+def run_wrk(ctx, url, conns, duration):
+    if not ctx.wrk:
+        raise BenchError("wrk not installed (apt-get install -y wrk)")
+    cmd = ["taskset", "-c", ctx.client_cpus, ctx.wrk, "-t", str(min(ctx.client_threads, conns)),
+           "-c", str(conns), "-d", "%ds" % max(1, round(duration)), url]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 30)
+    m = re.search(r"Requests/sec:\s+([\d.]+)", p.stdout)
+    if not m:
+        raise BenchError("wrk failed: %s" % (p.stdout + p.stderr)[-1000:])
+    errs = re.search(r"Socket errors: (.*)", p.stdout)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", p.stdout)
+    return {"req_per_s": float(m.group(1)),
+            "socket_errors": errs.group(1) if errs else None,
+            "non_2xx": int(non2xx.group(1)) if non2xx else 0}, " ".join(
+                ["taskset", "-c", ctx.client_cpus, "wrk"] + cmd[4:])
+
+
+def summarize_load(s):
+    lat = s.get("ttlb", {}).get("percentiles_ms", {})
+    return {
+        "req_per_s": s["req_per_s"],
+        "conn_per_s": s.get("conn_per_s"),
+        "bytes_per_s": s.get("bytes_per_s"),
+        "responses": s["responses"],
+        "elapsed_s": s["elapsed_s"],
+        "errors": s["errors"]["total"],
+        "errors_by_kind": {k: v for k, v in s["errors"].items() if k != "total" and v},
+        "non_2xx": sum(v for k, v in s["status"].items() if k != "2xx"),
+        "lat_ms": {k: lat.get(k) for k in ("50", "90", "99", "99.9", "99.99", "99.999", "99.9999")},
+        "lat_max_ms": s.get("ttlb", {}).get("max_ms"),
+        "rate_requested": s.get("rate_requested"),
+    }
+
+
+def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=0.0,
+                 warmup=0.0, wrk=False):
+    """One measured client run through a running proxy, with its CPU and memory."""
+    if warmup > 0:
+        try:
+            run_load(ctx, url, conns, warmup, close=close)
+        except BenchError as e:
+            log("warm-up failed:", e)
+    c0 = proxy.cpu_s()
+    load1 = loadavg1()
+    t0 = time.monotonic()
+    s, shown = run_load(ctx, url, conns, duration, rate=rate, close=close, ramp=ramp)
+    t1 = time.monotonic()
+    alive = proxy.alive()
+    c1 = proxy.cpu_s() if alive else c0
+    r = summarize_load(s)
+    r["client_cmd"] = shown
+    cpu = c1 - c0
+    r["proxy_cpu_s"] = round(cpu, 3)
+    r["proxy_cpu_pct"] = round(100.0 * cpu / (t1 - t0), 1)
+    r["cpu_us_per_req"] = round(1e6 * cpu / r["responses"], 2) if r["responses"] else None
+    r["peak_rss_kib"] = proxy.peak_rss_kib() if alive else None
+    r["proxy_alive"] = alive
+    r["loadavg1"] = [load1, loadavg1()]
+    if not alive:
+        r["proxy_exit"] = proxy.proc.returncode
+        r["proxy_log"] = proxy.log_tail()
+    if wrk and alive:
+        try:
+            w, wshown = run_wrk(ctx, url, conns, duration)
+            r["wrk"] = w
+            r["wrk_cmd"] = wshown
+        except BenchError as e:
+            r["wrk_error"] = str(e)
+    return r
+
+
+def proxied_rounds(ctx, case, mode, url, conns, duration, rounds, close=False, rate_for=None,
+                   ramp=0.0, warmup=0.0, wrk=False, maxconn=9500):
+    """Interleaved rounds; fills case['runs'] with one entry per (round, proxy)."""
+    runs = case.setdefault("runs", [])
+    for rnd in range(1, rounds + 1):
+        for name in ctx.proxies:
+            rate = rate_for(name) if rate_for else None
+            entry = {"round": rnd, "proxy": name}
+            log("%s round %d/%d: %s%s" % (case["name"], rnd, rounds, name,
+                                        " at %d req/s" % rate if rate else ""))
+            proxy = None
+            try:
+                proxy = RunningProxy(ctx, name, mode, maxconn)
+                case.setdefault("configs", {})[name] = proxy.config_text
+                case.setdefault("proxy_cmds", {})[name] = " ".join(
+                    ["taskset", "-c", ctx.proxy_cpus] + [os.path.basename(proxy.cmdline[0])]
+                    + [os.path.basename(a) if a.startswith(ctx.tmp) else a for a in proxy.cmdline[1:]])
+                entry.update(measured_run(ctx, proxy, url, conns, duration, rate=rate, close=close,
+                                          ramp=ramp, warmup=warmup, wrk=wrk))
+            except BenchError as e:
+                entry["error"] = str(e)
+                log("ERROR:", e)
+            finally:
+                if proxy is not None:
+                    if not proxy.alive() and "proxy_log" not in entry:
+                        entry["proxy_exit"] = proxy.proc.returncode
+                        entry["proxy_log"] = proxy.log_tail()
+                    proxy.stop()
+            runs.append(entry)
+            brief(entry)
+    return runs
+
+
+def brief(e):
+    if "error" in e:
+        return
+    lat = e.get("lat_ms", {})
+    log("   %-8s %9.0f req/s  cpu %6s us/req (%5.1f%%)  p50 %.3f p99 %.3f p99.99 %.3f ms  "
+        "rss %s KiB  err %d%s" % (
+            e.get("proxy", "direct"), e["req_per_s"], e.get("cpu_us_per_req"), e.get("proxy_cpu_pct", 0),
+            lat.get("50") or 0, lat.get("99") or 0, lat.get("99.99") or 0, e.get("peak_rss_kib"),
+            e["errors"] + e["non_2xx"], "  wrk %.0f" % e["wrk"]["req_per_s"] if "wrk" in e else ""))
+
+
+# --------------------------------------------------------------------------
+# aggregation
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def aggregate(case, key="proxy"):
+    """Per-proxy medians across rounds."""
+    out = {}
+    names = []
+    for r in case.get("runs", []):
+        if r.get(key) not in names:
+            names.append(r.get(key))
+    for name in names:
+        rs = [r for r in case["runs"] if r.get(key) == name and "error" not in r]
+        errs = [r for r in case["runs"] if r.get(key) == name and "error" in r]
+        if not rs:
+            out[name] = {"rounds_ok": 0, "rounds_failed": len(errs),
+                         "first_error": errs[0]["error"][:500] if errs else None}
+            continue
+        m = {
+            "rounds_ok": len(rs),
+            "rounds_failed": len(errs) + sum(1 for r in rs if not r.get("proxy_alive", True)),
+            "req_per_s": med([r["req_per_s"] for r in rs]),
+            "req_per_s_all": [round(r["req_per_s"]) for r in rs],
+            "conn_per_s": med([r.get("conn_per_s") for r in rs]),
+            "gbit_per_s": med([r["bytes_per_s"] * 8 / 1e9 for r in rs if r.get("bytes_per_s")]),
+            "cpu_us_per_req": med([r.get("cpu_us_per_req") for r in rs]),
+            "cpu_us_per_req_all": [r.get("cpu_us_per_req") for r in rs],
+            "proxy_cpu_pct": med([r.get("proxy_cpu_pct") for r in rs]),
+            "peak_rss_kib": med([r.get("peak_rss_kib") for r in rs]),
+            "errors": sum(r["errors"] + r["non_2xx"] for r in rs),
+            "lat_ms": {p: med([r["lat_ms"].get(p) for r in rs]) for p in PCTS},
+        }
+        if any("wrk" in r for r in rs):
+            m["wrk_req_per_s"] = med([r["wrk"]["req_per_s"] for r in rs if "wrk" in r])
+        if errs:
+            m["first_error"] = errs[0]["error"][:500]
+        out[name] = m
+    case["summary"] = out
+    return out
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+# --------------------------------------------------------------------------
+# result files
+
+def new_result(ctx, scenario, params):
+    return {
+        "scenario": scenario,
+        "started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "python3 bench/fairbench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "machine": machine(ctx),
+        "params": params,
+        "cases": [],
+    }
+
+
+def save_result(res):
+    os.makedirs(RESULTS, exist_ok=True)
+    ts = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    res["finished"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path = os.path.join(RESULTS, "%s-%s.json" % (res["scenario"], ts))
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1, sort_keys=False)
+        f.write("\n")
+    log("result written to", os.path.relpath(path, ROOT))
+    return path
+
+
+def latest(scenario):
+    if not os.path.isdir(RESULTS):
+        return None
+    files = sorted(f for f in os.listdir(RESULTS)
+                   if f.startswith(scenario + "-") and f.endswith(".json")
+                   and re.match(r"%s-\d{8}-\d{6}\.json$" % re.escape(scenario), f))
+    return os.path.join(RESULTS, files[-1]) if files else None
+
+
+def print_summary(case):
+    s = case.get("summary", {})
+    print("\n== %s ==" % case["name"])
+    print("%-9s %11s %11s %7s %9s %9s %9s %10s %6s" % (
+        "proxy", "req/s", "cpu us/req", "cpu %", "p50 ms", "p99 ms", "p99.99", "peak RSS", "errs"))
+    for name, m in s.items():
+        if not m.get("rounds_ok"):
+            print("%-9s FAILED: %s" % (name, m.get("first_error")))
+            continue
+        print("%-9s %11.0f %11.2f %7.1f %9.3f %9.3f %9.3f %8.1fMi %6d" % (
+            name, m["req_per_s"], m["cpu_us_per_req"] or 0, m["proxy_cpu_pct"] or 0, m["lat_ms"]["50"] or 0,
+            m["lat_ms"]["99"] or 0, m["lat_ms"]["99.99"] or 0, (m["peak_rss_kib"] or 0) / 1024,
+            m["errors"]))
+    f = s.get("fairlead", {})
+    for other in ("haproxy", "nginx"):
+        o = s.get(other, {})
+        if f.get("rounds_ok") and o.get("rounds_ok"):
+            print("Fairlead/%s: req/s x%.2f, cpu/req x%s" % (
+                PRETTY[other], ratio(f["req_per_s"], o["req_per_s"]),
+                fmt_ratio(ratio(f["cpu_us_per_req"], o["cpu_us_per_req"]))))
+
+
+def fmt_ratio(r):
+    return "n/a" if r is None else "%.2f" % r
+
+
+# --------------------------------------------------------------------------
+# scenarios
+
+def sc_keepalive(ctx, args):
+    res = new_result(ctx, "keepalive", {"rounds": args.rounds, "duration_s": args.duration,
+                                        "conns": args.conns, "path": args.path, "warmup_s": args.warmup})
+    case = {"name": "keepalive", "mode": "http", "path": args.path, "conns": args.conns}
+    res["cases"].append(case)
+    ctx.start_origin()
+    proxied_rounds(ctx, case, "http", ctx.proxy_url(args.path), args.conns, args.duration, args.rounds,
+                   warmup=args.warmup, wrk=args.wrk)
+    aggregate(case)
+    print_summary(case)
+    return res
+
+
+def sc_close(ctx, args):
+    modes = ["tcp", "http"] if args.mode == "both" else [args.mode]
+    res = new_result(ctx, "close", {"rounds": args.rounds, "duration_s": args.duration,
+                                    "conns": args.conns, "path": args.path, "modes": modes,
+                                    "warmup_s": args.warmup})
+    ctx.start_origin()
+    for mode in modes:
+        case = {"name": "close-%s" % mode, "mode": mode, "path": args.path, "conns": args.conns}
+        res["cases"].append(case)
+        proxied_rounds(ctx, case, mode, ctx.proxy_url(args.path), args.conns, args.duration,
+                       args.rounds, close=True, warmup=args.warmup)
+        aggregate(case)
+        print_summary(case)
+    return res
+
+
+def sc_sizes(ctx, args):
+    sizes = list(SIZES)
+    if args.big:
+        sizes.append(BIG)
+    if args.sizes:
+        want = args.sizes.split(",")
+        sizes = [s for s in SIZES + [BIG] if s[0] in want]
+    res = new_result(ctx, "sizes", {"rounds": args.rounds, "duration_s": args.duration,
+                                    "sizes": [s[0] for s in sizes], "warmup_s": args.warmup})
+    ctx.start_origin()
+    for label, nbytes in sizes:
+        conns = args.conns or (100 if nbytes <= 16384 else 20 if nbytes <= (1 << 20) else 8)
+        path = "/?s=%s" % label
+        case = {"name": "size-%s" % label, "mode": "http", "size": label, "bytes": nbytes,
+                "path": path, "conns": conns}
+        res["cases"].append(case)
+        proxied_rounds(ctx, case, "http", ctx.proxy_url(path), conns, args.duration, args.rounds,
+                       warmup=args.warmup)
+        aggregate(case)
+        print_summary(case)
+    return res
+
+
+def open_idle(host, port, n, path, batch=200, timeout=10.0):
+    """Opens n keep-alive connections, one request each, response read; returns sockets."""
+    socks = []
+    req = ("GET %s HTTP/1.1\r\nHost: bench\r\n\r\n" % path).encode()
+    failures = 0
+    for start in range(0, n, batch):
+        group = []
+        for _ in range(min(batch, n - start)):
+            try:
+                s = socket.create_connection((host, port), timeout=timeout)
+                s.sendall(req)
+                group.append(s)
+            except OSError:
+                failures += 1
+        for s in group:
+            try:
+                read_response(s)
+                socks.append(s)
+            except (OSError, BenchError):
+                failures += 1
+                s.close()
+    return socks, failures
+
+
+def read_response(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise BenchError("closed before response")
+        data += chunk
+    head, body = data.split(b"\r\n\r\n", 1)
+    m = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+    if not m:
+        raise BenchError("no content-length in idle-test response")
+    need = int(m.group(1)) - len(body)
+    while need > 0:
+        chunk = s.recv(min(65536, need))
+        if not chunk:
+            raise BenchError("closed inside body")
+        need -= len(chunk)
+
+
+def still_open(socks):
+    import selectors
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    closed = len(sel.select(timeout=0))  # readable idle keep-alive socket = EOF or reset
+    sel.close()
+    return len(socks) - closed
+
+
+def sc_idle(ctx, args):
+    counts = [int(x) for x in args.counts.split(",")]
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if max(counts) + 200 > nofile:
+        raise BenchError("N=%d needs more than the %d file descriptors allowed" % (max(counts), nofile))
+    maxconn = max(9500, max(counts) + 500)
+    res = new_result(ctx, "idle", {"rounds": args.rounds, "counts": counts, "path": args.path,
+                                   "settle_s": args.settle, "maxconn": maxconn})
+    ctx.start_origin()
+    for n in counts:
+        case = {"name": "idle-%d" % n, "mode": "http", "conns": n, "path": args.path, "runs": []}
+        res["cases"].append(case)
+        for rnd in range(1, args.rounds + 1):
+            for name in ctx.proxies:
+                log("idle N=%d round %d/%d: %s" % (n, rnd, args.rounds, name))
+                entry = {"round": rnd, "proxy": name}
+                proxy = None
+                socks = []
+                try:
+                    proxy = RunningProxy(ctx, name, "http", maxconn)
+                    case.setdefault("configs", {})[name] = proxy.config_text
+                    # a few requests on short connections so that lazy init is done
+                    for _ in range(20):
+                        http_get(ctx.proxy_host, ctx.proxy_port, args.path)
+                    time.sleep(args.settle)
+                    base = proxy.rss_kib()
+                    t0 = time.monotonic()
+                    socks, failures = open_idle(ctx.proxy_host, ctx.proxy_port, n, args.path)
+                    opened = time.monotonic() - t0
+                    time.sleep(args.settle)
+                    with_n = proxy.rss_kib()
+                    fds = proxy.fds()
+                    entry.update({
+                        "rss_base_kib": base, "rss_with_n_kib": with_n,
+                        "kib_per_conn": round((with_n - base) / n, 3),
+                        "bytes_per_conn": round((with_n - base) * 1024 / n),
+                        "peak_rss_kib": proxy.peak_rss_kib(),
+                        "opened": len(socks), "open_failures": failures,
+                        "open_time_s": round(opened, 2), "proxy_fds": fds,
+                        "still_open": still_open(socks),
+                        "proxy_alive": proxy.alive(),
+                    })
+                    log("   %-8s base %d KiB, with %d conns %d KiB: %.2f KiB/conn, %d still open, "
+                        "%d fds" % (name, base, n, with_n, entry["kib_per_conn"], entry["still_open"], fds))
+                except BenchError as e:
+                    entry["error"] = str(e)
+                    log("ERROR:", e)
+                finally:
+                    for s in socks:
+                        s.close()
+                    if proxy is not None:
+                        if not proxy.alive():
+                            entry["proxy_exit"] = proxy.proc.returncode
+                            entry["proxy_log"] = proxy.log_tail()
+                        proxy.stop()
+                case["runs"].append(entry)
+        summ = {}
+        for name in ctx.proxies:
+            rs = [r for r in case["runs"] if r["proxy"] == name and "error" not in r]
+            errs = [r for r in case["runs"] if r["proxy"] == name and "error" in r]
+            if not rs:
+                summ[name] = {"rounds_ok": 0, "first_error": errs[0]["error"][:500] if errs else None}
+                continue
+            summ[name] = {
+                "rounds_ok": len(rs),
+                "kib_per_conn": med([r["kib_per_conn"] for r in rs]),
+                "rss_base_kib": med([r["rss_base_kib"] for r in rs]),
+                "rss_with_n_kib": med([r["rss_with_n_kib"] for r in rs]),
+                "still_open": min(r["still_open"] for r in rs),
+                "open_failures": max(r["open_failures"] for r in rs),
+                "proxy_fds": med([r["proxy_fds"] for r in rs]),
+            }
+        case["summary"] = summ
+    return res
+
+
+def sc_tail(ctx, args):
+    levels = [float(x) for x in args.levels.split(",")]
+    rates = {}
+    source = None
+    if args.rate:
+        rates = {p: float(args.rate) for p in ctx.proxies}
+        source = "--rate"
+    else:
+        ka = latest("keepalive")
+        if not ka:
+            raise BenchError("no keepalive result to derive the rates from: run keepalive first or "
+                             "pass --rate")
+        with open(ka) as f:
+            kres = json.load(f)
+        summ = kres["cases"][0]["summary"]
+        for p in ctx.proxies:
+            if summ.get(p, {}).get("req_per_s"):
+                rates[p] = summ[p]["req_per_s"]
+        source = os.path.relpath(ka, ROOT)
+    res = new_result(ctx, "tail", {"rounds": args.rounds, "duration_s": args.duration,
+                                   "ramp_s": args.ramp, "conns": args.conns, "path": args.path,
+                                   "levels_pct": levels, "max_rates": rates, "rates_from": source})
+    ctx.start_origin()
+    cases = {}
+    for lv in levels:
+        cases[lv] = {"name": "tail-%g%%" % lv, "level_pct": lv, "mode": "http", "path": args.path,
+                     "conns": args.conns, "runs": [], "direct": []}
+        res["cases"].append(cases[lv])
+    for rnd in range(1, args.rounds + 1):
+        for name in ctx.proxies:
+            if name not in rates:
+                log("no max rate for %s; skipped" % name)
+                continue
+            proxy = None
+            try:
+                proxy = RunningProxy(ctx, name, "http", 9500)
+                for lv in levels:
+                    case = cases[lv]
+                    rate = int(rates[name] * lv / 100.0)
+                    case.setdefault("configs", {})[name] = proxy.config_text
+                    log("tail %g%% round %d/%d: %s and direct at %d req/s" % (lv, rnd, args.rounds,
+                                                                             name, rate))
+                    try:
+                        d, shown = run_load(ctx, ctx.origin_url(args.path), args.conns, args.duration,
+                                            rate=rate, ramp=args.ramp)
+                        de = summarize_load(d)
+                        de.update({"round": rnd, "for": name, "rate": rate, "client_cmd": shown})
+                        case["direct"].append(de)
+                    except BenchError as e:
+                        case["direct"].append({"round": rnd, "for": name, "error": str(e)})
+                    entry = {"round": rnd, "proxy": name, "rate": rate}
+                    try:
+                        entry.update(measured_run(ctx, proxy, ctx.proxy_url(args.path), args.conns,
+                                                  args.duration, rate=rate, ramp=args.ramp))
+                    except BenchError as e:
+                        entry["error"] = str(e)
+                    case["runs"].append(entry)
+                    brief(entry)
+                    if not proxy.alive():
+                        break
+            except BenchError as e:
+                log("ERROR:", e)
+                for lv in levels:
+                    cases[lv]["runs"].append({"round": rnd, "proxy": name, "error": str(e)})
+            finally:
+                if proxy is not None:
+                    proxy.stop()
+    for lv in levels:
+        case = cases[lv]
+        aggregate(case)
+        ref = {}
+        for name in rates:
+            ds = [d for d in case["direct"] if d.get("for") == name and "error" not in d]
+            if ds:
+                ref[name] = {"req_per_s": med([d["req_per_s"] for d in ds]),
+                             "lat_ms": {p: med([d["lat_ms"].get(p) for d in ds]) for p in PCTS},
+                             "errors": sum(d["errors"] + d["non_2xx"] for d in ds)}
+        case["direct_summary"] = ref
+        for name, m in case["summary"].items():
+            m["rate"] = int(rates[name] * lv / 100.0)
+        print_summary(case)
+    return res
+
+
+def sc_crosscheck(ctx, args):
+    targets = [t.strip() for t in args.targets.split(",")]
+    res = new_result(ctx, "crosscheck", {"rounds": args.rounds, "duration_s": args.duration,
+                                         "conns": args.conns, "path": args.path, "targets": targets})
+    ctx.start_origin()
+    for t in targets:
+        case = {"name": "crosscheck-%s" % t, "target": t, "runs": []}
+        res["cases"].append(case)
+        proxy = None
+        try:
+            if t == "origin":
+                url = ctx.origin_url(args.path)
+            else:
+                if t not in PROXIES:
+                    raise BenchError("unknown target %s" % t)
+                proxy = RunningProxy(ctx, t, "http", 9500)
+                url = ctx.proxy_url(args.path)
+            for rnd in range(1, args.rounds + 1):
+                s, lshown = run_load(ctx, url, args.conns, args.duration)
+                w, wshown = run_wrk(ctx, url, args.conns, args.duration)
+                ls = summarize_load(s)
+                case["runs"].append({"round": rnd, "load_req_per_s": ls["req_per_s"],
+                                     "load_errors": ls["errors"] + ls["non_2xx"],
+                                     "wrk_req_per_s": w["req_per_s"], "wrk": w,
+                                     "load_cmd": lshown, "wrk_cmd": wshown})
+                log("crosscheck %s round %d: fairlead-load %.0f req/s, wrk %.0f req/s, ratio %.3f" % (
+                    t, rnd, ls["req_per_s"], w["req_per_s"], ls["req_per_s"] / w["req_per_s"]))
+        except BenchError as e:
+            case["error"] = str(e)
+            log("ERROR:", e)
+        finally:
+            if proxy is not None:
+                proxy.stop()
+        lr = med([r["load_req_per_s"] for r in case["runs"]])
+        wr = med([r["wrk_req_per_s"] for r in case["runs"]])
+        rs = [round(r["load_req_per_s"] / r["wrk_req_per_s"], 3) for r in case["runs"]]
+        # the median of the paired (same-minute) ratios resists machine noise better than
+        # the ratio of the medians
+        case["summary"] = {"load_req_per_s": lr, "wrk_req_per_s": wr, "ratio": med(rs),
+                           "ratio_of_medians": ratio(lr, wr), "ratios": rs,
+                           "noisy": bool(rs) and (max(rs) - min(rs) > 0.2)}
+        if case["summary"]["ratio"] is not None:
+            rr = case["summary"]["ratio"]
+            print("crosscheck %s: fairlead-load %.0f req/s, wrk %.0f req/s, median paired ratio %.3f (%s)%s" % (
+                t, lr, wr, rr, "within 10%" if abs(rr - 1) <= 0.10 else "OUTSIDE 10%",
+                "; per-round ratios spread over 0.2: the machine is noisy, rerun" if case["summary"]["noisy"] else ""))
+    return res
+
+
+# --------------------------------------------------------------------------
+# SVG charts (hand-written)
+
+def _esc(s):
+    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _nice_ticks(lo, hi, n=5):
+    if hi <= lo:
+        hi = lo + 1
+    raw = (hi - lo) / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = min((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), default=raw)
+    t = math.floor(lo / step) * step
+    out = []
+    while t <= hi + step * 1e-9:
+        out.append(t)
+        t += step
+    return out
+
+
+def _fmt_num(v):
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e6:
+        return "%gM" % round(v / 1e6, 3)
+    if a >= 1e3:
+        return "%gk" % round(v / 1e3, 3)
+    if a >= 1:
+        return "%g" % round(v, 3)
+    return "%g" % float("%.3g" % v)
+
+
+def svg_lines(path, title, xlabel, ylabel, series, logx=False, logy=False, xticks=None):
+    """series: [(label, color, dashed, [(x, y), ...])]; xticks: [(x, label)]."""
+    W, H, L, R, T, B = 720, 420, 80, 170, 40, 55
+    pts = [(x, y) for _, _, _, ps in series for x, y in ps if y is not None]
+    if not pts:
+        return False
+    fx = (lambda v: math.log10(v)) if logx else (lambda v: v)
+    fy = (lambda v: math.log10(max(v, 1e-9))) if logy else (lambda v: v)
+    xs = [fx(x) for x, _ in pts]
+    ys = [fy(y) for _, y in pts]
+    x0, x1 = min(xs), max(xs)
+    if x1 == x0:
+        x1 = x0 + 1
+    if logy:
+        y0, y1 = math.floor(min(ys)), math.ceil(max(ys))
+        if y1 == y0:
+            y1 += 1
+        yt = [10 ** e for e in range(int(y0), int(y1) + 1)]
+    else:
+        yt = _nice_ticks(0, max(ys) * 1.05)
+        y0, y1 = 0, yt[-1]
+
+    def X(v):
+        return L + (fx(v) - x0) / (x1 - x0) * (W - L - R)
+
+    def Y(v):
+        return H - B - (fy(v) - y0) / (y1 - y0) * (H - T - B)
+
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+         'font-family="sans-serif" font-size="12">' % (W, H, W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>' % (L, _esc(title))]
+    for v in yt:
+        y = Y(v)
+        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (L, y, W - R, y))
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (L - 6, y + 4, _fmt_num(v)))
+    if xticks is None:
+        xticks = [(x, _fmt_num(x)) for x in sorted(set(x for x, _ in pts))]
+    for v, lab in xticks:
+        x = X(v)
+        o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/>' % (x, T, x, H - B))
+        o.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x, H - B + 16, _esc(lab)))
+    o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>' % (
+        L, T, W - L - R, H - T - B))
+    o.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' % ((L + W - R) / 2, H - 12, _esc(xlabel)))
+    o.append('<text x="16" y="%d" text-anchor="middle" transform="rotate(-90 16 %d)">%s</text>' % (
+        (T + H - B) / 2, (T + H - B) / 2, _esc(ylabel)))
+    for i, (label, color, dashed, ps) in enumerate(series):
+        ps = [(x, y) for x, y in ps if y is not None]
+        if not ps:
+            continue
+        d = " ".join("%s%.1f,%.1f" % ("M" if j == 0 else "L", X(x), Y(y)) for j, (x, y) in enumerate(ps))
+        o.append('<path d="%s" fill="none" stroke="%s" stroke-width="2"%s/>' % (
+            d, color, ' stroke-dasharray="6 4"' if dashed else ""))
+        for x, y in ps:
+            o.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (X(x), Y(y), color))
+        ly = T + 14 + 18 * i
+        o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/>' % (
+            W - R + 10, ly - 4, W - R + 34, ly - 4, color, ' stroke-dasharray="6 4"' if dashed else ""))
+        o.append('<text x="%d" y="%d">%s</text>' % (W - R + 40, ly, _esc(label)))
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+    return True
+
+
+def svg_bars(path, title, ylabel, groups, names, values):
+    """values[group][name] -> number; one cluster of bars per group."""
+    W, H, L, R, T, B = 720, 380, 80, 150, 40, 50
+    allv = [v for g in groups for v in values.get(g, {}).values() if v is not None]
+    if not allv:
+        return False
+    yt = _nice_ticks(0, max(allv) * 1.1)
+    ymax = yt[-1]
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+         'font-family="sans-serif" font-size="12">' % (W, H, W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>' % (L, _esc(title))]
+
+    def Y(v):
+        return H - B - v / ymax * (H - T - B)
+
+    for v in yt:
+        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (L, Y(v), W - R, Y(v)))
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (L - 6, Y(v) + 4, _fmt_num(v)))
+    gw = (W - L - R) / len(groups)
+    bw = gw * 0.8 / max(1, len(names))
+    for gi, g in enumerate(groups):
+        gx = L + gi * gw + gw * 0.1
+        for ni, n in enumerate(names):
+            v = values.get(g, {}).get(n)
+            if v is None:
+                continue
+            x = gx + ni * bw
+            o.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (
+                x, Y(v), bw * 0.92, H - B - Y(v), COLORS.get(n, "#888")))
+            o.append('<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10">%s</text>' % (
+                x + bw * 0.46, Y(v) - 3, _fmt_num(v)))
+        o.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (L + gi * gw + gw / 2, H - B + 16,
+                                                                          _esc(g)))
+    o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>' % (
+        L, T, W - L - R, H - T - B))
+    o.append('<text x="16" y="%d" text-anchor="middle" transform="rotate(-90 16 %d)">%s</text>' % (
+        (T + H - B) / 2, (T + H - B) / 2, _esc(ylabel)))
+    for i, n in enumerate(names):
+        ly = T + 14 + 18 * i
+        o.append('<rect x="%d" y="%d" width="14" height="10" fill="%s"/>' % (W - R + 10, ly - 9,
+                                                                            COLORS.get(n, "#888")))
+        o.append('<text x="%d" y="%d">%s</text>' % (W - R + 30, ly, _esc(PRETTY.get(n, n))))
+    o.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+    return True
+
+
+# --------------------------------------------------------------------------
+# report
+
+def f0(v):
+    return "–" if v is None else "{:,.0f}".format(v)
+
+
+def f1(v):
+    return "–" if v is None else "%.1f" % v
+
+
+def f2(v):
+    return "–" if v is None else "%.2f" % v
+
+
+def f3(v):
+    return "–" if v is None else "%.3f" % v
+
+
+def fr(v):
+    return "–" if v is None else "×%.2f" % v
+
+
+def mib(kib):
+    return "–" if kib is None else "%.1f MiB" % (kib / 1024.0)
+
+
+def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False):
+    cols = ["proxy", rate_label, "proxy CPU µs/req", "proxy CPU %", "p50 ms", "p90 ms", "p99 ms",
+            "p99.9 ms", "p99.99 ms", "peak RSS", "errors"]
+    if show_rate:
+        cols.insert(1, "target rate")
+    if extra_wrk:
+        cols.append("wrk req/s")
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for name in PROXIES:
+        m = summary.get(name)
+        if m is None:
+            continue
+        if not m.get("rounds_ok"):
+            out.append("| %s | **failed**: %s |" % (PRETTY[name], _esc(
+                (m.get("first_error") or "").splitlines()[0] if m.get("first_error") else "")))
+            continue
+        lat = m["lat_ms"]
+        row = [PRETTY[name], f0(m["req_per_s"]), f2(m["cpu_us_per_req"]), f1(m["proxy_cpu_pct"]),
+               f3(lat["50"]), f3(lat["90"]), f3(lat["99"]), f3(lat["99.9"]), f3(lat["99.99"]),
+               mib(m["peak_rss_kib"]), str(m["errors"]) + (" (%d failed rounds)" % m["rounds_failed"]
+                                                          if m.get("rounds_failed") else "")]
+        if show_rate:
+            row.insert(1, f0(m.get("rate")))
+        if extra_wrk:
+            row.append(f0(m.get("wrk_req_per_s")))
+        out.append("| " + " | ".join(row) + " |")
+    f = summary.get("fairlead", {})
+    for other in ("haproxy", "nginx"):
+        o = summary.get(other, {})
+        if not (f.get("rounds_ok") and o.get("rounds_ok")):
+            continue
+        row = ["**Fairlead/%s**" % PRETTY[other], fr(ratio(f["req_per_s"], o["req_per_s"])),
+               fr(ratio(f["cpu_us_per_req"], o["cpu_us_per_req"])), "",
+               fr(ratio(f["lat_ms"]["50"], o["lat_ms"]["50"])), fr(ratio(f["lat_ms"]["90"], o["lat_ms"]["90"])),
+               fr(ratio(f["lat_ms"]["99"], o["lat_ms"]["99"])),
+               fr(ratio(f["lat_ms"]["99.9"], o["lat_ms"]["99.9"])),
+               fr(ratio(f["lat_ms"]["99.99"], o["lat_ms"]["99.99"])),
+               fr(ratio(f["peak_rss_kib"], o["peak_rss_kib"])), ""]
+        if show_rate:
+            row.insert(1, "")
+        if extra_wrk:
+            row.append(fr(ratio(f.get("wrk_req_per_s"), o.get("wrk_req_per_s"))))
+        out.append("| " + " | ".join(row) + " |")
+    return out
+
+
+def rounds_line(summary, key="req_per_s_all", unit="req/s"):
+    parts = []
+    for name in PROXIES:
+        m = summary.get(name)
+        if m and m.get(key):
+            fmt = f0 if key == "req_per_s_all" else f1
+            parts.append("%s %s" % (PRETTY[name], ", ".join(fmt(v) if isinstance(v, (int, float)) else str(v)
+                                                           for v in m[key])))
+    return "Per round (%s): %s." % (unit, "; ".join(parts)) if parts else ""
+
+
+def machine_line(m):
+    return ("%s × %s, kernel %s; %s; %s; %s (%s); CPUs proxy %s / client %s / origin %s, "
+            "proxy threads %s; load average at start %s." % (
+                m["nproc"], m["cpu_model"] or "?", m["kernel"], m["haproxy"], m["nginx"],
+                m["fairlead"], m.get("fairlead_git", "?"), m["cpus"]["proxy"], m["cpus"]["client"],
+                m["cpus"]["origin"], m["threads"]["proxy"], " ".join(m.get("loadavg_at_start", []))))
+
+
+def header_block(res, path):
+    return ["", "Result: [`%s`](%s) — %s to %s." % (
+        os.path.relpath(path, ROOT), os.path.relpath(path, ROOT), res["started"], res.get("finished", "?")),
+        "", "Command: `%s`" % res["command"], "", "Machine: " + machine_line(res["machine"]), ""]
+
+
+def config_block(case):
+    out = []
+    cfgs = {k: re.sub(r"/tmp/fairbench-[A-Za-z0-9_]+", "$TMPDIR", v)
+            for k, v in case.get("configs", {}).items()}
+    if "fairlead" in cfgs or "haproxy" in cfgs:
+        out += ["<details><summary>configuration (the same file for Fairlead and HAProxy)</summary>", "",
+                "```haproxy", (cfgs.get("fairlead") or cfgs.get("haproxy")).rstrip(), "```", ""]
+        if "nginx" in cfgs:
+            out += ["```nginx", cfgs["nginx"].rstrip(), "```", ""]
+        out += ["</details>", ""]
+    return out
+
+
+def client_cmd_of(case):
+    for r in case.get("runs", []):
+        if r.get("client_cmd"):
+            return r["client_cmd"]
+    return None
+
+
+def chart_name(path, suffix):
+    return os.path.splitext(os.path.basename(path))[0] + "-" + suffix + ".svg"
+
+
+def report_keepalive(path, res, md):
+    case = res["cases"][0]
+    s = case["summary"]
+    md += ["## Keep-alive, small responses", ""]
+    md += ["%d connections, `GET %s`, %s rounds × %s s per proxy (medians across rounds)." % (
+        case["conns"], case["path"], res["params"]["rounds"], res["params"]["duration_s"]), ""]
+    md += proxy_table(s, extra_wrk=any("wrk_req_per_s" in m for m in s.values()))
+    md += ["", rounds_line(s), rounds_line(s, "cpu_us_per_req_all", "CPU µs/req"), ""]
+    cn = chart_name(path, "rate")
+    vals = {"req/s": {n: m.get("req_per_s") for n, m in s.items()}}
+    if svg_bars(os.path.join(RESULTS, cn), "keep-alive: req/s (median)", "req/s", ["req/s"], list(s), vals):
+        cn2 = chart_name(path, "cpu")
+        svg_bars(os.path.join(RESULTS, cn2), "keep-alive: proxy CPU µs per request (median)", "µs/req",
+                 ["CPU µs/req"], list(s), {"CPU µs/req": {n: m.get("cpu_us_per_req") for n, m in s.items()}})
+        md += ["![req/s](bench/results/%s) ![cpu](bench/results/%s)" % (cn, cn2), ""]
+    if client_cmd_of(case):
+        md += ["Client: `%s`" % client_cmd_of(case), ""]
+    md += header_block(res, path) + config_block(case)
+
+
+def report_close(path, res, md):
+    md += ["## One request per connection (close)", ""]
+    for case in res["cases"]:
+        md += ["### %s mode" % case["mode"].upper(), ""]
+        md += ["%d concurrent connections, `GET %s` with `Connection: close` (`--close`), %s rounds × %s s." % (
+            case["conns"], case["path"], res["params"]["rounds"], res["params"]["duration_s"]), ""]
+        md += proxy_table(case["summary"], rate_label="conn/s (= req/s)")
+        md += ["", rounds_line(case["summary"]), rounds_line(case["summary"], "cpu_us_per_req_all",
+                                                              "CPU µs/conn"), ""]
+        if client_cmd_of(case):
+            md += ["Client: `%s`" % client_cmd_of(case), ""]
+        md += config_block(case)
+    md += header_block(res, path)
+
+
+def report_sizes(path, res, md):
+    md += ["## Object sizes", ""]
+    md += ["`GET /?s=SIZE` over keep-alive, %s rounds × %s s; medians. Gbit/s counts every byte "
+           "received by the client (headers included)." % (res["params"]["rounds"],
+                                                            res["params"]["duration_s"]), ""]
+    names = [n for n in PROXIES if any(n in c.get("summary", {}) for c in res["cases"])]
+    cols = ["size", "conns"] + ["%s hits/s" % PRETTY[n] for n in names] + \
+           ["%s Gbit/s" % PRETTY[n] for n in names]
+    if "fairlead" in names:
+        cols += ["Fairlead/%s hits" % PRETTY[o] for o in names if o != "fairlead"]
+    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for case in res["cases"]:
+        s = case["summary"]
+        row = [case["size"], str(case["conns"])]
+        row += [f0(s.get(n, {}).get("req_per_s")) for n in names]
+        row += [f2(s.get(n, {}).get("gbit_per_s")) for n in names]
+        if "fairlead" in names:
+            row += [fr(ratio(s.get("fairlead", {}).get("req_per_s"), s.get(o, {}).get("req_per_s")))
+                    for o in names if o != "fairlead"]
+        md.append("| " + " | ".join(row) + " |")
+    md += ["", "Cost per request and memory:", ""]
+    cols = ["size"] + ["%s CPU µs/req" % PRETTY[n] for n in names] + \
+           ["%s p99 ms" % PRETTY[n] for n in names] + ["%s peak RSS" % PRETTY[n] for n in names] + \
+           ["errors"]
+    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for case in res["cases"]:
+        s = case["summary"]
+        row = [case["size"]] + [f2(s.get(n, {}).get("cpu_us_per_req")) for n in names]
+        row += [f3(s.get(n, {}).get("lat_ms", {}).get("99")) for n in names]
+        row += [mib(s.get(n, {}).get("peak_rss_kib")) for n in names]
+        errs = []
+        for n in names:
+            m = s.get(n, {})
+            if not m.get("rounds_ok"):
+                errs.append("%s failed" % PRETTY[n])
+            elif m.get("errors") or m.get("rounds_failed"):
+                errs.append("%s %d" % (PRETTY[n], m["errors"]) + (" (%d failed rounds)" % m["rounds_failed"]
+                                                                if m.get("rounds_failed") else ""))
+        row.append(", ".join(errs) or "0")
+        md.append("| " + " | ".join(row) + " |")
+    ticks = [(c["bytes"], c["size"]) for c in res["cases"]]
+    hits = [(PRETTY[n], COLORS[n], False, [(c["bytes"], c["summary"].get(n, {}).get("req_per_s"))
+                                             for c in res["cases"]]) for n in names]
+    gb = [(PRETTY[n], COLORS[n], False, [(c["bytes"], c["summary"].get(n, {}).get("gbit_per_s"))
+                                           for c in res["cases"]]) for n in names]
+    c1, c2 = chart_name(path, "hits"), chart_name(path, "gbps")
+    svg_lines(os.path.join(RESULTS, c1), "hits/s vs object size", "object size (log)", "hits/s (log)",
+              hits, logx=True, logy=True, xticks=ticks)
+    svg_lines(os.path.join(RESULTS, c2), "Gbit/s vs object size", "object size (log)", "Gbit/s",
+              gb, logx=True, xticks=ticks)
+    md += ["", "![hits/s](bench/results/%s)" % c1, "", "![Gbit/s](bench/results/%s)" % c2, ""]
+    md += header_block(res, path) + config_block(res["cases"][0])
+
+
+def report_idle(path, res, md):
+    md += ["## Idle keep-alive connections", ""]
+    md += ["N connections opened from Python through the proxy; each sends one `GET %s`, reads the "
+           "response and stays idle. Memory per connection = (VmRSS with N − VmRSS before) / N, "
+           "of the proxy process (nginx: its worker). Kernel socket buffers are not in RSS. %s round(s)."
+           % (res["params"]["path"], res["params"]["rounds"]), ""]
+    cols = ["N", "proxy", "RSS before", "RSS with N", "KiB per connection", "still open", "proxy fds",
+            "Fairlead/this"]
+    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    groups, vals = [], {}
+    for case in res["cases"]:
+        s = case["summary"]
+        g = "N=%d" % case["conns"]
+        groups.append(g)
+        vals[g] = {}
+        fk = s.get("fairlead", {}).get("kib_per_conn")
+        for name in PROXIES:
+            m = s.get(name)
+            if m is None:
+                continue
+            if not m.get("rounds_ok"):
+                md.append("| %d | %s | **failed**: %s |" % (case["conns"], PRETTY[name],
+                                                         _esc((m.get("first_error") or "").splitlines()[0])))
+                continue
+            vals[g][name] = m["kib_per_conn"]
+            md.append("| %d | %s | %s | %s | %.2f | %d/%d | %s | %s |" % (
+                case["conns"], PRETTY[name], mib(m["rss_base_kib"]), mib(m["rss_with_n_kib"]),
+                m["kib_per_conn"], m["still_open"], case["conns"], f0(m["proxy_fds"]),
+                "" if name == "fairlead" else fr(ratio(fk, m["kib_per_conn"]))))
+    cn = chart_name(path, "kib")
+    if svg_bars(os.path.join(RESULTS, cn), "RSS per idle keep-alive connection", "KiB/conn", groups,
+                [n for n in PROXIES if any(n in v for v in vals.values())], vals):
+        md += ["", "![KiB per connection](bench/results/%s)" % cn]
+    md += [""] + header_block(res, path) + config_block(res["cases"][0])
+
+
+def pct_x(p):
+    return 1.0 / (1.0 - float(p) / 100.0)
+
+
+def report_tail(path, res, md):
+    md += ["## Tail latency at a fixed rate", ""]
+    md += ["Open-loop load (`fairlead-load -R`, latency from the intended send time) at %s of each proxy's "
+           "median keep-alive maximum (from `%s`), %d connections, %s s ramp-up then %s s measured, "
+           "%s rounds. Each proxied run is paired with a direct run at the same rate straight to the origin "
+           "(the reference); *added* = proxied − direct. Medians across rounds; latencies in ms (TTLB)." % (
+               " and ".join("%g%%" % lv for lv in res["params"]["levels_pct"]),
+               res["params"].get("rates_from"), res["params"]["conns"], res["params"]["ramp_s"],
+               res["params"]["duration_s"], res["params"]["rounds"]), ""]
+    for case in res["cases"]:
+        s, ref = case["summary"], case.get("direct_summary", {})
+        md += ["### %g%% of max" % case["level_pct"], ""]
+        cols = ["proxy", "target req/s", "achieved req/s (incl. ramp-up)", "direct p50", "direct p99", "direct p99.99",
+                "proxied p50", "proxied p99", "proxied p99.9", "proxied p99.99", "added p99",
+                "added p99.99", "proxy CPU µs/req", "errors"]
+        md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for name in PROXIES:
+            m = s.get(name)
+            if m is None:
+                continue
+            if not m.get("rounds_ok"):
+                md.append("| %s | **failed**: %s |" % (PRETTY[name], _esc((m.get("first_error") or "")
+                                                                          .splitlines()[0])))
+                continue
+            d = ref.get(name, {"lat_ms": {}})
+            dl, pl = d["lat_ms"], m["lat_ms"]
+            add = lambda p: (pl[p] - dl[p]) if (pl.get(p) is not None and dl.get(p) is not None) else None
+            md.append("| " + " | ".join([
+                PRETTY[name], f0(m.get("rate")), f0(m["req_per_s"]), f3(dl.get("50")), f3(dl.get("99")),
+                f3(dl.get("99.99")), f3(pl["50"]), f3(pl["99"]), f3(pl["99.9"]), f3(pl["99.99"]),
+                f3(add("99")), f3(add("99.99")), f2(m["cpu_us_per_req"]),
+                str(m["errors"] + d.get("errors", 0))]) + " |")
+        f = s.get("fairlead", {})
+        for other in ("haproxy", "nginx"):
+            o = s.get(other, {})
+            if f.get("rounds_ok") and o.get("rounds_ok"):
+                md.append("| **Fairlead/%s** | %s | | | | | %s | %s | %s | %s | | | %s | |" % (
+                    PRETTY[other], fr(ratio(f.get("rate"), o.get("rate"))),
+                    fr(ratio(f["lat_ms"]["50"], o["lat_ms"]["50"])), fr(ratio(f["lat_ms"]["99"], o["lat_ms"]["99"])),
+                    fr(ratio(f["lat_ms"]["99.9"], o["lat_ms"]["99.9"])),
+                    fr(ratio(f["lat_ms"]["99.99"], o["lat_ms"]["99.99"])),
+                    fr(ratio(f["cpu_us_per_req"], o["cpu_us_per_req"]))))
+        series = []
+        for name in PROXIES:
+            m = s.get(name)
+            if m and m.get("rounds_ok"):
+                series.append(("%s @%s" % (PRETTY[name], f0(m.get("rate"))), COLORS[name], False,
+                               [(pct_x(p), m["lat_ms"][p]) for p in PCTS]))
+                d = ref.get(name)
+                if d:
+                    series.append(("direct @%s" % f0(m.get("rate")), COLORS[name], True,
+                                   [(pct_x(p), d["lat_ms"][p]) for p in PCTS]))
+        cn = chart_name(path, "p%g" % case["level_pct"])
+        if svg_lines(os.path.join(RESULTS, cn), "latency percentiles at %g%% of max (dashed: direct)"
+                     % case["level_pct"], "percentile", "TTLB ms (log)", series, logx=True, logy=True,
+                     xticks=[(pct_x(p), p + "%") for p in PCTS]):
+            md += ["", "![percentiles](bench/results/%s)" % cn]
+        md += [""]
+    md += header_block(res, path) + config_block(res["cases"][0])
+
+
+def report_crosscheck(path, res, md):
+    md += ["## Cross-check: fairlead-load vs wrk", ""]
+    md += ["Both clients against the same target in the same run, alternating, %d connections, "
+           "`GET %s`, %s rounds × %s s. fairlead-load's req/s should be within 10%% of wrk's." % (
+               res["params"]["conns"], res["params"]["path"], res["params"]["rounds"],
+               res["params"]["duration_s"]), ""]
+    md += ["| target | fairlead-load req/s | wrk req/s | median paired ratio | per-round ratios | verdict |",
+           "|---|---|---|---|---|---|"]
+    for case in res["cases"]:
+        s = case["summary"]
+        r = s.get("ratio")
+        md.append("| %s | %s | %s | %s | %s | %s |" % (
+            case["target"], f0(s.get("load_req_per_s")), f0(s.get("wrk_req_per_s")), f3(r),
+            ", ".join("%.3f" % x for x in s.get("ratios", [])),
+            case.get("error", "") or (("within 10%" if r is not None and abs(r - 1) <= 0.1 else "**outside 10%**")
+                                      + (" (noisy rounds)" if s.get("noisy") else ""))))
+    md += [""] + header_block(res, path)
+
+
+REPORTERS = [("keepalive", report_keepalive), ("close", report_close), ("sizes", report_sizes),
+             ("idle", report_idle), ("tail", report_tail), ("crosscheck", report_crosscheck)]
+
+
+def cmd_report(args):
+    md = ["# Benchmarks", "",
+          "<!-- generated by `python3 bench/fairbench.py report` from bench/results/*.json; do not edit -->",
+          "",
+          "Fairlead, HAProxy and nginx side by side, with the same client, the same origin "
+          "(`fairlead-term`) and, for Fairlead and HAProxy, the very same configuration file. "
+          "Each proxy runs one thread pinned to its own CPU; the client and the origin share the other "
+          "CPU(s). Rounds are interleaved (Fairlead, HAProxy, nginx, Fairlead, ...) and every number is "
+          "the median across rounds. The machine is small, shared and noisy: read the "
+          "**Fairlead/HAProxy** and **Fairlead/nginx** ratios (×1.00 = equal; above 1 is better for "
+          "req/s, below 1 is better for CPU, latency and memory), not the absolute numbers. "
+          "*Proxy CPU µs/req* is utime+stime of the proxy process(es) over the measured window divided "
+          "by the responses in it; *proxy CPU %* shows whether the proxy was the bottleneck (100% = "
+          "its CPU was saturated). How to run: [bench/README.md](bench/README.md).", ""]
+    found = False
+    for scen, fn in REPORTERS:
+        p = latest(scen)
+        if not p:
+            md += ["## %s" % scen, "", "No result yet: `python3 bench/fairbench.py %s`." % scen, ""]
+            continue
+        with open(p) as f:
+            res = json.load(f)
+        found = True
+        try:
+            fn(p, res, md)
+        except (KeyError, TypeError, ValueError) as e:
+            md += ["", "(could not render %s: %s)" % (os.path.relpath(p, ROOT), e), ""]
+    md += ["## TLS", "", "Skipped: Fairlead does not implement TLS yet (`python3 bench/fairbench.py tls` "
+           "says so and exits).", ""]
+    out = os.path.join(ROOT, "BENCHMARKS.md")
+    with open(out, "w") as f:
+        f.write("\n".join(md).rstrip() + "\n")
+    log("wrote", out, "" if found else "(no results yet)")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# command line
+
+def raise_nofile():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    for want in (max(hard, 65536), hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+            return
+        except (ValueError, OSError):
+            continue
+
+
+def add_common(p, rounds=3, duration=5.0, conns=100, path="/?s=64", warmup=1.0):
+    p.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (default %(default)s)")
+    p.add_argument("-d", "--duration", type=float, default=duration,
+                   help="measured seconds per run (default %(default)s)")
+    p.add_argument("-c", "--conns", type=int, default=conns, help="client connections (default %(default)s)")
+    p.add_argument("--path", default=path, help="request path (default %(default)s)")
+    p.add_argument("--warmup", type=float, default=warmup,
+                   help="unmeasured client run before each measured one, seconds (default %(default)s)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--proxies", default=",".join(PROXIES), help="comma list (default %(default)s)")
+    ap.add_argument("--proxy-cpus", help="taskset list for the proxy (env FAIRBENCH_PROXY_CPUS, default 1)")
+    ap.add_argument("--client-cpus", help="taskset list for the client (env FAIRBENCH_CLIENT_CPUS, default 0)")
+    ap.add_argument("--origin-cpus", help="taskset list for the origin (env FAIRBENCH_ORIGIN_CPUS, default 0)")
+    ap.add_argument("--threads", type=int, help="proxy threads: nbthread / worker_processes "
+                                                "(env FAIRBENCH_THREADS, default 1)")
+    ap.add_argument("--client-threads", type=int, help="fairlead-load/wrk threads (default: number of client CPUs)")
+    ap.add_argument("--origin-threads", type=int, help="fairlead-term threads (default: number of origin CPUs)")
+    ap.add_argument("--origin-host", default="127.0.0.2")
+    ap.add_argument("--origin-port", type=int, default=18100)
+    ap.add_argument("--proxy-host", default="127.0.0.3")
+    ap.add_argument("--proxy-port", type=int, default=18200)
+    ap.add_argument("--keep-tmp", action="store_true", help="keep configs, logs and raw client JSON")
+    ap.add_argument("--no-save", action="store_true", help="do not write a result file")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("keepalive", help="small responses over keep-alive (the main scenario)")
+    add_common(p)
+    p.add_argument("--wrk", action="store_true", help="also run wrk after each measured run (cross-check)")
+    p = sub.add_parser("close", help="one request per connection, TCP and HTTP modes")
+    add_common(p)
+    p.add_argument("--mode", choices=["tcp", "http", "both"], default="both")
+    p = sub.add_parser("sizes", help="object size sweep, hits/s and Gbit/s")
+    add_common(p, rounds=2, duration=3.0, conns=0)
+    p.add_argument("--big", action="store_true", help="add a 100 MiB object")
+    p.add_argument("--sizes", help="comma list among 64,1k,16k,256k,1m,16m,100m")
+    p = sub.add_parser("idle", help="memory per idle keep-alive connection")
+    p.add_argument("--counts", default="2000,5000", help="comma list of N (default %(default)s)")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--path", default="/?s=64")
+    p.add_argument("--settle", type=float, default=1.0, help="seconds to wait before reading RSS")
+    p = sub.add_parser("tail", help="latency at a fixed rate vs a direct run")
+    add_common(p, warmup=0)
+    p.add_argument("--levels", default="50,80", help="percent of each proxy's max (default %(default)s)")
+    p.add_argument("--rate", type=float, help="use this rate (req/s) for every proxy instead")
+    p.add_argument("--ramp", type=float, default=1.0, help="ramp-up seconds (-s), left out of percentiles")
+    p = sub.add_parser("crosscheck", help="fairlead-load vs wrk on the same target")
+    add_common(p, rounds=3, warmup=0)
+    p.add_argument("--targets", default="origin,fairlead", help="origin and/or proxies (default %(default)s)")
+    sub.add_parser("tls", help="TLS scenario (skipped: not implemented yet)")
+    sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest results")
+    args = ap.parse_args()
+
+    if args.cmd == "report":
+        return cmd_report(args)
+    if args.cmd == "tls":
+        print("tls: skipped — Fairlead does not implement TLS yet; nothing to compare.")
+        return 0
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    raise_nofile()
+    ctx = None
+    try:
+        ctx = Ctx(args)
+        ctx.check_bins()
+        # keep the orchestrator itself off the proxy's CPU
+        try:
+            os.sched_setaffinity(0, set(cpu_list(ctx.client_cpus)) | set(cpu_list(ctx.origin_cpus)))
+        except OSError:
+            pass
+        fn = {"keepalive": sc_keepalive, "close": sc_close, "sizes": sc_sizes, "idle": sc_idle,
+              "tail": sc_tail, "crosscheck": sc_crosscheck}[args.cmd]
+        res = fn(ctx, args)
+        if not args.no_save:
+            save_result(res)
+        return 0
+    except BenchError as e:
+        log("ERROR:", e)
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    finally:
+        if ctx is not None:
+            ctx.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

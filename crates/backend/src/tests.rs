@@ -1,0 +1,178 @@
+use super::*;
+use std::sync::atomic::Ordering;
+
+fn backend_with(spec: &[(u32, bool)], tweak: impl Fn(&mut config::Backend)) -> Arc<Backend> {
+    let mut cfg = config::Backend {
+        name: "bk".into(),
+        servers: spec
+            .iter()
+            .enumerate()
+            .map(|(i, &(weight, backup))| config::Server {
+                weight,
+                backup,
+                ..config::Server::new(
+                    &format!("s{i}"),
+                    config::ServerAddr::Ip(([127, 0, 0, 1], 1000 + i as u16).into()),
+                )
+            })
+            .collect(),
+        ..Default::default()
+    };
+    tweak(&mut cfg);
+    let resolve = |a: &config::ServerAddr| match a {
+        config::ServerAddr::Ip(a) => Ok(*a),
+        _ => unreachable!(),
+    };
+    Arc::new(Backend::new(&cfg, &resolve, &mut 0, 0).unwrap())
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn backup_only_when_no_active_is_up() {
+    let b = backend_with(&[(1, false), (1, false), (1, true)], |_| {});
+    rt().block_on(async {
+        for _ in 0..6 {
+            let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
+            assert_ne!(s.idx(), 2);
+        }
+        b.servers[0].maint.store(true, Ordering::Relaxed);
+        b.servers[1].maint.store(true, Ordering::Relaxed);
+        b.refresh_weights();
+        let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
+        assert_eq!(s.idx(), 2);
+        b.servers[2].maint.store(true, Ordering::Relaxed);
+        b.refresh_weights();
+        drop(s);
+        assert_eq!(
+            b.assign(&RequestKey::default(), None, None).await.err(),
+            Some(AssignError::NoServer)
+        );
+    });
+}
+
+#[test]
+fn avoid_prefers_another_server() {
+    let b = backend_with(&[(1, false), (1, false)], |_| {});
+    rt().block_on(async {
+        for _ in 0..5 {
+            let s = b
+                .assign(&RequestKey::default(), None, Some(0))
+                .await
+                .unwrap();
+            assert_eq!(s.idx(), 1);
+        }
+    });
+}
+
+#[test]
+fn maxconn_queues_then_times_out() {
+    let b = backend_with(&[(1, false)], |c| {
+        c.servers[0].maxconn = 1;
+        c.options.timeouts.queue = Some(Duration::from_millis(50));
+    });
+    rt().block_on(async {
+        let first = b.assign(&RequestKey::default(), None, None).await.unwrap();
+        assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 1);
+        // The second waits, then gets 503 at `timeout queue`.
+        let second = b.assign(&RequestKey::default(), None, None).await;
+        assert_eq!(second.err(), Some(AssignError::QueueTimeout));
+        assert_eq!(b.queue.len(), 0);
+        drop(first);
+        assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 0);
+    });
+}
+
+#[test]
+fn released_slot_goes_to_the_queued_request() {
+    let b = backend_with(&[(1, false)], |c| {
+        c.servers[0].maxconn = 1;
+        c.options.timeouts.queue = Some(Duration::from_secs(5));
+    });
+    let rt = rt();
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async {
+        let first = b.assign(&RequestKey::default(), None, None).await.unwrap();
+        let b2 = b.clone();
+        let waiter = tokio::task::spawn_local(async move {
+            b2.assign(&RequestKey::default(), None, None)
+                .await
+                .map(|s| s.idx())
+        });
+        while b.queue.len() == 0 {
+            tokio::task::yield_now().await;
+        }
+        drop(first);
+        assert_eq!(waiter.await.unwrap(), Ok(0));
+        assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 0);
+    });
+}
+
+#[test]
+fn persistence_prefers_the_cookie_server() {
+    let b = backend_with(&[(1, false), (1, false)], |c| {
+        c.servers[1].cookie = Some("s2".into());
+    });
+    assert_eq!(b.server_by_cookie(b"s2"), Some(1));
+    assert_eq!(b.server_by_cookie(b"nope"), None);
+    rt().block_on(async {
+        for _ in 0..4 {
+            let s = b
+                .assign(&RequestKey::default(), Some(1), None)
+                .await
+                .unwrap();
+            assert_eq!(s.idx(), 1);
+        }
+        // Down server: balanced elsewhere unless `option persist`.
+        b.servers[1].maint.store(true, Ordering::Relaxed);
+        b.refresh_weights();
+        let s = b
+            .assign(&RequestKey::default(), Some(1), None)
+            .await
+            .unwrap();
+        assert_eq!(s.idx(), 0);
+    });
+}
+
+#[test]
+fn minconn_grows_with_backend_load() {
+    let b = backend_with(&[(1, false)], |c| {
+        c.servers[0].maxconn = 100;
+        c.servers[0].minconn = 10;
+        c.options.fullconn = Some(1000);
+    });
+    assert_eq!(b.dyn_maxconn(0), 10);
+    b.sessions.store(500, Ordering::Relaxed);
+    assert_eq!(b.dyn_maxconn(0), 50);
+    b.sessions.store(5000, Ordering::Relaxed);
+    assert_eq!(b.dyn_maxconn(0), 100);
+}
+
+#[test]
+fn redispatch_interval_rules() {
+    let b = backend_with(&[(1, false)], |c| {
+        c.options.retries = 3;
+        c.options.redispatch = true;
+        c.options.redispatch_interval = -1;
+    });
+    assert_eq!(
+        (1..=3).map(|r| b.redispatch_now(r)).collect::<Vec<_>>(),
+        [false, false, true]
+    );
+    let b = backend_with(&[(1, false)], |c| {
+        c.options.retries = 4;
+        c.options.redispatch = true;
+        c.options.redispatch_interval = 2;
+    });
+    assert_eq!(
+        (1..=4).map(|r| b.redispatch_now(r)).collect::<Vec<_>>(),
+        [false, true, false, true]
+    );
+    let b = backend_with(&[(1, false)], |c| c.options.retries = 3);
+    assert!(!(1..=3).any(|r| b.redispatch_now(r)));
+}

@@ -1,0 +1,870 @@
+//! Active health check keywords of proxy sections: `option httpchk`,
+//! `option tcp-check`, `option redis-check`, `http-check` and `tcp-check`.
+//!
+//! As in HAProxy 2.6, the check type (`option ...`) and the rule lists
+//! are kept apart while parsing: `http-check` rules only count once
+//! `option httpchk` is set, `tcp-check` rules once `option tcp-check` is.
+//! A section inherits its defaults section's active rule list; its own
+//! first rule of a kind starts a fresh list instead of appending to the
+//! inherited one. HTTP checks are limited to one request: at most one
+//! `connect`, one `send` and one `expect`.
+
+use crate::model::*;
+
+use super::balance::Warnings;
+
+/// The `option` that selects the check type.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum ChkOpt {
+    #[default]
+    None,
+    Http(HttpReq),
+    Tcp,
+    Redis,
+}
+
+/// The request of `option httpchk` or of an `http-check send` line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct HttpReq {
+    pub method: Option<String>,
+    pub uri: Option<String>,
+    pub version: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HttpRule {
+    Connect { port: Option<u16> },
+    Send(HttpReq),
+    Expect(Expect),
+    Comment,
+}
+
+/// Check settings of a section being parsed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CheckDraft {
+    pub option: ChkOpt,
+    pub http: Vec<(Location, HttpRule)>,
+    /// The `http` rules were written in this section (not inherited).
+    pub http_own: bool,
+    pub tcp: Vec<TcpCheckRule>,
+    pub tcp_own: bool,
+}
+
+impl CheckDraft {
+    /// What a section inherits from a defaults section: the option, and
+    /// the rule list that option uses (tcp-check rules are also reachable
+    /// by a later `option tcp-check`).
+    pub fn inherited(&self) -> CheckDraft {
+        CheckDraft {
+            option: self.option.clone(),
+            http: if matches!(self.option, ChkOpt::Http(_)) {
+                self.http.clone()
+            } else {
+                Vec::new()
+            },
+            http_own: false,
+            tcp: self.tcp.clone(),
+            tcp_own: false,
+        }
+    }
+
+    /// The final check of a backend. Warns about ignored rules.
+    pub fn build(&self, unused: &mut Vec<(Location, String)>) -> HealthCheck {
+        match &self.option {
+            ChkOpt::None | ChkOpt::Tcp | ChkOpt::Redis if self.http_own => {
+                if let Some((loc, _)) = self.http.first() {
+                    unused.push((
+                        loc.clone(),
+                        "uses http-check rules without 'option httpchk', so the rules are ignored."
+                            .into(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        match &self.option {
+            ChkOpt::None => HealthCheck::Tcp,
+            ChkOpt::Tcp => HealthCheck::TcpCheck(self.tcp.clone()),
+            ChkOpt::Redis => HealthCheck::TcpCheck(vec![
+                TcpCheckRule::Send(b"*1\r\n$4\r\nPING\r\n".to_vec()),
+                TcpCheckRule::Expect(Expect {
+                    negate: false,
+                    kind: ExpectKind::String("+PONG\r\n".into()),
+                }),
+            ]),
+            ChkOpt::Http(req) => {
+                let mut hc = HttpCheck::default();
+                apply_req(&mut hc, req);
+                for (_, rule) in &self.http {
+                    match rule {
+                        HttpRule::Connect { port } => hc.port = *port,
+                        HttpRule::Send(r) => apply_req(&mut hc, r),
+                        HttpRule::Expect(e) => hc.expect = Some(e.clone()),
+                        HttpRule::Comment => {}
+                    }
+                }
+                HealthCheck::Http(hc)
+            }
+        }
+    }
+}
+
+/// Merges a request into the check: given parts override, headers are
+/// replaced.
+fn apply_req(hc: &mut HttpCheck, r: &HttpReq) {
+    if let Some(m) = &r.method {
+        hc.method = m.clone();
+    }
+    if let Some(u) = &r.uri {
+        hc.uri = u.clone();
+    }
+    if let Some(v) = &r.version {
+        hc.version = v.clone();
+    }
+    hc.headers = r.headers.clone();
+    if let Some(b) = &r.body {
+        hc.body = Some(b.clone());
+    }
+}
+
+/// `option httpchk`, `option tcp-check`, `option redis-check` (`words`
+/// starts with `option`).
+pub(crate) fn parse_option(
+    cd: &mut CheckDraft,
+    words: &[String],
+    warns: &mut Warnings,
+) -> Result<(), String> {
+    let args = &words[2..];
+    match words[1].as_str() {
+        "httpchk" => {
+            if args.len() > 3 {
+                return Err("cannot handle more than 3 arguments.".into());
+            }
+            let mut req = HttpReq::default();
+            match args {
+                [] => {}
+                [uri] => req.uri = Some(uri.clone()),
+                [m, uri, rest @ ..] => {
+                    req.method = Some(m.clone());
+                    req.uri = Some(uri.clone());
+                    if let Some(v) = rest.first() {
+                        legacy_version(&mut req, v, warns)?;
+                    }
+                }
+            }
+            if !cd.http_own {
+                cd.http.clear();
+                cd.http_own = true;
+            }
+            cd.option = ChkOpt::Http(req);
+        }
+        "tcp-check" => {
+            if !args.is_empty() {
+                return Err("takes no argument".into());
+            }
+            cd.option = ChkOpt::Tcp;
+        }
+        _ => {
+            if !args.is_empty() {
+                return Err("takes no argument".into());
+            }
+            cd.option = ChkOpt::Redis;
+        }
+    }
+    Ok(())
+}
+
+/// The version argument of `option httpchk`, with the deprecated
+/// `\r\n`-separated headers and body after it.
+fn legacy_version(req: &mut HttpReq, v: &str, warns: &mut Warnings) -> Result<(), String> {
+    let (head, body) = match v.find("\r\n\r\n") {
+        Some(i) => (&v[..i], Some(&v[i + 4..])),
+        None => (v, None),
+    };
+    let (version, hdrs) = match head.find("\r\n") {
+        Some(i) => (&head[..i], Some(&head[i + 2..])),
+        None => (head, None),
+    };
+    req.version = Some(version.to_string());
+    if hdrs.is_some() || body.is_some() {
+        warns.push("hiding headers or body at the end of the version string is deprecated. Please, consider to use 'http-check send' directive instead.".into());
+    }
+    for line in hdrs.into_iter().flat_map(|h| h.split("\r\n")) {
+        let Some((n, val)) = line.split_once(':') else {
+            return Err(format!("unable to parse the request header '{line}'."));
+        };
+        if n.is_empty() || n.contains(char::is_whitespace) {
+            return Err(format!("unable to parse the request header '{line}'."));
+        }
+        req.headers.push((n.to_string(), val.trim().to_string()));
+    }
+    if let Some(b) = body {
+        req.body = Some(b.to_string());
+    }
+    Ok(())
+}
+
+fn value<'a>(a: &'a [String], i: usize, what: &str) -> Result<&'a str, String> {
+    match a.get(i + 1) {
+        Some(v) if !v.is_empty() => Ok(v),
+        _ => Err(format!("'{}' expects {what} as argument.", a[i])),
+    }
+}
+
+/// A `port` value of `connect`: a number from 1 to 65535.
+fn connect_port(v: &str) -> Result<u16, String> {
+    if !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "port expressions ('{v}') are not implemented yet in Fairlead; use a port number"
+        ));
+    }
+    match v.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!(
+            "expects a valid TCP port (from range 1 to 65535) or a sample expression, got {v}."
+        )),
+    }
+}
+
+/// `connect [default] [port <N>] [comment <msg>] ...` arguments.
+fn parse_connect(a: &[String]) -> Result<Option<u16>, String> {
+    let mut port = None;
+    let mut i = 0;
+    while i < a.len() {
+        match a[i].as_str() {
+            "default" => {}
+            "port" => {
+                port = Some(connect_port(value(a, i, "a port number")?)?);
+                i += 1;
+            }
+            "comment" => {
+                value(a, i, "a string")?;
+                i += 1;
+            }
+            "ssl" | "sni" | "alpn" => {
+                return Err(format!(
+                    "'{}': TLS is not implemented yet in Fairlead",
+                    a[i]
+                ))
+            }
+            "addr" | "send-proxy" | "via-socks4" | "proto" | "linger" => {
+                return Err(format!(
+                    "connect option '{}' is not implemented yet in Fairlead",
+                    a[i]
+                ))
+            }
+            other => {
+                return Err(format!("expects 'comment', 'port', 'addr', 'send-proxy', 'via-socks4', 'ssl', 'sni', 'alpn', 'proto' or 'linger' but got '{other}' as argument."))
+            }
+        }
+        i += 1;
+    }
+    Ok(port)
+}
+
+/// `http-check <rule> ...`.
+pub(crate) fn parse_http_check(
+    cd: &mut CheckDraft,
+    words: &[String],
+    loc: &Location,
+) -> Result<(), String> {
+    let Some(kind) = words.get(1) else {
+        return Err(
+            "expects 'disable-on-404', 'send-state', 'comment', 'connect', 'send' or 'expect'"
+                .into(),
+        );
+    };
+    let a = &words[2..];
+    let rule = match kind.as_str() {
+        "disable-on-404" | "send-state" | "set-var" | "unset-var" => {
+            return Err("is not implemented yet in Fairlead".into())
+        }
+        "comment" => {
+            value(words, 1, "a string")?;
+            HttpRule::Comment
+        }
+        "connect" => HttpRule::Connect {
+            port: parse_connect(a)?,
+        },
+        "send" => HttpRule::Send(parse_http_send(a)?),
+        "expect" => HttpRule::Expect(parse_expect(a, true)?),
+        other => {
+            return Err(format!(
+                "'http-check' only supports 'disable-on-404', 'send-state', 'comment', 'connect', 'send', 'expect' but got '{other}'"
+            ))
+        }
+    };
+    if !cd.http_own {
+        cd.http.clear();
+        cd.http_own = true;
+    }
+    let has = |f: fn(&HttpRule) -> bool| cd.http.iter().any(|(_, r)| f(r));
+    match &rule {
+        HttpRule::Connect { .. } if has(|r| matches!(r, HttpRule::Connect { .. })) => {
+            return Err("several 'http-check connect' rules (multi-step checks) are not implemented yet in Fairlead".into())
+        }
+        HttpRule::Connect { .. } if has(|r| !matches!(r, HttpRule::Comment)) => {
+            return Err("first step MUST also be a 'connect', optionally preceded by a 'set-var', an 'unset-var' or a 'comment', when there is a 'connect' step in the tcp-check ruleset".into())
+        }
+        HttpRule::Send(_) if has(|r| matches!(r, HttpRule::Send(_))) => {
+            return Err("several 'http-check send' rules (multi-step checks) are not implemented yet in Fairlead".into())
+        }
+        HttpRule::Send(_) if has(|r| matches!(r, HttpRule::Expect(_))) => {
+            return Err("unable to add http-check send rule after an expect rule (missing connect rule).".into())
+        }
+        HttpRule::Expect(_) if has(|r| matches!(r, HttpRule::Expect(_))) => {
+            return Err("several 'http-check expect' rules are not implemented yet in Fairlead".into())
+        }
+        _ => {}
+    }
+    cd.http.push((loc.clone(), rule));
+    Ok(())
+}
+
+/// `http-check send` arguments.
+fn parse_http_send(a: &[String]) -> Result<HttpReq, String> {
+    let mut r = HttpReq::default();
+    let mut i = 0;
+    while i < a.len() {
+        match a[i].as_str() {
+            "meth" => r.method = Some(value(a, i, "a string")?.to_string()),
+            "uri" => r.uri = Some(value(a, i, "a string")?.to_string()),
+            "ver" => r.version = Some(value(a, i, "a string")?.to_string()),
+            "body" => r.body = Some(value(a, i, "a string")?.to_string()),
+            "comment" => {
+                value(a, i, "a string")?;
+            }
+            "hdr" => {
+                let (Some(n), Some(v)) = (a.get(i + 1), a.get(i + 2)) else {
+                    return Err("'hdr' expects <name> and <value> as arguments".into());
+                };
+                if n.is_empty() || v.is_empty() {
+                    return Err("'hdr' expects <name> and <value> as arguments".into());
+                }
+                if n.eq_ignore_ascii_case("host") {
+                    if let Some((_, prev)) =
+                        r.headers.iter().find(|(h, _)| h.eq_ignore_ascii_case("host"))
+                    {
+                        return Err(format!(
+                            "'{n}' header already defined (previous value is '{prev}')"
+                        ));
+                    }
+                }
+                // Content-Length and Transfer-Encoding are computed, as in
+                // HAProxy.
+                if !n.eq_ignore_ascii_case("content-length")
+                    && !n.eq_ignore_ascii_case("transfer-encoding")
+                {
+                    r.headers.push((n.clone(), v.clone()));
+                }
+                i += 1;
+            }
+            "uri-lf" | "body-lf" => {
+                return Err(format!(
+                    "'{}' (log-format strings) is not implemented yet in Fairlead",
+                    a[i]
+                ))
+            }
+            other => {
+                return Err(format!("expects 'comment', 'meth', 'uri', 'uri-lf', 'ver', 'hdr', 'body' or 'body-lf' but got '{other}' as argument."))
+            }
+        }
+        i += 2;
+    }
+    Ok(r)
+}
+
+/// `tcp-check <rule> ...`.
+pub(crate) fn parse_tcp_check(cd: &mut CheckDraft, words: &[String]) -> Result<(), String> {
+    let Some(kind) = words.get(1) else {
+        return Err("expects 'comment', 'connect', 'send', 'send-binary' or 'expect'".into());
+    };
+    let a = &words[2..];
+    let rule = match kind.as_str() {
+        "comment" => TcpCheckRule::Comment(value(words, 1, "a string")?.to_string()),
+        "connect" => TcpCheckRule::Connect {
+            port: parse_connect(a)?,
+        },
+        "send" | "send-binary" => {
+            let Some(data) = a.first().filter(|d| !d.is_empty()) else {
+                return Err(format!(
+                    "'{kind}' expects a {} as argument",
+                    if kind == "send" { "string" } else { "binary string" }
+                ));
+            };
+            match a.get(1).map(String::as_str) {
+                None => {}
+                Some("comment") => {
+                    value(a, 1, "a string")?;
+                    if a.len() > 3 {
+                        return Err(format!("expects 'comment' but got '{}' as argument.", a[3]));
+                    }
+                }
+                Some(other) => {
+                    return Err(format!("expects 'comment' but got '{other}' as argument."))
+                }
+            }
+            TcpCheckRule::Send(if kind == "send" {
+                data.as_bytes().to_vec()
+            } else {
+                parse_hex(data)?
+            })
+        }
+        "expect" => TcpCheckRule::Expect(parse_expect(a, false)?),
+        "send-lf" | "send-binary-lf" | "set-var" | "unset-var" => {
+            return Err("is not implemented yet in Fairlead".into())
+        }
+        other => {
+            return Err(format!(
+                "'tcp-check' only supports 'comment', 'connect', 'send', 'send-binary', 'expect' but got '{other}'"
+            ))
+        }
+    };
+    if !cd.tcp_own {
+        cd.tcp.clear();
+        cd.tcp_own = true;
+    }
+    if matches!(rule, TcpCheckRule::Connect { .. }) {
+        // HAProxy: when a ruleset has a connect, it must be the first
+        // step (comments aside).
+        if let Some(first) = cd
+            .tcp
+            .iter()
+            .find(|r| !matches!(r, TcpCheckRule::Comment(_)))
+        {
+            if !matches!(first, TcpCheckRule::Connect { .. }) {
+                return Err("first step MUST also be a 'connect', optionally preceded by a 'set-var', an 'unset-var' or a 'comment', when there is a 'connect' step in the tcp-check ruleset".into());
+            }
+        }
+    }
+    cd.tcp.push(rule);
+    Ok(())
+}
+
+/// A hexadecimal string (`send-binary`, `expect binary`).
+pub(crate) fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    if !s.len().is_multiple_of(2) {
+        return Err(format!(
+            "'{s}' invalid binary string (an hexadecimal string must have an even number of digits)."
+        ));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            s.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .filter(|_| s.as_bytes()[i..i + 2].iter().all(u8::is_ascii_hexdigit))
+                .ok_or_else(|| format!("'{s}' invalid binary string (not hexadecimal)."))
+        })
+        .collect()
+}
+
+/// A light syntax check of a regular expression: balanced parentheses and
+/// brackets, no dangling backslash.
+pub(crate) fn check_regex(re: &str) -> Result<(), String> {
+    let mut depth = 0i32;
+    let mut chars = re.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            // The guard also skips the escaped character.
+            '\\' if chars.next().is_none() => {
+                return Err(format!("invalid regex '{re}': trailing backslash"));
+            }
+            '[' if !in_class => {
+                in_class = true;
+                // A ']' right after '[' or '[^' is literal.
+                if chars.peek() == Some(&'^') {
+                    chars.next();
+                }
+                if chars.peek() == Some(&']') {
+                    chars.next();
+                }
+            }
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err(format!("invalid regex '{re}': unmatched ')'"));
+                }
+            }
+            _ => {}
+        }
+    }
+    if in_class {
+        return Err(format!("invalid regex '{re}': missing ']'"));
+    }
+    if depth != 0 {
+        return Err(format!("invalid regex '{re}': missing ')'"));
+    }
+    Ok(())
+}
+
+/// `status` codes: `200`, `200-399`, `200,301-303`.
+fn parse_statuses(p: &str) -> Result<Vec<(u16, u16)>, String> {
+    p.split(',')
+        .map(|part| {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            let num = |s: &str| {
+                s.parse::<u16>()
+                    .ok()
+                    .filter(|_| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                    .ok_or_else(|| {
+                        format!("invalid status code '{s}' in the list of status codes '{p}'")
+                    })
+            };
+            let (a, b) = (num(a)?, num(b)?);
+            if a > b {
+                return Err(format!("invalid range of status codes '{p}'"));
+            }
+            Ok((a, b))
+        })
+        .collect()
+}
+
+/// The arguments of `http-check expect` (`http`) or `tcp-check expect`.
+pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
+    if a.is_empty() {
+        return Err("expects at least a matching pattern as arguments".into());
+    }
+    let mut negate = false;
+    let mut kind: Option<ExpectKind> = None;
+    let mut i = 0;
+    while i < a.len() {
+        let mut w = a[i].as_str();
+        let mut bang = false;
+        while let Some(rest) = w.strip_prefix('!') {
+            negate = !negate;
+            bang = true;
+            w = rest;
+        }
+        if w.is_empty() {
+            i += 1;
+            if i == a.len() {
+                return Err("'!' must be followed by a match keyword".into());
+            }
+            continue;
+        }
+        let tcp_only = matches!(w, "binary" | "rbinary" | "binary-lf");
+        let http_only = matches!(w, "status" | "rstatus" | "hdr" | "fhdr");
+        if (http && tcp_only) || (!http && http_only) {
+            return Err(if http {
+                format!("'only supports min-recv, [!]string', '[!]rstring', '[!]string-lf', '[!]status', '[!]rstatus', [!]hdr, [!]fhdr or comment but got '{w}' as argument.")
+            } else {
+                format!("'only supports min-recv, '[!]binary', '[!]string', '[!]rstring', '[!]string-lf''[!]rbinary', '[!]binary-lf' or comment but got '{w}' as argument.")
+            });
+        }
+        match w {
+            "string" | "rstring" | "binary" | "status" | "rstatus" => {
+                if kind.is_some() {
+                    return Err("only one pattern expected".into());
+                }
+                let Some(p) = a.get(i + 1).filter(|p| !p.is_empty()) else {
+                    return Err(format!("'{w}' expects a <pattern> as argument"));
+                };
+                kind = Some(match w {
+                    "string" => ExpectKind::String(p.clone()),
+                    "rstring" => {
+                        check_regex(p)?;
+                        ExpectKind::RString(p.clone())
+                    }
+                    "binary" => ExpectKind::Binary(parse_hex(p)?),
+                    "status" => ExpectKind::Status(parse_statuses(p)?),
+                    _ => {
+                        check_regex(p)?;
+                        ExpectKind::RStatus(p.clone())
+                    }
+                });
+                i += 1;
+            }
+            "rbinary" | "string-lf" | "binary-lf" | "hdr" | "fhdr" | "custom" => {
+                return Err(format!("'{w}' matching is not implemented yet in Fairlead"))
+            }
+            _ if bang => {
+                return Err(format!("[!] not supported with '{w}'"));
+            }
+            "comment" | "on-success" | "on-error" => {
+                value(a, i, "a string")?;
+                i += 1;
+            }
+            "min-recv" | "ok-status" | "error-status" | "tout-status" | "status-code" => {
+                return Err(format!(
+                    "expect option '{w}' is not implemented yet in Fairlead"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "unknown argument '{w}' (expected {} <pattern>)",
+                    if http {
+                        "[!] status|rstatus|string|rstring"
+                    } else {
+                        "[!] string|rstring|binary"
+                    }
+                ))
+            }
+        }
+        i += 1;
+    }
+    let Some(kind) = kind else {
+        return Err("expects at least a matching pattern as arguments".into());
+    };
+    Ok(Expect { negate, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn expects() {
+        let e = |s: &str, http| parse_expect(&w(s), http);
+        assert_eq!(
+            e("status 200", true),
+            Ok(Expect {
+                negate: false,
+                kind: ExpectKind::Status(vec![(200, 200)])
+            })
+        );
+        assert_eq!(
+            e("! status 200-399,404", true).unwrap(),
+            Expect {
+                negate: true,
+                kind: ExpectKind::Status(vec![(200, 399), (404, 404)])
+            }
+        );
+        assert!(e("!rstatus ^5", true).unwrap().negate);
+        assert_eq!(
+            e("rstring <!--tag:[0-9a-f]*--></html>", true).unwrap().kind,
+            ExpectKind::RString("<!--tag:[0-9a-f]*--></html>".into())
+        );
+        assert_eq!(
+            e("comment hi string OK", true).unwrap().kind,
+            ExpectKind::String("OK".into())
+        );
+        assert_eq!(
+            e("binary 2b504f4e47", false).unwrap().kind,
+            ExpectKind::Binary(b"+PONG".to_vec())
+        );
+        assert_eq!(
+            e("! string ERR", false).unwrap(),
+            Expect {
+                negate: true,
+                kind: ExpectKind::String("ERR".into())
+            }
+        );
+        assert!(e("status 399-200", true)
+            .unwrap_err()
+            .contains("invalid range"));
+        assert!(e("status 2xx", true)
+            .unwrap_err()
+            .contains("invalid status code"));
+        assert!(e("status", true)
+            .unwrap_err()
+            .contains("expects a <pattern>"));
+        assert!(e("rstring (a", true).unwrap_err().contains("invalid regex"));
+        assert!(e("binary 0", false).unwrap_err().contains("even number"));
+        assert!(e("binary zz", false)
+            .unwrap_err()
+            .contains("not hexadecimal"));
+        assert!(e("binary 00", true).unwrap_err().contains("only supports"));
+        assert!(e("status 200", false)
+            .unwrap_err()
+            .contains("only supports"));
+        assert!(e("hdr name x", true)
+            .unwrap_err()
+            .contains("not implemented yet"));
+        assert!(e("min-recv 10 string x", false)
+            .unwrap_err()
+            .contains("not implemented yet"));
+        assert!(e("string a string b", true)
+            .unwrap_err()
+            .contains("only one"));
+        assert!(e("comment x", true)
+            .unwrap_err()
+            .contains("matching pattern"));
+        assert!(e("bogus x", true).unwrap_err().contains("unknown argument"));
+        assert!(e("", true).is_err());
+    }
+
+    #[test]
+    fn regexes() {
+        assert!(check_regex("^5").is_ok());
+        assert!(check_regex("a(b|c)*[)(]\\)").is_ok());
+        assert!(check_regex("[]a]").is_ok());
+        assert!(check_regex("(a").is_err());
+        assert!(check_regex("a)").is_err());
+        assert!(check_regex("[a").is_err());
+        assert!(check_regex("a\\").is_err());
+    }
+
+    #[test]
+    fn http_send_and_order() {
+        let mut cd = CheckDraft::default();
+        let loc = Location::default();
+        parse_http_check(&mut cd, &w("http-check connect port 8080"), &loc).unwrap();
+        parse_http_check(
+            &mut cd,
+            &w("http-check send meth GET uri /h ver HTTP/1.1 hdr Host a.b hdr Content-Length 3 body x"),
+            &loc,
+        )
+        .unwrap();
+        parse_http_check(&mut cd, &w("http-check expect status 200"), &loc).unwrap();
+        assert!(
+            parse_http_check(&mut cd, &w("http-check expect string x"), &loc)
+                .unwrap_err()
+                .contains("several")
+        );
+        assert!(
+            parse_http_check(&mut cd, &w("http-check send uri /x"), &loc)
+                .unwrap_err()
+                .contains("several")
+        );
+        assert!(parse_http_check(&mut cd, &w("http-check connect"), &loc)
+            .unwrap_err()
+            .contains("several"));
+        cd.option = ChkOpt::Http(HttpReq::default());
+        let HealthCheck::Http(hc) = cd.build(&mut Vec::new()) else {
+            panic!()
+        };
+        assert_eq!(
+            (hc.method.as_str(), hc.uri.as_str(), hc.version.as_str()),
+            ("GET", "/h", "HTTP/1.1")
+        );
+        assert_eq!(hc.headers, [("Host".to_string(), "a.b".to_string())]);
+        assert_eq!(hc.body.as_deref(), Some("x"));
+        assert_eq!(hc.port, Some(8080));
+
+        let mut cd = CheckDraft::default();
+        parse_http_check(&mut cd, &w("http-check send uri /"), &loc).unwrap();
+        assert!(parse_http_check(&mut cd, &w("http-check connect"), &loc)
+            .unwrap_err()
+            .contains("first step MUST"));
+        assert!(
+            parse_http_check(&mut cd, &w("http-check send hdr host a hdr Host b"), &loc)
+                .unwrap_err()
+                .contains("already defined")
+        );
+        assert!(parse_http_check(&mut cd, &w("http-check send hdr x"), &loc)
+            .unwrap_err()
+            .contains("<name> and <value>"));
+        assert!(
+            parse_http_check(&mut cd, &w("http-check send uri-lf /%[x]"), &loc)
+                .unwrap_err()
+                .contains("not implemented yet")
+        );
+        assert!(parse_http_check(&mut cd, &w("http-check bogus"), &loc)
+            .unwrap_err()
+            .contains("only supports"));
+        assert!(
+            parse_http_check(&mut cd, &w("http-check connect port x+1"), &loc)
+                .unwrap_err()
+                .contains("port expressions")
+        );
+        assert!(
+            parse_http_check(&mut cd, &w("http-check connect ssl"), &loc)
+                .unwrap_err()
+                .contains("TLS")
+        );
+    }
+
+    #[test]
+    fn legacy_httpchk() {
+        let mut cd = CheckDraft::default();
+        let mut warns = Vec::new();
+        let words: Vec<String> = [
+            "option",
+            "httpchk",
+            "HEAD",
+            "/",
+            "HTTP/1.1\r\nHost: www\r\nX-A: b\r\n\r\nbody",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        parse_option(&mut cd, &words, &mut warns).unwrap();
+        assert!(warns[0].contains("deprecated"));
+        let HealthCheck::Http(hc) = cd.build(&mut Vec::new()) else {
+            panic!()
+        };
+        assert_eq!(hc.method, "HEAD");
+        assert_eq!(hc.version, "HTTP/1.1");
+        assert_eq!(
+            hc.headers,
+            [
+                ("Host".to_string(), "www".to_string()),
+                ("X-A".to_string(), "b".to_string())
+            ]
+        );
+        assert_eq!(hc.body.as_deref(), Some("body"));
+        assert!(
+            parse_option(&mut cd, &w("option httpchk a b c d"), &mut warns)
+                .unwrap_err()
+                .contains("more than 3")
+        );
+    }
+
+    #[test]
+    fn tcp_rules() {
+        let mut cd = CheckDraft::default();
+        parse_tcp_check(&mut cd, &w("tcp-check comment hello")).unwrap();
+        parse_tcp_check(&mut cd, &w("tcp-check connect port 6379 comment c")).unwrap();
+        parse_tcp_check(&mut cd, &w("tcp-check send PING")).unwrap();
+        parse_tcp_check(&mut cd, &w("tcp-check send-binary 0a0B comment x")).unwrap();
+        parse_tcp_check(&mut cd, &w("tcp-check expect ! rstring ^-ERR")).unwrap();
+        assert_eq!(
+            cd.tcp,
+            [
+                TcpCheckRule::Comment("hello".into()),
+                TcpCheckRule::Connect { port: Some(6379) },
+                TcpCheckRule::Send(b"PING".to_vec()),
+                TcpCheckRule::Send(vec![0x0a, 0x0b]),
+                TcpCheckRule::Expect(Expect {
+                    negate: true,
+                    kind: ExpectKind::RString("^-ERR".into())
+                }),
+            ]
+        );
+        parse_tcp_check(&mut cd, &w("tcp-check connect port 80")).unwrap();
+        let mut cd = CheckDraft::default();
+        parse_tcp_check(&mut cd, &w("tcp-check send x")).unwrap();
+        assert!(parse_tcp_check(&mut cd, &w("tcp-check connect"))
+            .unwrap_err()
+            .contains("first step MUST"));
+        assert!(parse_tcp_check(&mut cd, &w("tcp-check send"))
+            .unwrap_err()
+            .contains("expects a string"));
+        assert!(parse_tcp_check(&mut cd, &w("tcp-check send a b"))
+            .unwrap_err()
+            .contains("expects 'comment'"));
+        assert!(parse_tcp_check(&mut cd, &w("tcp-check send-binary xyz"))
+            .unwrap_err()
+            .contains("invalid binary"));
+        assert!(parse_tcp_check(&mut cd, &w("tcp-check connect port 0"))
+            .unwrap_err()
+            .contains("valid TCP port"));
+        assert!(parse_tcp_check(&mut cd, &w("tcp-check send-lf %[x]"))
+            .unwrap_err()
+            .contains("not implemented yet"));
+        assert!(parse_tcp_check(&mut cd, &w("tcp-check frob"))
+            .unwrap_err()
+            .contains("only supports"));
+        cd.option = ChkOpt::Redis;
+        assert_eq!(
+            cd.build(&mut Vec::new()),
+            HealthCheck::TcpCheck(vec![
+                TcpCheckRule::Send(b"*1\r\n$4\r\nPING\r\n".to_vec()),
+                TcpCheckRule::Expect(Expect {
+                    negate: false,
+                    kind: ExpectKind::String("+PONG\r\n".into())
+                }),
+            ])
+        );
+    }
+}

@@ -1,0 +1,706 @@
+//! The checks' network side: plain TCP connect, `option httpchk`,
+//! `tcp-check` rule sequences and the agent protocol.
+
+use crate::core::{parse_agent_line, AgentReply};
+use crate::event::{CheckStatus, Outcome};
+use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck, TcpCheckRule};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{timeout_at, Instant};
+
+/// Most response bytes a check looks at (HAProxy's default buffer size);
+/// content beyond it is not read.
+pub(crate) const MAX_RESPONSE: usize = 16384;
+/// Longest agent line read.
+const MAX_AGENT_LINE: usize = 1024;
+
+/// Time limits of one check, as HAProxy applies them: without `timeout
+/// check` the whole check (connect and response) must end within `inter`;
+/// with it, the connection gets min(`timeout connect`, `inter`) and the
+/// response `timeout check` more.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub inter: Duration,
+    pub connect: Option<Duration>,
+    pub check: Option<Duration>,
+}
+
+impl Limits {
+    fn connect_deadline(&self, start: Instant) -> Instant {
+        let c = self.connect.unwrap_or(self.inter).min(self.inter);
+        start + c
+    }
+
+    fn read_deadline(&self, start: Instant, connected: Instant) -> Instant {
+        match self.check {
+            Some(t) => connected + t,
+            None => start + self.inter,
+        }
+    }
+}
+
+/// A compiled `expect`.
+#[derive(Debug)]
+pub(crate) struct Matcher {
+    negate: bool,
+    kind: MatchKind,
+    /// The pattern as configured, for messages.
+    label: String,
+}
+
+#[derive(Debug)]
+enum MatchKind {
+    Status(Vec<(u16, u16)>),
+    RStatus(regex::Regex),
+    Bytes(Vec<u8>),
+    Regex(regex::bytes::Regex),
+    /// A regex that does not compile: never matches.
+    Invalid(String),
+}
+
+impl Matcher {
+    pub(crate) fn compile(e: &Expect) -> Matcher {
+        let (kind, label) = match &e.kind {
+            ExpectKind::Status(r) => (MatchKind::Status(r.clone()), format!("{r:?}")),
+            ExpectKind::RStatus(re) => (
+                match regex::Regex::new(re) {
+                    Ok(r) => MatchKind::RStatus(r),
+                    Err(err) => MatchKind::Invalid(format!("invalid rstatus regex: {err}")),
+                },
+                re.clone(),
+            ),
+            ExpectKind::String(s) => (MatchKind::Bytes(s.as_bytes().to_vec()), s.clone()),
+            ExpectKind::Binary(b) => (
+                MatchKind::Bytes(b.clone()),
+                b.iter().map(|x| format!("{x:02X}")).collect(),
+            ),
+            ExpectKind::RString(re) => (
+                match regex::bytes::Regex::new(re) {
+                    Ok(r) => MatchKind::Regex(r),
+                    Err(err) => MatchKind::Invalid(format!("invalid rstring regex: {err}")),
+                },
+                re.clone(),
+            ),
+        };
+        Matcher {
+            negate: e.negate,
+            kind,
+            label,
+        }
+    }
+
+    fn is_status(&self) -> bool {
+        matches!(self.kind, MatchKind::Status(_) | MatchKind::RStatus(_))
+    }
+
+    /// Whether the pattern is found (before negation); `None` when this
+    /// kind cannot apply to content.
+    fn find(&self, data: &[u8]) -> Option<bool> {
+        match &self.kind {
+            MatchKind::Bytes(b) => Some(contains(data, b)),
+            MatchKind::Regex(r) => Some(r.is_match(data)),
+            _ => None,
+        }
+    }
+
+    fn status_matches(&self, code: u16) -> Option<bool> {
+        match &self.kind {
+            MatchKind::Status(ranges) => Some(ranges.iter().any(|&(a, b)| a <= code && code <= b)),
+            MatchKind::RStatus(r) => Some(r.is_match(&code.to_string())),
+            _ => None,
+        }
+    }
+
+    fn invalid(&self) -> Option<&str> {
+        match &self.kind {
+            MatchKind::Invalid(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A compiled active check.
+#[derive(Debug)]
+pub(crate) enum Probe {
+    Tcp,
+    Http {
+        request: Vec<u8>,
+        expect: Option<Matcher>,
+        head: bool,
+        /// `http-check connect port`.
+        port: Option<u16>,
+    },
+    TcpCheck(Vec<Step>),
+}
+
+#[derive(Debug)]
+pub(crate) enum Step {
+    Connect(Option<u16>),
+    Send(Vec<u8>),
+    Expect(Matcher),
+    Comment(String),
+}
+
+/// Builds the request of `option httpchk`: request line, configured
+/// headers, `Content-Length` when there is a body, and `Connection: close`
+/// for HTTP/1.1 unless a `Connection` header is configured.
+pub(crate) fn http_request(h: &HttpCheck) -> Vec<u8> {
+    let mut r = format!("{} {} {}\r\n", h.method, h.uri, h.version);
+    for (n, v) in &h.headers {
+        r.push_str(&format!("{n}: {v}\r\n"));
+    }
+    let has = |name: &str| h.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if h.version.eq_ignore_ascii_case("HTTP/1.1") && !has("connection") {
+        r.push_str("Connection: close\r\n");
+    }
+    if let Some(body) = &h.body {
+        if !has("content-length") {
+            r.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        r.push_str("\r\n");
+        r.push_str(body);
+    } else {
+        r.push_str("\r\n");
+    }
+    r.into_bytes()
+}
+
+impl Probe {
+    pub(crate) fn compile(c: &HealthCheck) -> Probe {
+        match c {
+            HealthCheck::Tcp => Probe::Tcp,
+            HealthCheck::Http(h) => Probe::Http {
+                request: http_request(h),
+                expect: h.expect.as_ref().map(Matcher::compile),
+                head: h.method.eq_ignore_ascii_case("HEAD"),
+                port: h.port,
+            },
+            HealthCheck::TcpCheck(rules) => Probe::TcpCheck(
+                rules
+                    .iter()
+                    .map(|r| match r {
+                        TcpCheckRule::Connect { port } => Step::Connect(*port),
+                        TcpCheckRule::Send(b) => Step::Send(b.clone()),
+                        TcpCheckRule::Expect(e) => Step::Expect(Matcher::compile(e)),
+                        TcpCheckRule::Comment(c) => Step::Comment(c.clone()),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    pub(crate) async fn run(&self, addr: SocketAddr, limits: &Limits) -> Outcome {
+        let start = Instant::now();
+        match self {
+            Probe::Tcp => match connect(addr, limits.connect_deadline(start), start).await {
+                Ok(s) => {
+                    close(s);
+                    Outcome::new(CheckStatus::L4Ok, start.elapsed())
+                }
+                Err(o) => o,
+            },
+            Probe::Http {
+                request,
+                expect,
+                head,
+                port,
+            } => {
+                let addr = port.map_or(addr, |p| SocketAddr::new(addr.ip(), p));
+                http_check(addr, limits, start, request, expect.as_ref(), *head).await
+            }
+            Probe::TcpCheck(steps) => tcp_check(addr, limits, start, steps).await,
+        }
+    }
+}
+
+async fn connect(
+    addr: SocketAddr,
+    deadline: Instant,
+    start: Instant,
+) -> Result<TcpStream, Outcome> {
+    match timeout_at(deadline, TcpStream::connect(addr)).await {
+        Err(_) => Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
+        Ok(Err(e)) => Err(Outcome::new(CheckStatus::L4Con, start.elapsed()).info(err_text(&e))),
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        }
+    }
+}
+
+/// Closes with a reset, as HAProxy ends its checks, so that checks leave
+/// no TIME_WAIT sockets behind.
+fn close(s: TcpStream) {
+    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+    drop(s);
+}
+
+/// "Connection refused" rather than "Connection refused (os error 111)".
+fn err_text(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+async fn write_all(
+    s: &mut TcpStream,
+    data: &[u8],
+    deadline: Instant,
+    start: Instant,
+) -> Result<(), Outcome> {
+    match timeout_at(deadline, s.write_all(data)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(err_text(&e))),
+        Err(_) => Err(Outcome::new(CheckStatus::L7Tout, start.elapsed())),
+    }
+}
+
+enum Read {
+    Data,
+    Eof,
+    Timeout,
+    Error(String),
+}
+
+async fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> Read {
+    let mut chunk = [0u8; 4096];
+    let room = (MAX_RESPONSE - buf.len().min(MAX_RESPONSE)).min(chunk.len());
+    if room == 0 {
+        return Read::Eof;
+    }
+    match timeout_at(deadline, s.read(&mut chunk[..room])).await {
+        Err(_) => Read::Timeout,
+        Ok(Ok(0)) => Read::Eof,
+        Ok(Ok(n)) => {
+            buf.extend_from_slice(&chunk[..n]);
+            Read::Data
+        }
+        Ok(Err(e)) => Read::Error(err_text(&e)),
+    }
+}
+
+/// The parts of an HTTP response head a check needs.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub code: u16,
+    pub reason: String,
+    pub len: usize,
+    pub content_length: Option<usize>,
+    pub chunked: bool,
+}
+
+/// `Ok(None)`: incomplete; `Err`: not HTTP.
+pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<Head>, &'static str> {
+    let Some(eol) = buf.iter().position(|&b| b == b'\n') else {
+        if buf.len() >= 5 && !buf.starts_with(b"HTTP/") {
+            return Err("Non-HTTP response");
+        }
+        return Ok(None);
+    };
+    let line = String::from_utf8_lossy(&buf[..eol]);
+    let line = line.trim_end_matches('\r');
+    let mut parts = line.splitn(3, ' ');
+    let version = parts.next().unwrap_or("");
+    let code = parts.next().unwrap_or("");
+    if !version.starts_with("HTTP/") || code.len() != 3 {
+        return Err("Non-HTTP response");
+    }
+    let Ok(code) = code.parse::<u16>() else {
+        return Err("Non-HTTP response");
+    };
+    let reason = parts.next().unwrap_or("").trim().to_string();
+    // End of head: an empty line.
+    let mut pos = eol + 1;
+    let mut content_length = None;
+    let mut chunked = false;
+    loop {
+        let Some(n) = buf[pos..].iter().position(|&b| b == b'\n') else {
+            return Ok(None);
+        };
+        let line = &buf[pos..pos + n];
+        pos += n + 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        let line = String::from_utf8_lossy(line);
+        if let Some((name, value)) = line.split_once(':') {
+            let (name, value) = (name.trim(), value.trim());
+            if name.eq_ignore_ascii_case("content-length") {
+                content_length = value.parse().ok();
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.to_ascii_lowercase().contains("chunked");
+            }
+        }
+    }
+    Ok(Some(Head {
+        code,
+        reason,
+        len: pos,
+        content_length,
+        chunked,
+    }))
+}
+
+/// Decodes a chunked body; `None` while the last chunk is missing.
+pub(crate) fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = data.iter().position(|&b| b == b'\n')?;
+        let size_line = String::from_utf8_lossy(&data[..eol]);
+        let size_hex = size_line.trim().split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_hex, 16).ok()?;
+        data = &data[eol + 1..];
+        if size == 0 {
+            return Some(out);
+        }
+        if data.len() < size {
+            return None;
+        }
+        out.extend_from_slice(&data[..size]);
+        data = &data[size..];
+        data = data
+            .strip_prefix(b"\r\n")
+            .or_else(|| data.strip_prefix(b"\n"))?;
+    }
+}
+
+async fn http_check(
+    addr: SocketAddr,
+    limits: &Limits,
+    start: Instant,
+    request: &[u8],
+    expect: Option<&Matcher>,
+    head_method: bool,
+) -> Outcome {
+    let mut s = match connect(addr, limits.connect_deadline(start), start).await {
+        Ok(s) => s,
+        Err(o) => return o,
+    };
+    let deadline = limits.read_deadline(start, Instant::now());
+    if let Err(o) = write_all(&mut s, request, deadline, start).await {
+        close(s);
+        return o;
+    }
+    let need_body = expect.is_some_and(|m| !m.is_status());
+    let mut buf = Vec::with_capacity(1024);
+    let mut eof = false;
+    let result = loop {
+        match parse_head(&buf) {
+            Err(e) => break Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e)),
+            Ok(Some(h)) => {
+                let no_body = head_method || h.code < 200 || h.code == 204 || h.code == 304;
+                let body = &buf[h.len..];
+                let done = !need_body
+                    || no_body
+                    || eof
+                    || buf.len() >= MAX_RESPONSE
+                    || match (h.content_length, h.chunked) {
+                        (_, true) => dechunk(body).is_some(),
+                        (Some(n), false) => body.len() >= n,
+                        (None, false) => false,
+                    };
+                if done {
+                    let body = if no_body {
+                        Vec::new()
+                    } else if h.chunked {
+                        dechunk(body).unwrap_or_else(|| body.to_vec())
+                    } else {
+                        body[..h.content_length.unwrap_or(body.len()).min(body.len())].to_vec()
+                    };
+                    break Ok((h, body));
+                }
+            }
+            Ok(None) if eof || buf.len() >= MAX_RESPONSE => {
+                let info = if buf.is_empty() {
+                    "Empty response"
+                } else {
+                    "Incomplete response"
+                };
+                break Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(info));
+            }
+            Ok(None) => {}
+        }
+        match read_more(&mut s, &mut buf, deadline).await {
+            Read::Data => {}
+            Read::Eof => eof = true,
+            Read::Timeout => break Err(Outcome::new(CheckStatus::L7Tout, start.elapsed())),
+            Read::Error(e) if buf.is_empty() => {
+                break Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e))
+            }
+            Read::Error(_) => eof = true,
+        }
+    };
+    close(s);
+    let (h, body) = match result {
+        Ok(x) => x,
+        Err(o) => return o,
+    };
+    let d = start.elapsed();
+    let passed = || {
+        Outcome::new(CheckStatus::L7Ok, d)
+            .code(h.code)
+            .info(h.reason.clone())
+    };
+    let wrong_status = || {
+        Outcome::new(CheckStatus::L7Sts, d)
+            .code(h.code)
+            .info(h.reason.clone())
+    };
+    let Some(m) = expect else {
+        return if (200..400).contains(&h.code) {
+            passed()
+        } else {
+            wrong_status()
+        };
+    };
+    if let Some(e) = m.invalid() {
+        return Outcome::new(CheckStatus::L7Rsp, d).code(h.code).info(e);
+    }
+    if let Some(found) = m.status_matches(h.code) {
+        return if found != m.negate {
+            passed()
+        } else {
+            wrong_status()
+        };
+    }
+    let found = m.find(&body).unwrap_or(false);
+    if found != m.negate {
+        passed()
+    } else {
+        let info = if m.negate {
+            format!("HTTP check matched unwanted content '{}'", m.label)
+        } else {
+            format!("HTTP content check did not match '{}'", m.label)
+        };
+        Outcome::new(CheckStatus::L7Rsp, d).code(h.code).info(info)
+    }
+}
+
+async fn tcp_check(addr: SocketAddr, limits: &Limits, start: Instant, steps: &[Step]) -> Outcome {
+    let mut conn: Option<TcpStream> = None;
+    let mut deadline = limits.read_deadline(start, start);
+    let mut buf = Vec::new();
+    let mut expects = 0;
+    let mut comment: Option<&str> = None;
+    let fail = |o: Outcome, comment: Option<&str>| match comment {
+        Some(c) => o.info(c),
+        None => o,
+    };
+    for (i, step) in steps.iter().enumerate() {
+        let step_no = i + 1;
+        if let Step::Comment(c) = step {
+            comment = Some(c);
+            continue;
+        }
+        // `connect` rules, and the implicit connect before the first
+        // `send` or `expect` when the rules start without one.
+        let target = match step {
+            Step::Connect(port) => Some(port.map_or(addr, |p| SocketAddr::new(addr.ip(), p))),
+            _ if conn.is_none() => Some(addr),
+            _ => None,
+        };
+        if let Some(a) = target {
+            if let Some(old) = conn.take() {
+                close(old);
+            }
+            let now = Instant::now();
+            let mut cd = limits.connect_deadline(now);
+            if limits.check.is_none() {
+                cd = cd.min(start + limits.inter);
+            }
+            match connect(a, cd, start).await {
+                Ok(s) => conn = Some(s),
+                Err(o) => return fail(o, comment),
+            }
+            deadline = limits.read_deadline(start, Instant::now());
+            buf.clear();
+        }
+        let Some(s) = conn.as_mut() else { continue };
+        match step {
+            Step::Send(data) => {
+                if let Err(o) = write_all(s, data, deadline, start).await {
+                    close(conn.take().unwrap());
+                    return fail(o, comment);
+                }
+            }
+            Step::Expect(m) => {
+                expects += 1;
+                let mut eof = false;
+                loop {
+                    let found = match (m.invalid(), m.find(&buf)) {
+                        (Some(e), _) => Err(e.to_string()),
+                        (None, None) => Err("status expectations apply to http-check only".into()),
+                        (None, Some(f)) => Ok(f),
+                    };
+                    let found = match found {
+                        Ok(f) => f,
+                        Err(e) => {
+                            close(conn.take().unwrap());
+                            return Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e);
+                        }
+                    };
+                    let last = eof || buf.len() >= MAX_RESPONSE;
+                    if found || last {
+                        if found != m.negate {
+                            buf.clear();
+                            break;
+                        }
+                        let what = if m.negate {
+                            "matched unwanted content"
+                        } else {
+                            "did not match content"
+                        };
+                        let o = Outcome::new(CheckStatus::L7Rsp, start.elapsed())
+                            .info(format!("TCPCHK {what} '{}' at step {step_no}", m.label));
+                        close(conn.take().unwrap());
+                        return fail(o, comment);
+                    }
+                    let s = conn.as_mut().unwrap();
+                    match read_more(s, &mut buf, deadline).await {
+                        Read::Data => {}
+                        Read::Eof | Read::Error(_) => eof = true,
+                        Read::Timeout => {
+                            close(conn.take().unwrap());
+                            let o = Outcome::new(CheckStatus::L7Tout, start.elapsed());
+                            return fail(o, comment);
+                        }
+                    }
+                }
+            }
+            Step::Connect(_) | Step::Comment(_) => {}
+        }
+        comment = None;
+    }
+    if conn.is_none() {
+        // Only comments: a plain connect.
+        match connect(addr, limits.connect_deadline(start), start).await {
+            Ok(s) => conn = Some(s),
+            Err(o) => return o,
+        }
+    }
+    if let Some(s) = conn {
+        close(s);
+    }
+    let status = if expects > 0 {
+        CheckStatus::L7Ok
+    } else {
+        CheckStatus::L4Ok
+    };
+    Outcome::new(status, start.elapsed())
+}
+
+/// Runs one agent check: connect, send `agent-send` if any, read one line.
+/// `Err` when the agent could not be reached or said nothing (neutral for
+/// the server's state).
+pub(crate) async fn agent_check(
+    addr: SocketAddr,
+    send: Option<&[u8]>,
+    limits: &Limits,
+) -> Result<AgentReply, Outcome> {
+    let start = Instant::now();
+    let mut s = connect(addr, limits.connect_deadline(start), start).await?;
+    let deadline = limits.read_deadline(start, Instant::now());
+    if let Some(data) = send {
+        if let Err(o) = write_all(&mut s, data, deadline, start).await {
+            close(s);
+            return Err(o);
+        }
+    }
+    let mut buf = Vec::new();
+    let res = loop {
+        if buf.contains(&b'\n') || buf.len() >= MAX_AGENT_LINE {
+            break Ok(());
+        }
+        match read_more(&mut s, &mut buf, deadline).await {
+            Read::Data => {}
+            Read::Eof | Read::Error(_) => break Ok(()),
+            Read::Timeout if !buf.is_empty() => break Ok(()),
+            Read::Timeout => break Err(Outcome::new(CheckStatus::L7Tout, start.elapsed())),
+        }
+    };
+    close(s);
+    res?;
+    if buf.is_empty() {
+        return Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info("empty agent reply"));
+    }
+    buf.truncate(MAX_AGENT_LINE);
+    Ok(parse_agent_line(&String::from_utf8_lossy(&buf)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_format() {
+        let h = HttpCheck {
+            method: "GET".into(),
+            uri: "/health".into(),
+            version: "HTTP/1.1".into(),
+            headers: vec![("Host".into(), "example".into())],
+            body: Some("abc".into()),
+            ..HttpCheck::default()
+        };
+        assert_eq!(
+            String::from_utf8(http_request(&h)).unwrap(),
+            "GET /health HTTP/1.1\r\nHost: example\r\nConnection: close\r\n\
+             Content-Length: 3\r\n\r\nabc"
+        );
+        let d = String::from_utf8(http_request(&HttpCheck::default())).unwrap();
+        assert_eq!(d, "OPTIONS / HTTP/1.0\r\n\r\n");
+    }
+
+    #[test]
+    fn head_parsing() {
+        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le"), Ok(None));
+        let h = parse_head(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\nbody")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (h.code, h.reason.as_str(), h.content_length),
+            (503, "Service Unavailable", Some(4))
+        );
+        assert_eq!(h.len, 55);
+        assert!(parse_head(b"SSH-2.0-OpenSSH\r\n").is_err());
+        assert!(parse_head(b"+PONG").is_err());
+        assert!(parse_head(b"HTTP/1.0 2x0 OK\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn chunked() {
+        assert_eq!(
+            dechunk(b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n"),
+            Some(b"abcde".to_vec())
+        );
+        assert_eq!(dechunk(b"3\r\nabc\r\n"), None);
+    }
+
+    #[test]
+    fn matchers() {
+        let m = Matcher::compile(&Expect {
+            negate: false,
+            kind: ExpectKind::RString("^\\+PO[N]G".into()),
+        });
+        assert_eq!(m.find(b"+PONG\r\n"), Some(true));
+        let m = Matcher::compile(&Expect {
+            negate: false,
+            kind: ExpectKind::Status(vec![(200, 299), (404, 404)]),
+        });
+        assert_eq!(m.status_matches(404), Some(true));
+        assert_eq!(m.status_matches(500), Some(false));
+        let m = Matcher::compile(&Expect {
+            negate: false,
+            kind: ExpectKind::RString("(".into()),
+        });
+        assert!(m.invalid().is_some());
+    }
+}

@@ -1,0 +1,191 @@
+//! Active and passive health checks, agent checks, end to end.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+fn served_by(bind: SocketAddr) -> Option<String> {
+    let r = get(bind, "/");
+    (r.status == 200).then(|| r.header("x-served-by").unwrap().to_string())
+}
+
+#[test]
+fn dead_server_is_marked_down_then_up_again() {
+    let ip = test_ip();
+    let (mut t1, a1) = term(ip, "s1");
+    let (_t2, a2) = term(ip, "s2");
+    let bind = free_addr(ip);
+    let servers = format!(
+        "    retries 2\n    option redispatch\n\
+    server s1 {a1} check inter 100ms fall 2 rise 2\n    server s2 {a2} check inter 100ms fall 2 rise 2"
+    );
+    let p = Proxy::start(&http_cfg(bind, "", &servers), &[bind]);
+    assert!(served_by(bind).is_some());
+    let killed_at = Instant::now();
+    t1.stop();
+    // No client error while s1 is dying: connection failures are retried
+    // on s2.
+    wait_until("s1 marked DOWN", || {
+        assert_eq!(get(bind, "/").status, 200);
+        p.stderr().contains("Server bk/s1 is DOWN")
+    });
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        killed_at.elapsed()
+    );
+    let line = p
+        .stderr()
+        .lines()
+        .find(|l| l.contains("Server bk/s1 is DOWN"))
+        .unwrap()
+        .to_string();
+    assert!(line.contains("reason: Layer4"), "{line}");
+    for _ in 0..20 {
+        assert_eq!(served_by(bind).as_deref(), Some("s2"));
+    }
+    // The server comes back: UP after `rise` checks, traffic returns.
+    let back = fairlead_term::start(
+        &[a1],
+        fairlead_term::TermOptions {
+            threads: 1,
+            name: "s1".into(),
+        },
+    )
+    .expect("restart s1 on its port");
+    wait_until("s1 UP again", || p.stderr().contains("Server bk/s1 is UP"));
+    wait_until("s1 serves again", || {
+        served_by(bind).as_deref() == Some("s1")
+    });
+    drop(back);
+}
+
+#[test]
+fn http_check_expects_status_and_string() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "alive");
+    // The origin answers 503 on this URI: the check fails, the server is
+    // down, clients get 503.
+    let bind = free_addr(ip);
+    let bk = format!(
+        "    option httpchk GET /health?r=503\n    server s {a} check inter 100ms fall 1 rise 1"
+    );
+    let p = Proxy::start(&http_cfg(bind, "", &bk), &[bind]);
+    wait_until("down by status", || {
+        p.stderr().contains("Server bk/s is DOWN")
+    });
+    assert!(p.stderr().contains("Layer7"), "{}", p.stderr());
+    assert_eq!(get(bind, "/").status, 503);
+    // Expecting that status makes it healthy.
+    let bind2 = free_addr(ip);
+    let bk2 = format!(
+        "    option httpchk GET /health?r=503\n    http-check expect status 503\n    server s {a} check inter 100ms fall 1 rise 1"
+    );
+    let p2 = Proxy::start(&http_cfg(bind2, "", &bk2), &[bind2]);
+    // Give it several check periods; it must stay up.
+    let until = Instant::now() + Duration::from_millis(600);
+    while Instant::now() < until {
+        assert_eq!(get(bind2, "/").status, 200);
+    }
+    assert!(!p2.stderr().contains("is DOWN"), "{}", p2.stderr());
+    // String expectation against the body.
+    let bind3 = free_addr(ip);
+    let bk3 = format!(
+        "    option httpchk GET /\n    http-check expect string not-there\n    server s {a} check inter 100ms fall 1 rise 1"
+    );
+    let p3 = Proxy::start(&http_cfg(bind3, "", &bk3), &[bind3]);
+    wait_until("down by string", || {
+        p3.stderr().contains("Server bk/s is DOWN")
+    });
+}
+
+#[test]
+fn tcp_check_send_expect() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "app");
+    // A Redis-like responder on another port.
+    let (redis, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut s = s;
+        let mut line = String::new();
+        while r.read_line(&mut line).unwrap_or(0) > 0 {
+            if line.trim() == "PING" {
+                let _ = s.write_all(b"+PONG\r\n");
+            }
+            line.clear();
+        }
+    });
+    let bind = free_addr(ip);
+    let bk = format!(
+        "    option tcp-check\n    tcp-check send PING\\r\\n\n    tcp-check expect string +PONG\n\
+    server s {a} check port {} inter 100ms fall 1 rise 1",
+        redis.port()
+    );
+    let p = Proxy::start(&http_cfg(bind, "", &bk), &[bind]);
+    let until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < until {
+        assert_eq!(get(bind, "/").status, 200);
+    }
+    assert!(!p.stderr().contains("is DOWN"), "{}", p.stderr());
+}
+
+#[test]
+fn agent_check_changes_weight_and_drains() {
+    let ip = test_ip();
+    let (_t1, a1) = term(ip, "s1");
+    let (_t2, a2) = term(ip, "s2");
+    let reply = std::sync::Arc::new(std::sync::Mutex::new("50%\n".to_string()));
+    let r2 = reply.clone();
+    let (agent, _) = raw_origin(ip, move |mut s| {
+        let msg = r2.lock().unwrap().clone();
+        let _ = s.write_all(msg.as_bytes());
+    });
+    let bind = free_addr(ip);
+    let bk = format!(
+        "    server s1 {a1} weight 100 agent-check agent-port {} agent-inter 100ms\n    server s2 {a2} weight 100",
+        agent.port()
+    );
+    let _p = Proxy::start(&http_cfg(bind, "", &bk), &[bind]);
+    // At 50%, s1 gets a third of the traffic.
+    wait_until("weight 50% applied", || {
+        let mut s1 = 0;
+        for _ in 0..300 {
+            if served_by(bind).as_deref() == Some("s1") {
+                s1 += 1;
+            }
+        }
+        (90..=110).contains(&s1)
+    });
+    // `drain`: no new traffic to s1.
+    *reply.lock().unwrap() = "drain\n".into();
+    wait_until("drained", || {
+        (0..50).all(|_| served_by(bind).as_deref() == Some("s2"))
+    });
+}
+
+#[test]
+fn passive_observe_marks_a_failing_server_down() {
+    let ip = test_ip();
+    let (bad, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut s = s;
+        while read_head(&mut r).is_some() {
+            let _ = s.write_all(b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let (_t, good) = term(ip, "good");
+    let bind = free_addr(ip);
+    let bk = format!(
+        "    server bad {bad} check inter 10s observe layer7 error-limit 3 on-error mark-down\n    server good {good}"
+    );
+    let p = Proxy::start(&http_cfg(bind, "", &bk), &[bind]);
+    wait_until("bad marked down by observation", || {
+        let _ = get(bind, "/");
+        p.stderr().contains("Server bk/bad is DOWN")
+    });
+    for _ in 0..10 {
+        assert_eq!(served_by(bind).as_deref(), Some("good"));
+    }
+}
