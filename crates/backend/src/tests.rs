@@ -104,7 +104,7 @@ fn released_slot_goes_to_the_queued_request() {
                 .await
                 .map(|s| s.idx())
         });
-        while b.queue.len() == 0 {
+        while b.queue.is_empty() {
             tokio::task::yield_now().await;
         }
         drop(first);
