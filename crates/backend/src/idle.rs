@@ -43,6 +43,29 @@ pub fn count(id: usize) -> usize {
     IDLE.with(|m| m.borrow().get(&id).map_or(0, Vec::len))
 }
 
+/// How often idle pools are trimmed. Default is 5s, HAProxy's
+/// `pool-purge-delay`.
+pub const PURGE_DELAY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Closes the older half of every idle list of this thread (rounded up),
+/// so that connections nobody reused within a few purge periods go away,
+/// as HAProxy's periodic idle-connection purge does. Returns how many were
+/// closed.
+pub fn purge() -> usize {
+    IDLE.with(|m| {
+        let mut m = m.borrow_mut();
+        let mut closed = 0;
+        for list in m.values_mut() {
+            // Newest connections are at the end (put pushes, take pops).
+            let n = list.len().div_ceil(2);
+            list.drain(..n);
+            closed += n;
+        }
+        m.retain(|_, l| !l.is_empty());
+        closed
+    })
+}
+
 /// Drops every idle connection of this thread (used at soft stop).
 pub fn clear() {
     IDLE.with(|m| m.borrow_mut().clear());

@@ -16,13 +16,26 @@ mod rewrite;
 
 pub use chunked::{MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use errors::error_response;
-pub use request::{has_header, method_is_idempotent, parse_request};
-pub use response::parse_response;
+pub use request::{has_header, method_is_idempotent, parse_request, parse_request_with_limit};
+pub use response::{parse_response, parse_response_with_limit};
 pub use rewrite::{write_request_head, write_response_head};
 
-/// Maximum number of headers in one message. Past it: 431 (request) or
-/// 502 (response).
+/// Maximum number of header lines in any head Fairlead emits, and in a head
+/// parsed with [`parse_request_with_limit`] / [`parse_response_with_limit`]
+/// at this limit (what a next hop with Fairlead's limits accepts).
+///
+/// Heads the proxy receives are rewritten before being forwarded, and the
+/// rewriters add header lines, so [`parse_request`] accepts at most
+/// `MAX_HEADERS - REQUEST_REWRITE_HEADERS` (past it: 431) and
+/// [`parse_response`] `MAX_HEADERS - RESPONSE_REWRITE_HEADERS` (past it:
+/// 502): a forwarded head never has more than `MAX_HEADERS`, as HAProxy
+/// reserves `tune.maxrewrite` bytes for the same reason.
 pub const MAX_HEADERS: usize = 128;
+/// Header lines [`write_request_head`] may add (`Connection` and the
+/// forwarded-for header).
+pub const REQUEST_REWRITE_HEADERS: usize = 2;
+/// Header lines [`write_response_head`] may add (`Connection`).
+pub const RESPONSE_REWRITE_HEADERS: usize = 1;
 
 /// Why a message was rejected. `status` is what the proxy answers the client
 /// with (400, 414, 431, 501 for requests; responses use 502).

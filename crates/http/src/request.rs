@@ -7,7 +7,7 @@
 //! Host in HTTP/1.1.
 
 use crate::framing::{self, eq_ic, offset_in, skip_leading_empty_lines, Te};
-use crate::{BodyKind, HttpError, RequestHead, MAX_HEADERS};
+use crate::{BodyKind, HttpError, RequestHead, MAX_HEADERS, REQUEST_REWRITE_HEADERS};
 
 /// The HTTP/2 connection preface start, answered with a specific reason.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
@@ -62,11 +62,25 @@ fn too_large(view: &[u8]) -> HttpError {
 /// * the request target must be ASCII (as HAProxy without
 ///   `option accept-invalid-http-request`);
 /// * leading empty lines before the request line are skipped (RFC 9112
-///   §2.2) and `method` / `uri` offsets account for them.
+///   §2.2) and `method` / `uri` offsets account for them;
+/// * at most `MAX_HEADERS - REQUEST_REWRITE_HEADERS` header lines (431
+///   past it), so that the head [`crate::write_request_head`] makes of it
+///   stays within [`MAX_HEADERS`].
 pub fn parse_request(buf: &[u8], max_head: usize) -> Result<Option<RequestHead>, HttpError> {
+    parse_request_with_limit(buf, max_head, MAX_HEADERS - REQUEST_REWRITE_HEADERS)
+}
+
+/// [`parse_request`] with another limit on the number of header lines
+/// (capped at [`MAX_HEADERS`]); with `MAX_HEADERS` it accepts what the
+/// proxy forwards.
+pub fn parse_request_with_limit(
+    buf: &[u8],
+    max_head: usize,
+    max_headers: usize,
+) -> Result<Option<RequestHead>, HttpError> {
     let view = &buf[..buf.len().min(max_head)];
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
+    let mut req = httparse::Request::new(&mut headers[..max_headers.min(MAX_HEADERS)]);
     let head_len = match req.parse(view) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {

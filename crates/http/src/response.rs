@@ -3,7 +3,7 @@
 
 use crate::framing::{self, Te};
 use crate::request::syntax_error;
-use crate::{BodyKind, HttpError, ResponseHead, MAX_HEADERS};
+use crate::{BodyKind, HttpError, ResponseHead, MAX_HEADERS, RESPONSE_REWRITE_HEADERS};
 
 /// Parses a response head. `req_is_head` tells whether the request was
 /// HEAD, which decides framing. Errors carry status 502.
@@ -19,14 +19,35 @@ use crate::{BodyKind, HttpError, ResponseHead, MAX_HEADERS};
 ///
 /// `keep_alive` is false for `Connection: close`, for HTTP/1.0 without
 /// `keep-alive`, and whenever the body is close-delimited.
+///
+/// At most `MAX_HEADERS - RESPONSE_REWRITE_HEADERS` header lines are
+/// accepted, so that the head [`crate::write_response_head`] makes of it
+/// stays within [`MAX_HEADERS`].
 pub fn parse_response(
     buf: &[u8],
     req_is_head: bool,
     max_head: usize,
 ) -> Result<Option<ResponseHead>, HttpError> {
+    parse_response_with_limit(
+        buf,
+        req_is_head,
+        max_head,
+        MAX_HEADERS - RESPONSE_REWRITE_HEADERS,
+    )
+}
+
+/// [`parse_response`] with another limit on the number of header lines
+/// (capped at [`MAX_HEADERS`]); with `MAX_HEADERS` it accepts what the
+/// proxy forwards.
+pub fn parse_response_with_limit(
+    buf: &[u8],
+    req_is_head: bool,
+    max_head: usize,
+    max_headers: usize,
+) -> Result<Option<ResponseHead>, HttpError> {
     let view = &buf[..buf.len().min(max_head)];
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = httparse::Response::new(&mut headers);
+    let mut resp = httparse::Response::new(&mut headers[..max_headers.min(MAX_HEADERS)]);
     let head_len = match resp.parse(view) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {

@@ -205,3 +205,60 @@ fn response_has_header() {
     assert!(has_header(b, h.head_len, "set-cookie"));
     assert!(!has_header(b, h.head_len, "cookie"));
 }
+
+/// Found by the `http_request` / `http_response` fuzz targets: a head with
+/// exactly `MAX_HEADERS` lines was accepted, and the rewriters' own
+/// `Connection` / forwarded-for lines took the forwarded head past the
+/// limit, so a next hop with the same limits (another Fairlead) answered
+/// 431 / 502 for a message the proxy had accepted.
+#[test]
+fn rewritten_heads_stay_within_max_headers() {
+    let head = |start: &str, n: usize| {
+        let mut r = start.as_bytes().to_vec();
+        for i in 0..n {
+            r.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
+        }
+        r.extend_from_slice(b"\r\n");
+        r
+    };
+    // Request: Host plus as many lines as parse_request accepts.
+    let r = head(
+        "PUT /upload HTTP/1.1\r\nHost: h\r\n",
+        MAX_HEADERS - REQUEST_REWRITE_HEADERS - 1,
+    );
+    let h = parse_request(&r, 1 << 20).unwrap().unwrap();
+    let mut out = Vec::new();
+    let rw = RequestRewrite {
+        conn: ConnHeader::Close,
+        forwarded_for: Some(("X-Forwarded-For", "192.0.2.7".parse().unwrap())),
+    };
+    write_request_head(&r, &h, &rw, &mut out);
+    let again = parse_request_with_limit(&out, 1 << 20, MAX_HEADERS)
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.head_len, out.len());
+    // One line more is refused up front instead of being forwarded.
+    let r = head(
+        "PUT /upload HTTP/1.1\r\nHost: h\r\n",
+        MAX_HEADERS - REQUEST_REWRITE_HEADERS,
+    );
+    assert_eq!(parse_request(&r, 1 << 20).unwrap_err().status, 431);
+
+    // Response: as many lines as parse_response accepts, plus Connection.
+    let r = head(
+        "HTTP/1.1 101 Switching Protocols\r\n",
+        MAX_HEADERS - RESPONSE_REWRITE_HEADERS,
+    );
+    let h = parse_response(&r, false, 1 << 20).unwrap().unwrap();
+    let mut out = Vec::new();
+    write_response_head(&r, &h, ConnHeader::Upgrade, &mut out);
+    let again = parse_response_with_limit(&out, false, 1 << 20, MAX_HEADERS)
+        .unwrap()
+        .unwrap();
+    assert_eq!((again.head_len, again.status), (out.len(), 101));
+    let r = head(
+        "HTTP/1.1 200 OK\r\n",
+        MAX_HEADERS - RESPONSE_REWRITE_HEADERS + 1,
+    );
+    assert_eq!(parse_response(&r, false, 1 << 20).unwrap_err().status, 502);
+}

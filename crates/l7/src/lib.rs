@@ -44,6 +44,15 @@ pub struct HttpFront {
     pub max_head: usize,
 }
 
+/// Everything a session needs, built once per worker and frontend and
+/// shared by that worker's connections through an `Rc` (no atomic
+/// reference counting on the request path).
+pub struct HttpCtx {
+    pub front: HttpFront,
+    pub be: std::sync::Arc<fairlead_backend::Backend>,
+    pub stop: std::rc::Rc<fairlead_net::Stop>,
+}
+
 /// The effective per-request settings once the backend is known.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Effective {

@@ -3,17 +3,18 @@
 use crate::body::{self, BodyError, Framer};
 use crate::key::KeyData;
 use crate::persist::{self, Persist};
-use crate::{Effective, HttpFront};
+use crate::{Effective, HttpCtx};
 use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot};
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
     error_response, parse_request, parse_response, BodyKind, ConnHeader, RequestHead,
     RequestRewrite, ResponseHead,
 };
-use fairlead_net::io::{until, with_timeout, write_all};
-use fairlead_net::{pool, IoBuf, Stop};
+use fairlead_net::io::{until, with_timeout, write_all, write_all2};
+use fairlead_net::{pool, IoBuf};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -30,49 +31,63 @@ enum Next {
     Close,
 }
 
-struct Session<'a> {
+/// One client connection's state. It owns everything (no borrows), so that
+/// the request phase can run as a `'static` future in a pooled slot
+/// ([`fairlead_net::reuse`]) while the idle phase stays small.
+struct Session {
     client: TcpStream,
     peer: SocketAddr,
-    fe: &'a HttpFront,
-    be: &'a Arc<Backend>,
+    ctx: Rc<HttpCtx>,
     eff: Effective,
     cbuf: IoBuf,
+    /// A server connection kept private to this client between requests
+    /// (`http-reuse never`); with the other modes it goes back to the
+    /// thread's idle pool after each response.
     attached: Option<Attached>,
     first: bool,
     accepted_at: Instant,
-    stop: &'a Stop,
 }
 
 /// Serves one HTTP client connection until it closes.
-pub async fn serve_http(
-    client: TcpStream,
-    peer: SocketAddr,
-    fe: &HttpFront,
-    be: &Arc<Backend>,
-    stop: &Stop,
-) {
+///
+/// While the connection waits for a request, its task holds only the small
+/// [`Session`] and the wait state; the request phase runs in a pooled slot.
+pub async fn serve_http(client: TcpStream, peer: SocketAddr, ctx: Rc<HttpCtx>) {
     let _ = client.set_nodelay(true);
     let eff = Effective {
-        conn_mode: fe.conn_mode.max(be.options.http_conn_mode),
-        reuse: be.options.http_reuse,
+        conn_mode: ctx.front.conn_mode.max(ctx.be.options.http_conn_mode),
+        reuse: ctx.be.options.http_reuse,
     };
     let mut s = Session {
         client,
         peer,
-        fe,
-        be,
+        ctx,
         eff,
         cbuf: IoBuf::new(),
         attached: None,
         first: true,
         accepted_at: Instant::now(),
-        stop,
     };
-    while let Next::KeepGoing = s.one_request().await {}
+    loop {
+        if !s.wait().await {
+            break;
+        }
+        let (back, next) = fairlead_net::reuse::run_pooled(|| request_phase(s)).await;
+        s = back;
+        if let Next::Close = next {
+            break;
+        }
+    }
     // The client is gone: its server connection may serve other clients.
     if let Some(a) = s.attached.take() {
-        park(s.be, a, s.eff);
+        park(&s.ctx.be, a, s.eff);
     }
+}
+
+/// Phases 2 to 6 of one request, owning the session meanwhile.
+async fn request_phase(mut s: Session) -> (Session, Next) {
+    let next = s.one_request().await;
+    (s, next)
 }
 
 /// Puts a server connection back in this thread's idle pool.
@@ -88,19 +103,19 @@ struct Outcome {
     server_keep: bool,
 }
 
-impl<'a> Session<'a> {
+impl Session {
     async fn send_error(&self, status: u16) {
         let _ = write_all(
             &self.client,
             error_response(status),
-            self.fe.timeouts.client,
+            self.ctx.front.timeouts.client,
         )
         .await;
         fairlead_net::shutdown_write(&self.client);
     }
 
     fn stopping(&self) -> bool {
-        self.stop.is_set()
+        self.ctx.stop.is_set()
     }
 
     /// Phase 1: wait for the first byte of the next request, holding no
@@ -109,7 +124,7 @@ impl<'a> Session<'a> {
         if !self.cbuf.is_empty() {
             return true;
         }
-        let t = &self.fe.timeouts;
+        let t = &self.ctx.front.timeouts;
         let idle = if self.first {
             t.http_request.or(t.client)
         } else {
@@ -126,7 +141,8 @@ impl<'a> Session<'a> {
             return false;
         }
         let stop_first = self.first;
-        let stop = self.stop;
+        let ctx = self.ctx.clone();
+        let stop = &ctx.stop;
         let read = async {
             until(deadline, "http-request timeout", async {
                 self.cbuf.read_from(&self.client, usize::MAX).await
@@ -165,9 +181,9 @@ impl<'a> Session<'a> {
         } else {
             Instant::now()
         };
-        let deadline = self.fe.timeouts.http_request.map(|d| started + d);
+        let deadline = self.ctx.front.timeouts.http_request.map(|d| started + d);
         loop {
-            match parse_request(self.cbuf.filled(), self.fe.max_head) {
+            match parse_request(self.cbuf.filled(), self.ctx.front.max_head) {
                 Ok(Some(h)) => return Ok(h),
                 Ok(None) => {}
                 Err(e) => return Err(Some(e.status)),
@@ -175,7 +191,7 @@ impl<'a> Session<'a> {
             if self.cbuf.is_full() {
                 return Err(Some(431));
             }
-            let idle = self.fe.timeouts.client;
+            let idle = self.ctx.front.timeouts.client;
             let r = until(deadline, "http-request timeout", async {
                 with_timeout(idle, "client timeout", async {
                     self.cbuf.read_from(&self.client, usize::MAX).await
@@ -194,9 +210,6 @@ impl<'a> Session<'a> {
 
     /// One request/response exchange.
     async fn one_request(&mut self) -> Next {
-        if !self.wait().await {
-            return Next::Close;
-        }
         let head = match self.read_head().await {
             Ok(h) => h,
             Err(Some(status)) => {
@@ -271,14 +284,13 @@ impl<'a> Session<'a> {
     /// Phases 3 to 6 for one parsed request. `None` means both sides must be
     /// closed now (an error response, if any, was already sent).
     async fn exchange(&mut self, head: &RequestHead) -> Option<Outcome> {
-        let fe = self.fe;
-        let be = self.be;
+        let ctx = self.ctx.clone();
+        let fe = &ctx.front;
+        let be = &ctx.be;
         let bt = &be.options.timeouts;
         let server_conn = if head.upgrade {
             ConnHeader::Upgrade
-        } else if self.eff.conn_mode == HttpConnMode::KeepAlive
-            && self.eff.reuse != HttpReuse::Never
-        {
+        } else if self.eff.conn_mode == HttpConnMode::KeepAlive {
             ConnHeader::None
         } else {
             ConnHeader::Close
@@ -417,8 +429,9 @@ impl<'a> Session<'a> {
         sbuf: &mut IoBuf,
         head: &RequestHead,
     ) -> Result<ResponseHead, Fail> {
-        let bt = &self.be.options.timeouts;
-        let ct = self.fe.timeouts.client;
+        let ctx = self.ctx.clone();
+        let bt = &ctx.be.options.timeouts;
+        let ct = ctx.front.timeouts.client;
         let server = &conn.stream;
         if write_all(server, out, bt.server).await.is_err() {
             return Err(Fail::Retry);
@@ -433,7 +446,7 @@ impl<'a> Session<'a> {
                 .await
                 .map(|_| ())
         };
-        let max_head = self.fe.max_head;
+        let max_head = ctx.front.max_head;
         let is_head = head.is_head;
         let client_11 = head.minor_version == 1;
         let resp_fut = async {
@@ -506,7 +519,8 @@ impl<'a> Session<'a> {
         persist: Persist,
         bt: &fairlead_config::Timeouts,
     ) -> Option<Outcome> {
-        let ct = self.fe.timeouts.client;
+        let ctx = self.ctx.clone();
+        let ct = ctx.front.timeouts.client;
         if resp.status == 101 && head.upgrade {
             return self.upgrade(conn, slot, sbuf).await;
         }
@@ -524,8 +538,8 @@ impl<'a> Session<'a> {
         };
         let mut out = pool::take_out();
         fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out);
-        if let Some(c) = &self.be.options.cookie {
-            persist::edit_response(c, persist, self.be, conn.idx, &mut out);
+        if let Some(c) = &ctx.be.options.cookie {
+            persist::edit_response(c, persist, &ctx.be, conn.idx, &mut out);
         }
         sbuf.consume(resp.head_len);
         // Send the head together with the body bytes already received.
@@ -537,9 +551,8 @@ impl<'a> Session<'a> {
                 return None;
             }
         };
-        out.extend_from_slice(&sbuf.filled()[..first]);
+        let wrote = write_all2(&self.client, &out, &sbuf.filled()[..first], ct).await;
         sbuf.consume(first);
-        let wrote = write_all(&self.client, &out, ct).await;
         pool::give_out(out);
         if wrote.is_err() {
             return None;
@@ -560,10 +573,15 @@ impl<'a> Session<'a> {
         let server_keep = resp.keep_alive
             && request_done
             && sbuf.is_empty()
-            && self.eff.conn_mode == HttpConnMode::KeepAlive
-            && self.eff.reuse != HttpReuse::Never;
+            && self.eff.conn_mode == HttpConnMode::KeepAlive;
         if server_keep {
-            self.attached = Some(conn);
+            if self.eff.reuse == HttpReuse::Never {
+                // Private to this client until it leaves.
+                self.attached = Some(conn);
+            } else {
+                // Shared: an idle client holds no server connection.
+                park(&ctx.be, conn, self.eff);
+            }
         }
         Some(Outcome {
             client_keep,
@@ -579,8 +597,9 @@ impl<'a> Session<'a> {
         slot: ServerSlot,
         mut sbuf: IoBuf,
     ) -> Option<Outcome> {
-        let ct = self.fe.timeouts.client;
-        let bt = &self.be.options.timeouts;
+        let ctx = self.ctx.clone();
+        let ct = ctx.front.timeouts.client;
+        let bt = &ctx.be.options.timeouts;
         if write_all(&self.client, sbuf.filled(), ct).await.is_err() {
             return None;
         }
@@ -598,10 +617,10 @@ impl<'a> Session<'a> {
         self.cbuf.release_if_empty();
         drop(sbuf);
         let t = fairlead_l4::TunnelTimeouts::new(
-            self.fe.timeouts.client,
+            self.ctx.front.timeouts.client,
             bt.server,
             bt.tunnel,
-            self.fe.timeouts.client_fin,
+            self.ctx.front.timeouts.client_fin,
             bt.server_fin,
         );
         fairlead_l4::tunnel(&self.client, &conn.stream, &t).await;
@@ -625,4 +644,59 @@ enum Fail {
     Status(u16),
     /// The client went away: close silently.
     Abort,
+}
+
+#[cfg(test)]
+mod tests {
+    /// An idle connection must stay cheap: the connection task's state
+    /// machine (what every connection carries while it waits) is small; the
+    /// request phase lives in a pooled slot only while a request runs.
+    #[test]
+    fn idle_connection_state_is_small() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let c = tokio::net::TcpStream::connect(l.local_addr().unwrap())
+                .await
+                .unwrap();
+            let cfg = fairlead_config::Backend::default();
+            let ctx = std::rc::Rc::new(crate::HttpCtx {
+                front: crate::HttpFront {
+                    name: "x".into(),
+                    timeouts: Default::default(),
+                    conn_mode: Default::default(),
+                    forwardfor: None,
+                    max_head: 1000,
+                },
+                be: std::sync::Arc::new(
+                    fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
+                ),
+                stop: std::rc::Rc::new(fairlead_net::Stop::new()),
+            });
+            let idle = super::serve_http(c, "127.0.0.1:1".parse().unwrap(), ctx.clone());
+            let size = std::mem::size_of_val(&idle);
+            let s = super::Session {
+                client: tokio::net::TcpStream::connect(l.local_addr().unwrap())
+                    .await
+                    .unwrap(),
+                peer: "127.0.0.1:1".parse().unwrap(),
+                ctx,
+                eff: crate::Effective {
+                    conn_mode: Default::default(),
+                    reuse: Default::default(),
+                },
+                cbuf: fairlead_net::IoBuf::new(),
+                attached: None,
+                first: true,
+                accepted_at: tokio::time::Instant::now(),
+            };
+            let request = std::mem::size_of_val(&super::request_phase(s));
+            eprintln!("idle task state {size} bytes, request phase {request} bytes");
+            assert!(size <= 1200, "idle connection state is {size} bytes");
+            assert!(request > size, "the request phase should be the large part");
+        });
+    }
 }

@@ -55,6 +55,33 @@ pub async fn write_all(stream: &TcpStream, mut data: &[u8], idle: Option<Duratio
     Ok(())
 }
 
+/// Writes `head` then `body` with vectored writes (one syscall when the
+/// socket has room), so that a response head and its first body bytes go
+/// out together without being copied into one buffer.
+pub async fn write_all2(
+    stream: &TcpStream,
+    mut head: &[u8],
+    mut body: &[u8],
+    idle: Option<Duration>,
+) -> Result<()> {
+    while !head.is_empty() {
+        let bufs = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
+        match stream.try_write_vectored(&bufs) {
+            Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
+            Ok(n) if n >= head.len() => {
+                body = &body[n - head.len()..];
+                head = &[];
+            }
+            Ok(n) => head = &head[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                with_timeout(idle, "write timeout", stream.writable()).await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    write_all(stream, body, idle).await
+}
+
 /// Checks, without blocking, whether an idle pooled connection is still
 /// usable: it must have nothing to read and not be closed by the peer.
 pub fn idle_conn_alive(stream: &TcpStream) -> bool {

@@ -6,11 +6,12 @@
 //! buffer. Code waits for readiness first, then takes a buffer from the
 //! thread's pool ([`pool`]), reads, forwards, and gives the buffer back as soon
 //! as it is drained ([`IoBuf::release_if_empty`]).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod buf;
 pub mod io;
 pub mod pool;
+pub mod reuse;
 pub mod stop;
 
 pub use buf::IoBuf;

@@ -27,15 +27,22 @@ thread_local! {
     static OUT: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Takes an empty output vector (length 0, capacity at least the buffer
-/// size), for building rewritten heads.
+/// Takes an empty output vector for building a rewritten head.
 pub fn take_out() -> Vec<u8> {
     OUT.with(|o| o.borrow_mut().pop())
-        .unwrap_or_else(|| Vec::with_capacity(bufsize() + 1024))
+        .unwrap_or_else(|| Vec::with_capacity(OUT_INITIAL))
 }
+
+/// Initial capacity of output vectors: most rewritten heads fit. Default
+/// is 1024 bytes; a vector grows when a head needs more.
+pub const OUT_INITIAL: usize = 1024;
 
 /// Returns a vector taken with [`take_out`].
 pub fn give_out(mut v: Vec<u8>) {
+    // A vector grown by an unusually large head is not kept.
+    if v.capacity() > bufsize() + 1024 {
+        return;
+    }
     v.clear();
     OUT.with(|o| {
         let mut o = o.borrow_mut();

@@ -4,6 +4,7 @@
 
 use crate::{FrontendRt, Shared};
 use fairlead_config::Mode;
+use fairlead_l7::HttpCtx;
 use fairlead_net::Stop;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -36,6 +37,15 @@ pub(crate) fn run(
             stopped(&mut global_stop).await;
             bridge.trigger();
         });
+        // Trim idle server connections periodically.
+        tokio::task::spawn_local(async {
+            let mut tick = tokio::time::interval(fairlead_backend::idle::PURGE_DELAY);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                fairlead_backend::idle::purge();
+            }
+        });
         let mut accepts = Vec::new();
         for (fe_idx, ls) in listeners.into_iter().enumerate() {
             for l in ls {
@@ -47,11 +57,16 @@ pub(crate) fn run(
                     }
                 };
                 let fe = shared.frontends[fe_idx].clone();
+                let ctx = Rc::new(HttpCtx {
+                    front: fe.http.clone(),
+                    be: fe.backend.clone(),
+                    stop: local_stop.clone(),
+                });
                 accepts.push(tokio::task::spawn_local(accept_loop(
                     shared.clone(),
                     fe,
+                    ctx,
                     l,
-                    local_stop.clone(),
                 )));
             }
         }
@@ -76,9 +91,11 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 async fn accept_loop(
     shared: Arc<Shared>,
     fe: Arc<FrontendRt>,
+    ctx: Rc<HttpCtx>,
     listener: TcpListener,
-    stop: Rc<Stop>,
 ) {
+    let stop = ctx.stop.clone();
+    let account = Rc::new((shared.clone(), fe.clone()));
     let mut burst = 0usize;
     loop {
         // Stop accepting while a limit is reached; wake when a connection
@@ -102,21 +119,29 @@ async fn accept_loop(
             Ok((stream, peer)) => {
                 shared.global.cur.fetch_add(1, Ordering::Relaxed);
                 fe.limit.cur.fetch_add(1, Ordering::Relaxed);
-                let shared2 = shared.clone();
-                let fe2 = fe.clone();
-                let stop2 = stop.clone();
-                tokio::task::spawn_local(async move {
-                    serve(&fe2, stream, peer, &stop2).await;
-                    let g = shared2.global.cur.fetch_sub(1, Ordering::SeqCst);
-                    let f = fe2.limit.cur.fetch_sub(1, Ordering::SeqCst);
-                    if g >= shared2.global.max
-                        || f >= fe2.limit.max
-                        || g == 1
-                        || shared2.stopping.load(Ordering::Relaxed)
-                    {
-                        shared2.freed.notify_waiters();
+                // Each mode gets its own task type, so an HTTP connection's
+                // task is only as large as the HTTP state machine.
+                let guard = ConnGuard(account.clone());
+                match fe.mode {
+                    Mode::Http => {
+                        let ctx2 = ctx.clone();
+                        tokio::task::spawn_local(async move {
+                            let _guard = guard;
+                            fairlead_l7::serve_http(stream, peer, ctx2).await;
+                        });
                     }
-                });
+                    Mode::Tcp => {
+                        let fe2 = fe.clone();
+                        tokio::task::spawn_local(async move {
+                            let _guard = guard;
+                            let front = fairlead_l4::FrontTimeouts {
+                                client: fe2.client_timeout,
+                                client_fin: fe2.client_fin,
+                            };
+                            let _ = fairlead_l4::serve_tcp(stream, peer, &fe2.backend, front).await;
+                        });
+                    }
+                }
                 burst += 1;
                 if burst >= shared.maxaccept {
                     burst = 0;
@@ -142,20 +167,21 @@ async fn accept_loop(
     }
 }
 
-async fn serve(
-    fe: &FrontendRt,
-    stream: tokio::net::TcpStream,
-    peer: std::net::SocketAddr,
-    stop: &Stop,
-) {
-    match fe.mode {
-        Mode::Http => fairlead_l7::serve_http(stream, peer, &fe.http, &fe.backend, stop).await,
-        Mode::Tcp => {
-            let front = fairlead_l4::FrontTimeouts {
-                client: fe.client_timeout,
-                client_fin: fe.client_fin,
-            };
-            let _ = fairlead_l4::serve_tcp(stream, peer, &fe.backend, front).await;
+/// Counts one accepted connection against the global and frontend limits
+/// until dropped, then wakes listeners paused on a limit.
+struct ConnGuard(Rc<(Arc<Shared>, Arc<FrontendRt>)>);
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        let (shared, fe) = &*self.0;
+        let g = shared.global.cur.fetch_sub(1, Ordering::SeqCst);
+        let f = fe.limit.cur.fetch_sub(1, Ordering::SeqCst);
+        if g >= shared.global.max
+            || f >= fe.limit.max
+            || g == 1
+            || shared.stopping.load(Ordering::Relaxed)
+        {
+            shared.freed.notify_waiters();
         }
     }
 }
