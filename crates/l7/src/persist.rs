@@ -9,7 +9,14 @@
 //! - rewrite: the server's own `Set-Cookie: <name>=...` gets the server's
 //!   value;
 //! - prefix: the server's cookie value gets `<server value>~` in front, and
-//!   requests have it stripped before reaching the server.
+//!   requests have it stripped before reaching the server;
+//! - `maxidle` / `maxlife` (insert mode): the inserted value carries the
+//!   dates of the last and first visits, `<server>|<last>|<first>` (seconds
+//!   since the epoch, hexadecimal; Fairlead's own encoding, not HAProxy's
+//!   base-32 dates). A cookie idle longer than `maxidle` or older than
+//!   `maxlife` is ignored, so the request is balanced again and gets a new
+//!   cookie; the last-visit date is refreshed once a quarter of `maxidle`
+//!   has passed.
 
 use fairlead_backend::Backend;
 use fairlead_config::{CookieConfig, CookieMode};
@@ -26,6 +33,28 @@ pub(crate) struct Persist {
     pub server: Option<usize>,
     /// The request carried our cookie at all.
     pub had_cookie: bool,
+    /// Dates carried by the cookie (`maxidle`/`maxlife`): last, first.
+    pub dates: Option<(u64, u64)>,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn dated(cfg: &CookieConfig) -> bool {
+    cfg.mode == CookieMode::Insert && (cfg.maxidle.is_some() || cfg.maxlife.is_some())
+}
+
+/// Splits `server|last|first`; `None` when the dates are missing or bad.
+fn split_dates(v: &[u8]) -> Option<(&[u8], u64, u64)> {
+    let mut it = v.split(|&b| b == b'|');
+    let srv = it.next()?;
+    let hex = |b: &[u8]| u64::from_str_radix(std::str::from_utf8(b).ok()?, 16).ok();
+    let last = hex(it.next()?)?;
+    let first = hex(it.next()?)?;
+    Some((srv, last, first))
 }
 
 /// Reads the persistence cookie of a request.
@@ -33,21 +62,38 @@ pub(crate) fn lookup(cfg: &CookieConfig, be: &Backend, req: &[u8], head_len: usi
     let Some(v) = request_cookie(req, head_len, &cfg.name) else {
         return Persist::default();
     };
-    let v = match cfg.mode {
+    let expired = Persist {
+        server: None,
+        had_cookie: true,
+        dates: None,
+    };
+    let (v, dates) = match cfg.mode {
         CookieMode::Prefix => match v.iter().position(|&b| b == PREFIX_DELIMITER) {
-            Some(d) => &v[..d],
-            None => {
-                return Persist {
-                    server: None,
-                    had_cookie: true,
-                }
-            }
+            Some(d) => (&v[..d], None),
+            None => return expired,
         },
-        _ => v,
+        _ if dated(cfg) => {
+            let Some((srv, last, first)) = split_dates(v) else {
+                return expired;
+            };
+            let now = now_secs();
+            let too_idle = cfg
+                .maxidle
+                .is_some_and(|m| now.saturating_sub(last) > m.as_secs());
+            let too_old = cfg
+                .maxlife
+                .is_some_and(|m| now.saturating_sub(first) > m.as_secs());
+            if too_idle || too_old {
+                return expired;
+            }
+            (srv, Some((last, first)))
+        }
+        _ => (v, None),
     };
     Persist {
         server: be.server_by_cookie(v),
         had_cookie: true,
+        dates,
     }
 }
 
@@ -79,11 +125,25 @@ pub(crate) fn edit_response(
     };
     match cfg.mode {
         CookieMode::Insert => {
-            if p.server == Some(served) {
+            let now = now_secs();
+            let fresh = match (p.dates, cfg.maxidle) {
+                // Refresh the last-visit date once a quarter of maxidle passed.
+                (Some((last, _)), Some(idle)) => now.saturating_sub(last) < idle.as_secs() / 4,
+                _ => true,
+            };
+            if p.server == Some(served) && fresh {
                 return;
             }
             let mut line = Vec::with_capacity(64);
-            let _ = write!(line, "Set-Cookie: {}={}; path=/", cfg.name, value);
+            let _ = write!(line, "Set-Cookie: {}={}", cfg.name, value);
+            if dated(cfg) {
+                let first = match p.dates {
+                    Some((_, first)) if p.server == Some(served) => first,
+                    _ => now,
+                };
+                let _ = write!(line, "|{now:x}|{first:x}");
+            }
+            line.extend_from_slice(b"; path=/");
             for d in &cfg.domains {
                 let _ = write!(line, "; domain={d}");
             }
@@ -104,5 +164,98 @@ pub(crate) fn edit_response(
         CookieMode::Prefix => {
             edit_set_cookies(out, &cfg.name, SetCookieEdit::Prefix(value.as_bytes()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn backend() -> Backend {
+        let mut cfg = fairlead_config::Backend::default();
+        let mut s = fairlead_config::Server::new(
+            "s1",
+            fairlead_config::ServerAddr::Ip(([127, 0, 0, 1], 1).into()),
+        );
+        s.cookie = Some("c1".into());
+        cfg.servers.push(s);
+        let resolve = |a: &fairlead_config::ServerAddr| match a {
+            fairlead_config::ServerAddr::Ip(a) => Ok(*a),
+            _ => unreachable!(),
+        };
+        Backend::new(&cfg, &resolve, &mut 0, 1).unwrap()
+    }
+
+    fn cookie_cfg(maxidle: Option<u64>, maxlife: Option<u64>) -> CookieConfig {
+        CookieConfig {
+            name: "SRV".into(),
+            mode: CookieMode::Insert,
+            indirect: false,
+            nocache: false,
+            postonly: false,
+            preserve: false,
+            httponly: false,
+            secure: false,
+            domains: Vec::new(),
+            maxidle: maxidle.map(Duration::from_secs),
+            maxlife: maxlife.map(Duration::from_secs),
+        }
+    }
+
+    fn req(cookie: &str) -> Vec<u8> {
+        format!("GET / HTTP/1.1\r\nHost: x\r\nCookie: SRV={cookie}\r\n\r\n").into_bytes()
+    }
+
+    #[test]
+    fn dated_cookie_within_limits_persists() {
+        let be = backend();
+        let cfg = cookie_cfg(Some(600), Some(3600));
+        let now = now_secs();
+        let r = req(&format!("c1|{:x}|{:x}", now - 10, now - 100));
+        assert_eq!(lookup(&cfg, &be, &r, r.len()).server, Some(0));
+    }
+
+    #[test]
+    fn idle_or_old_cookie_is_ignored() {
+        let be = backend();
+        let cfg = cookie_cfg(Some(600), Some(3600));
+        let now = now_secs();
+        let idle = req(&format!("c1|{:x}|{:x}", now - 700, now - 700));
+        assert_eq!(lookup(&cfg, &be, &idle, idle.len()).server, None);
+        let old = req(&format!("c1|{:x}|{:x}", now - 10, now - 4000));
+        assert_eq!(lookup(&cfg, &be, &old, old.len()).server, None);
+        let undated = req("c1");
+        assert_eq!(lookup(&cfg, &be, &undated, undated.len()).server, None);
+    }
+
+    #[test]
+    fn inserted_cookie_carries_dates_and_is_not_resent_while_fresh() {
+        let be = backend();
+        let cfg = cookie_cfg(Some(600), None);
+        let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        edit_response(&cfg, Persist::default(), &be, 0, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("Set-Cookie: SRV=c1|"))
+            .unwrap();
+        let v = line
+            .trim_start_matches("Set-Cookie: SRV=")
+            .split(';')
+            .next()
+            .unwrap();
+        let (srv, last, first) = split_dates(v.as_bytes()).unwrap();
+        assert_eq!(srv, b"c1");
+        assert_eq!(last, first);
+        assert!(now_secs() - last < 5);
+        let p = Persist {
+            server: Some(0),
+            had_cookie: true,
+            dates: Some((now_secs(), first)),
+        };
+        let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        edit_response(&cfg, p, &be, 0, &mut out);
+        assert!(!String::from_utf8(out).unwrap().contains("Set-Cookie"));
     }
 }

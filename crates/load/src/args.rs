@@ -8,7 +8,7 @@ use std::time::Duration;
 pub const USAGE: &str = "\
 Usage: fairlead-load [options] URL [URL...]
 
-HTTP/1.1 load generator (plain TCP only: TLS will come with a later issue).
+HTTP/1.1 load generator over plain TCP (http://) or TLS (https://).
 Each thread runs its own single-threaded runtime driving its share of the
 connections. Several URLs are used round-robin, request by request; a
 connection is reopened when the next URL points to another address.
@@ -38,11 +38,30 @@ Options:
   --json FILE      write the final report as JSON. Default is none
   --plot FILE.svg  write an SVG with the latency percentile curves and the
                    req/s timeline. Default is none
+  -k, --insecure   https: accept any server certificate (self-signed test
+                   origins); handshake signatures are still verified.
+                   Default verifies the certificate chain and name
+  --cacert FILE    https: trust the PEM certificates in FILE instead of the
+                   system store. Default is the operating system's trust
+                   store, read at start-up (no roots are bundled: with
+                   neither this nor -k, a machine without a system store
+                   fails every handshake, counted as tls errors)
+  --sni NAME       https: server name sent (SNI) and verified. Default is
+                   the URL host (an IP address host sends no SNI)
+  --alpn LIST      https: ALPN protocols offered, comma-separated, or
+                   'none'. Default is http/1.1
+  --tls-resume on|off
+                   https: resume TLS sessions on reconnect (a session
+                   cache shared by each thread's connections). Default is on
+  --tls-version 1.2|1.3
+                   https: allow only this TLS version. Default is both
   -q, --quiet      no per-second lines. Default prints one line per second
   -h, --help       this help
 
 Latencies (TTFB: first response byte, TTLB: last byte) include the connect
-time when the request had to open a connection.
+time (and the TLS handshake) when the request had to open a connection.
+With https, handshakes (full and resumed) are counted and their duration
+gets its own percentiles; --close makes every request a new handshake.
 ";
 
 /// Parsed options. `Default` matches the documented defaults (with no URL).
@@ -78,6 +97,38 @@ pub struct Options {
     pub plot: Option<PathBuf>,
     /// No per-second lines. Default is false.
     pub quiet: bool,
+    /// TLS settings (used by `https://` URLs only).
+    pub tls: TlsOptions,
+}
+
+/// TLS settings for `https://` URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// Accept any certificate (`-k`). Default is false.
+    pub insecure: bool,
+    /// PEM roots file. Default is none (the system trust store).
+    pub cacert: Option<PathBuf>,
+    /// SNI / verified name override. Default is none (the URL host).
+    pub sni: Option<String>,
+    /// ALPN protocols offered. Default is `http/1.1`.
+    pub alpn: Vec<String>,
+    /// Session resumption on reconnect. Default is true.
+    pub resume: bool,
+    /// Only this version (`"1.2"` or `"1.3"`). Default is none (both).
+    pub version: Option<String>,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions {
+            insecure: false,
+            cacert: None,
+            sni: None,
+            alpn: vec!["http/1.1".into()],
+            resume: true,
+            version: None,
+        }
+    }
 }
 
 impl Default for Options {
@@ -98,6 +149,7 @@ impl Default for Options {
             json: None,
             plot: None,
             quiet: false,
+            tls: TlsOptions::default(),
         }
     }
 }
@@ -114,7 +166,7 @@ impl Options {
     }
 }
 
-/// One parsed `http://` URL.
+/// One parsed `http://` or `https://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// The URL as given.
@@ -125,20 +177,29 @@ pub struct Target {
     pub host: String,
     /// Request target: path and query, `/` when absent.
     pub path: String,
+    /// `https://`.
+    pub tls: bool,
+    /// Host name or IP address alone (no brackets, no port): the default
+    /// TLS server name.
+    pub hostname: String,
 }
 
 impl Target {
-    /// Parses and resolves `http://host[:port][/path][?query]`.
+    /// Parses and resolves `http[s]://host[:port][/path][?query]` (no
+    /// scheme means `http://`).
     pub fn parse(url: &str) -> Result<Target, String> {
-        let rest = if let Some(r) = url.strip_prefix("http://") {
-            r
-        } else if url.starts_with("https://") {
-            return Err(format!("{url}: TLS is not supported yet"));
+        let (rest, tls) = if let Some(r) = url.strip_prefix("http://") {
+            (r, false)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            (r, true)
         } else if url.contains("://") {
-            return Err(format!("{url}: only http:// URLs are supported"));
+            return Err(format!(
+                "{url}: only http:// and https:// URLs are supported"
+            ));
         } else {
-            url
+            (url, false)
         };
+        let default_port = if tls { "443" } else { "80" };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -158,14 +219,14 @@ impl Target {
             let after = &v6[end + 1..];
             let port = match after.strip_prefix(':') {
                 Some(p) => p,
-                None if after.is_empty() => "80",
+                None if after.is_empty() => default_port,
                 None => return Err(format!("{url}: bad authority")),
             };
             (&v6[..end], port)
         } else {
             match authority.rsplit_once(':') {
                 Some((h, p)) => (h, p),
-                None => (authority, "80"),
+                None => (authority, default_port),
             }
         };
         let port: u16 = port
@@ -181,6 +242,8 @@ impl Target {
             addr,
             host: authority.to_string(),
             path,
+            tls,
+            hostname: host.to_string(),
         })
     }
 }
@@ -259,6 +322,40 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             "--json" => o.json = Some(args.next().ok_or("--json needs a file")?.into()),
             "--plot" => o.plot = Some(args.next().ok_or("--plot needs a file")?.into()),
             "-q" | "--quiet" => o.quiet = true,
+            "-k" | "--insecure" => o.tls.insecure = true,
+            "--cacert" => o.tls.cacert = Some(args.next().ok_or("--cacert needs a file")?.into()),
+            "--sni" => {
+                let n = args.next().ok_or("--sni needs a name")?;
+                if rustls::pki_types::ServerName::try_from(n.as_str()).is_err() {
+                    return Err(format!("--sni: bad name '{n}'"));
+                }
+                o.tls.sni = Some(n);
+            }
+            "--alpn" => {
+                let l = args.next().ok_or("--alpn needs a value")?;
+                o.tls.alpn = if l == "none" || l.is_empty() {
+                    Vec::new()
+                } else {
+                    l.split(',').map(|p| p.trim().to_string()).collect()
+                };
+                if o.tls.alpn.iter().any(|p| p.is_empty() || p.len() > 255) {
+                    return Err(format!("--alpn: bad list '{l}'"));
+                }
+            }
+            "--tls-resume" => {
+                o.tls.resume = match args.next().as_deref() {
+                    Some("on") => true,
+                    Some("off") => false,
+                    _ => return Err("--tls-resume needs on or off".into()),
+                }
+            }
+            "--tls-version" => {
+                let v = args.next().ok_or("--tls-version needs 1.2 or 1.3")?;
+                if v != "1.2" && v != "1.3" {
+                    return Err(format!("--tls-version: bad value '{v}' (1.2 or 1.3)"));
+                }
+                o.tls.version = Some(v);
+            }
             _ if a.starts_with('-') && a.len() > 1 => return Err(format!("unknown option {a}")),
             _ => urls.push(a),
         }
@@ -300,7 +397,13 @@ mod tests {
         assert_eq!(t.path, "/");
         let t = Target::parse("http://[::1]:81/x").unwrap();
         assert_eq!(t.addr, "[::1]:81".parse().unwrap());
-        assert!(Target::parse("https://127.0.0.1/").is_err());
+        let t = Target::parse("https://127.0.0.1/").unwrap();
+        assert!(t.tls);
+        assert_eq!((t.addr.port(), t.hostname.as_str()), (443, "127.0.0.1"));
+        let t = Target::parse("https://[::1]:8443").unwrap();
+        assert_eq!((t.addr.port(), t.hostname.as_str()), (8443, "::1"));
+        assert!(!Target::parse("http://127.0.0.1/").unwrap().tls);
+        assert!(Target::parse("ftp://127.0.0.1/").is_err());
         assert!(Target::parse("http://127.0.0.1:x/").is_err());
         assert!(Target::parse("http:///").is_err());
     }
@@ -330,5 +433,24 @@ mod tests {
         assert!(p("-H nocolon http://127.0.0.1:1/").is_err());
         assert!(p("-c 3").is_err());
         assert_eq!(p("-h").unwrap_err(), "help");
+        assert_eq!(o.tls, TlsOptions::default());
+        assert_eq!(o.tls.alpn, ["http/1.1"]);
+        let o = p(
+            "-k --cacert /x --sni a.example --alpn h2,http/1.1 --tls-resume off \
+                   --tls-version 1.3 https://127.0.0.1:1/",
+        )
+        .unwrap();
+        assert!(o.tls.insecure && !o.tls.resume);
+        assert_eq!(o.tls.cacert, Some(PathBuf::from("/x")));
+        assert_eq!(o.tls.sni.as_deref(), Some("a.example"));
+        assert_eq!(o.tls.alpn, ["h2", "http/1.1"]);
+        assert_eq!(o.tls.version.as_deref(), Some("1.3"));
+        assert!(p("--alpn none https://127.0.0.1:1/")
+            .unwrap()
+            .tls
+            .alpn
+            .is_empty());
+        assert!(p("--tls-version 1.1 https://127.0.0.1:1/").is_err());
+        assert!(p("--tls-resume maybe https://127.0.0.1:1/").is_err());
     }
 }

@@ -24,19 +24,29 @@ pub enum ErrKind {
     Timeout = 3,
     /// Unparsable response.
     Proto = 4,
+    /// TLS failure: handshake (certificate, version, alert...) or a later
+    /// TLS record-layer error.
+    Tls = 5,
 }
 
+/// Number of [`ErrKind`] values.
+pub const ERR_KINDS: usize = 6;
+
 /// Names of [`ErrKind`] values, by index.
-pub const ERR_NAMES: [&str; 5] = ["connect", "read", "write", "timeout", "proto"];
+pub const ERR_NAMES: [&str; ERR_KINDS] = ["connect", "read", "write", "timeout", "proto", "tls"];
 
 /// Largest recordable latency (1 hour, in ns); larger values saturate.
 const MAX_NS: u64 = 3_600_000_000_000;
 
-/// A TTFB/TTLB histogram pair, values in nanoseconds.
+/// TTFB/TTLB histograms (and TLS handshake durations), values in
+/// nanoseconds.
 #[derive(Debug, Clone)]
 pub struct Hists {
     pub ttfb: Histogram<u64>,
     pub ttlb: Histogram<u64>,
+    /// TLS handshakes, from the end of the TCP connect to the end of the
+    /// handshake (empty for plain http).
+    pub handshake: Histogram<u64>,
 }
 
 impl Default for Hists {
@@ -51,7 +61,12 @@ impl Hists {
         Hists {
             ttfb: h(),
             ttlb: h(),
+            handshake: h(),
         }
+    }
+
+    pub fn record_handshake(&mut self, ns: u64) {
+        self.handshake.saturating_record(ns.clamp(1, MAX_NS));
     }
 
     pub fn record(&mut self, ttfb_ns: u64, ttlb_ns: u64) {
@@ -63,11 +78,13 @@ impl Hists {
         // Same bounds on both sides, cannot fail.
         let _ = self.ttfb.add(&other.ttfb);
         let _ = self.ttlb.add(&other.ttlb);
+        let _ = self.handshake.add(&other.handshake);
     }
 
     pub fn reset(&mut self) {
         self.ttfb.reset();
         self.ttlb.reset();
+        self.handshake.reset();
     }
 }
 
@@ -85,8 +102,12 @@ pub struct ThreadCounters {
     pub responses: AtomicU64,
     /// Bytes received.
     pub bytes: AtomicU64,
+    /// Completed full TLS handshakes.
+    pub tls_full: AtomicU64,
+    /// Completed resumed TLS handshakes.
+    pub tls_resumed: AtomicU64,
     /// By [`ErrKind`].
-    pub errors: [AtomicU64; 5],
+    pub errors: [AtomicU64; ERR_KINDS],
     /// By status class: index 1 to 5 for 1xx to 5xx, 0 for anything else.
     pub status: [AtomicU64; 6],
     /// Latencies of the current second (for the live medians).
@@ -115,7 +136,11 @@ pub struct Totals {
     pub sent: u64,
     pub responses: u64,
     pub bytes: u64,
-    pub errors: [u64; 5],
+    /// Completed full TLS handshakes.
+    pub tls_full: u64,
+    /// Completed resumed TLS handshakes.
+    pub tls_resumed: u64,
+    pub errors: [u64; ERR_KINDS],
     pub status: [u64; 6],
 }
 
@@ -128,7 +153,9 @@ impl Totals {
             t.sent += c.sent.load(Relaxed);
             t.responses += c.responses.load(Relaxed);
             t.bytes += c.bytes.load(Relaxed);
-            for i in 0..5 {
+            t.tls_full += c.tls_full.load(Relaxed);
+            t.tls_resumed += c.tls_resumed.load(Relaxed);
+            for i in 0..ERR_KINDS {
                 t.errors[i] += c.errors[i].load(Relaxed);
             }
             for i in 0..6 {
@@ -141,6 +168,11 @@ impl Totals {
     /// All errors together.
     pub fn error_count(&self) -> u64 {
         self.errors.iter().sum()
+    }
+
+    /// Completed TLS handshakes, full and resumed.
+    pub fn handshakes(&self) -> u64 {
+        self.tls_full + self.tls_resumed
     }
 
     /// Connections currently open.
@@ -181,8 +213,10 @@ mod tests {
             a.record(i * 1000, i * 2000);
         }
         b.record(0, u64::MAX);
+        b.record_handshake(5);
         a.add(&b);
         assert_eq!(a.ttfb.len(), 101);
+        assert_eq!(a.handshake.len(), 1);
         assert_eq!(a.ttfb.min(), 1);
         assert!(a.ttlb.max() >= MAX_NS);
         let p50 = a.ttfb.value_at_quantile(0.5);
