@@ -107,3 +107,28 @@ fn readme_generated_parts_are_current() {
         "README.md generated sections are stale: run `UPDATE_README=1 cargo test --test readme`"
     );
 }
+
+#[test]
+fn readme_config_example_is_valid() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let start = doc
+        .find("```haproxy\n")
+        .expect("README has a haproxy example")
+        + 11;
+    let end = start + doc[start..].find("```").unwrap();
+    let cfg = std::env::temp_dir().join(format!("fairlead-readme-{}.cfg", std::process::id()));
+    std::fs::write(&cfg, &doc[start..end]).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fairlead"))
+        .arg("-c")
+        .arg("-f")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&cfg);
+    assert!(
+        out.status.success(),
+        "README example rejected:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
