@@ -12,6 +12,9 @@ Options:
   -c             check the configuration and exit (0: valid, 1: errors)
   -db            stay in the foreground (the default)
   -D             run as a daemon
+  -W             master-worker mode: SIGUSR2 (or systemctl reload) reloads
+                 the configuration without dropping connections
+  -Ws            master-worker mode with systemd notify support
   -p <pidfile>   write the process id to this file
   -q             quiet: no notices
   -sf <pid>...   once started, ask these old processes to finish (SIGUSR1)
@@ -30,6 +33,10 @@ pub struct Options {
     pub version: bool,
     pub old_pids: Vec<i32>,
     pub old_terminate: bool,
+    /// `-W` / `-Ws`.
+    pub master_worker: bool,
+    /// `-Ws`.
+    pub systemd: bool,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -48,6 +55,11 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             "-c" => o.check = true,
             "-db" => o.foreground = true,
             "-D" => o.daemon = true,
+            "-W" => o.master_worker = true,
+            "-Ws" => {
+                o.master_worker = true;
+                o.systemd = true;
+            }
             "-p" => o.pidfile = Some(value("-p")?),
             "-q" => o.quiet = true,
             "-v" | "-vv" | "--version" => o.version = true,
@@ -153,6 +165,9 @@ pub fn execute(o: Options) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    if o.master_worker {
+        return run_master(o, cfg);
+    }
     let run = fairlead_runtime::RunOptions {
         daemon: o.daemon,
         pidfile: o.pidfile,
@@ -161,6 +176,42 @@ pub fn execute(o: Options) -> ExitCode {
         old_terminate: o.old_terminate,
     };
     match fairlead_runtime::run(cfg, run) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("[ALERT] {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_master(o: Options, cfg: fairlead_config::Config) -> ExitCode {
+    let mut worker_args = Vec::new();
+    for f in &o.files {
+        worker_args.push("-f".to_string());
+        worker_args.push(f.clone());
+    }
+    if o.quiet {
+        worker_args.push("-q".into());
+    }
+    let files = o.files.clone();
+    let quiet = o.quiet;
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("[ALERT] cannot find my own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let opts = fairlead_runtime::master::MasterOptions {
+        load: Box::new(move || load(&files, quiet)),
+        exe,
+        worker_args,
+        daemon: o.daemon,
+        pidfile: o.pidfile,
+        quiet: o.quiet,
+        systemd: o.systemd,
+    };
+    match fairlead_runtime::master::run_master(cfg, opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("[ALERT] {e}");

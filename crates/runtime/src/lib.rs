@@ -16,6 +16,8 @@
 #![deny(unsafe_code)]
 
 mod checks;
+pub mod inherit;
+pub mod master;
 pub mod os;
 mod worker;
 
@@ -225,13 +227,35 @@ fn longest_timeout(cfg: &Config) -> Option<Duration> {
 /// Returns `listeners[worker][frontend] = [(socket, addr)]`.
 type Listeners = Vec<Vec<Vec<std::net::TcpListener>>>;
 
-fn bind_all(shared: &Shared, workers: usize, check_free: bool) -> Result<Listeners> {
+fn bind_all(
+    shared: &Shared,
+    workers: usize,
+    check_free: bool,
+    inherited: Option<&inherit::FdMap>,
+) -> Result<Listeners> {
     let mut out: Listeners = (0..workers).map(|_| Vec::new()).collect();
     for fe in &shared.frontends {
         for w in out.iter_mut() {
             w.push(Vec::new());
         }
         for &(addr, v6only) in &fe.addrs {
+            // Sockets handed down by the master: the same kernel sockets
+            // the previous worker used.
+            if let Some(fds) = inherited.and_then(|m| m.0.get(&addr)) {
+                if fds.len() < workers {
+                    return Err(Error::other(format!(
+                        "frontend '{}': the master passed {} socket(s) for {addr}, {workers} needed",
+                        fe.name,
+                        fds.len()
+                    )));
+                }
+                for (w, &fd) in out.iter_mut().zip(fds) {
+                    let l = os::listener_from_fd(fd, addr)?;
+                    l.set_nonblocking(true)?;
+                    w.last_mut().expect("pushed above").push(l);
+                }
+                continue;
+            }
             if check_free {
                 check_port_free(addr).map_err(|e| {
                     Error::new(
@@ -312,11 +336,23 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
     let maxconn = setup_limits(&cfg);
     let shared = Arc::new(build(&cfg, opts.quiet, maxconn)?);
     let workers = worker_count(&cfg);
-    let listeners = bind_all(&shared, workers, opts.old_pids.is_empty())?;
-    if opts.daemon || cfg.global.daemon {
+    let inherited = inherit::FdMap::from_env().map_err(Error::other)?;
+    let is_worker = std::env::var_os(inherit::WORKER_ENV).is_some();
+    if is_worker {
+        os::die_with_parent();
+    }
+    let listeners = bind_all(
+        &shared,
+        workers,
+        opts.old_pids.is_empty() && inherited.is_none(),
+        inherited.as_ref(),
+    )?;
+    // A worker's master handles daemon mode and the pid file.
+    if !is_worker && (opts.daemon || cfg.global.daemon) {
         os::daemonize()?;
     }
-    if let Some(p) = opts.pidfile.as_ref().or(cfg.global.pidfile.as_ref()) {
+    let pidfile = opts.pidfile.as_ref().or(cfg.global.pidfile.as_ref());
+    if let Some(p) = pidfile.filter(|_| !is_worker) {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .map_err(|e| Error::new(e.kind(), format!("cannot write pidfile '{p}': {e}")))?;
     }
@@ -361,6 +397,16 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
         shared.backends.len(),
         maxconn
     ));
+    // Tell the master (if any) that this worker is serving.
+    if let Some(fd) = std::env::var(inherit::READY_FD_ENV)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    {
+        use std::io::Write;
+        if let Ok(mut ch) = os::unix_stream_from_fd(fd) {
+            let _ = ch.write_all(b"R");
+        }
+    }
     if !opts.old_pids.is_empty() {
         let sig = if opts.old_terminate {
             libc::SIGTERM

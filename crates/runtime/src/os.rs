@@ -134,3 +134,70 @@ pub fn signal_pids(pids: &[i32], sig: i32) {
         }
     }
 }
+
+/// Sets or clears FD_CLOEXEC on `fd` (inherited across exec when cleared).
+pub fn set_cloexec(fd: std::os::fd::RawFd, cloexec: bool) -> Result<()> {
+    // SAFETY: fcntl on an fd we own, with integer arguments only.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        if flags < 0 {
+            return Err(Error::last_os_error());
+        }
+        let new = if cloexec {
+            flags | libc::FD_CLOEXEC
+        } else {
+            flags & !libc::FD_CLOEXEC
+        };
+        if libc::fcntl(fd, libc::F_SETFD, new) < 0 {
+            return Err(Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Takes ownership of an inherited listening socket, after checking that
+/// `fd` really is a listening TCP socket bound to `expect`.
+pub fn listener_from_fd(
+    fd: std::os::fd::RawFd,
+    expect: std::net::SocketAddr,
+) -> Result<std::net::TcpListener> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl(F_GETFD) only checks that the descriptor is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(Error::last_os_error());
+    }
+    // SAFETY: the descriptor is open and was handed to this process by its
+    // master for this purpose; nothing else in the process owns it. It is
+    // checked below and closed on mismatch.
+    let l = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+    let got = l.local_addr()?;
+    let is_listener = socket2::SockRef::from(&l).is_listener().unwrap_or(false);
+    if got != expect || !is_listener {
+        return Err(Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("inherited fd {fd} is {got}, expected a listener on {expect}"),
+        ));
+    }
+    Ok(l)
+}
+
+/// Takes ownership of an inherited stream socket (the readiness channel to
+/// the master).
+pub fn unix_stream_from_fd(fd: std::os::fd::RawFd) -> Result<std::os::unix::net::UnixStream> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_GETFD only checks that the descriptor is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(Error::last_os_error());
+    }
+    // SAFETY: the master passed this descriptor for this single use.
+    Ok(unsafe { std::os::unix::net::UnixStream::from_raw_fd(fd) })
+}
+
+/// Asks the kernel to send SIGTERM to this process when its parent (the
+/// master) dies, so that no worker outlives a killed master.
+pub fn die_with_parent() {
+    // SAFETY: prctl with integer arguments only.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+    }
+}

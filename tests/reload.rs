@@ -1,0 +1,190 @@
+//! Master-worker mode: seamless reloads under load.
+
+mod common;
+use common::*;
+use std::io::{BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Default)]
+struct Tally {
+    ok: AtomicU64,
+    failed: AtomicU64,
+    refused: AtomicU64,
+    /// Keep-alive requests replayed on a new connection because the idle
+    /// connection was closed by a stopping worker (what every HTTP client
+    /// does for an idempotent request; not a failure).
+    replayed: AtomicU64,
+}
+
+/// One request per new connection, until `stop`.
+fn new_connections(bind: SocketAddr, stop: Arc<AtomicBool>, t: Arc<Tally>) {
+    while !stop.load(Ordering::Relaxed) {
+        let mut s = match TcpStream::connect_timeout(&bind, Duration::from_secs(2)) {
+            Ok(s) => s,
+            Err(_) => {
+                t.refused.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        };
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        let ok = s
+            .write_all(b"GET /?s=10 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .is_ok()
+            && read_response(&mut BufReader::new(s), false).is_some_and(|r| r.status == 200);
+        let c = if ok { &t.ok } else { &t.failed };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Keep-alive requests, reconnecting when the proxy closes.
+fn keep_alive(bind: SocketAddr, stop: Arc<AtomicBool>, t: Arc<Tally>) {
+    let mut conn: Option<(TcpStream, BufReader<TcpStream>)> = None;
+    while !stop.load(Ordering::Relaxed) {
+        let reused = conn.is_some();
+        let (w, r) = match conn.as_mut() {
+            Some(c) => c,
+            None => match TcpStream::connect_timeout(&bind, Duration::from_secs(2)) {
+                Ok(s) => {
+                    s.set_read_timeout(Some(DEADLINE)).unwrap();
+                    let r = BufReader::new(s.try_clone().unwrap());
+                    conn.insert((s, r))
+                }
+                Err(_) => {
+                    t.refused.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            },
+        };
+        let sent = w
+            .write_all(b"GET /?s=20 HTTP/1.1\r\nHost: x\r\n\r\n")
+            .is_ok();
+        match read_response(r, false).filter(|_| sent) {
+            Some(resp) if resp.status == 200 => {
+                t.ok.fetch_add(1, Ordering::Relaxed);
+                if resp.header("connection") == Some("close") {
+                    conn = None;
+                }
+            }
+            Some(_) => {
+                t.failed.fetch_add(1, Ordering::Relaxed);
+                conn = None;
+            }
+            None if reused => {
+                t.replayed.fetch_add(1, Ordering::Relaxed);
+                conn = None;
+            }
+            None => {
+                t.failed.fetch_add(1, Ordering::Relaxed);
+                conn = None;
+            }
+        }
+    }
+}
+
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn twenty_reloads_under_load_lose_nothing() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"))
+        .replace("global\n", "global\n    hard-stop-after 1s\n");
+    let p = Proxy::start_with(&cfg, &[bind], |c| c.arg("-W"));
+    wait_until("worker started", || children(p.pid()).len() == 1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let mut load = Vec::new();
+    for i in 0..4 {
+        let (s, t) = (stop.clone(), tally.clone());
+        load.push(std::thread::spawn(move || {
+            if i % 2 == 0 {
+                new_connections(bind, s, t)
+            } else {
+                keep_alive(bind, s, t)
+            }
+        }));
+    }
+    for n in 1..=20 {
+        let before = tally.ok.load(Ordering::Relaxed);
+        p.signal("USR2");
+        wait_until("reload complete", || {
+            p.stderr().matches("reload complete").count() >= n
+        });
+        // Traffic keeps flowing between reloads.
+        wait_until("requests served", || {
+            tally.ok.load(Ordering::Relaxed) > before + 20
+        });
+    }
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.join().unwrap();
+    }
+    let (ok, failed, refused) = (
+        tally.ok.load(Ordering::Relaxed),
+        tally.failed.load(Ordering::Relaxed),
+        tally.refused.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "reload test: {ok} ok, {failed} failed, {refused} refused, {} replayed",
+        tally.replayed.load(Ordering::Relaxed)
+    );
+    assert!(ok > 400, "too little traffic to mean anything: {ok}");
+    assert_eq!(failed, 0, "failed requests during reloads:\n{}", p.stderr());
+    assert_eq!(refused, 0, "refused connections during reloads");
+    // After hard-stop-after, only the current worker is left.
+    wait_until("old workers gone", || children(p.pid()).len() == 1);
+    assert!(
+        !p.stderr().contains("(master) current worker"),
+        "{}",
+        p.stderr()
+    );
+}
+
+#[test]
+fn bad_config_on_reload_keeps_the_running_worker() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"));
+    let p = Proxy::start_with(&cfg, &[bind], |c| c.arg("-W"));
+    wait_until("worker started", || children(p.pid()).len() == 1);
+    let worker = children(p.pid());
+    std::fs::write(&p.cfg_path, format!("{cfg}    nonsense here\n")).unwrap();
+    p.signal("USR2");
+    wait_until("reload refused", || p.stderr().contains("reload aborted"));
+    assert!(
+        p.stderr().contains("unknown keyword 'nonsense'"),
+        "{}",
+        p.stderr()
+    );
+    assert_eq!(children(p.pid()), worker);
+    assert_eq!(get(bind, "/").status, 200);
+}
+
+#[test]
+fn master_stops_its_workers() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"));
+    let mut p = Proxy::start_with(&cfg, &[bind], |c| c.arg("-W"));
+    wait_until("worker started", || children(p.pid()).len() == 1);
+    let worker = children(p.pid())[0];
+    p.signal("TERM");
+    p.wait_exit();
+    wait_until("worker gone", || {
+        !std::path::Path::new(&format!("/proc/{worker}")).exists()
+            || std::fs::read_to_string(format!("/proc/{worker}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    });
+}
