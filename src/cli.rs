@@ -15,6 +15,7 @@ Options:
   -W             master-worker mode: SIGUSR2 (or systemctl reload) reloads
                  the configuration without dropping connections
   -Ws            master-worker mode with systemd notify support
+  -S <path>      master CLI socket (`show proc`, `reload`), with -W
   -p <pidfile>   write the process id to this file
   -q             quiet: no notices
   -sf <pid>...   once started, ask these old processes to finish (SIGUSR1)
@@ -37,6 +38,8 @@ pub struct Options {
     pub master_worker: bool,
     /// `-Ws`.
     pub systemd: bool,
+    /// `-S <path>`.
+    pub master_socket: Option<String>,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -61,6 +64,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 o.systemd = true;
             }
             "-p" => o.pidfile = Some(value("-p")?),
+            "-S" => o.master_socket = Some(value("-S")?),
             "-q" => o.quiet = true,
             "-v" | "-vv" | "--version" => o.version = true,
             "-h" | "--help" => return Err("help requested".into()),
@@ -132,12 +136,24 @@ pub fn print_diagnostics(diags: &[Diagnostic], quiet: bool) {
 
 /// Loads and parses the configuration, printing diagnostics.
 pub fn load(files: &[String], quiet: bool) -> Result<fairlead_config::Config, ()> {
-    let sources = read_sources(files).map_err(|e| eprintln!("[ALERT] {e}"))?;
+    load_sources(files, quiet).map(|(c, _)| c)
+}
+
+/// Like [`load`], also returning the sources as read. A worker started by
+/// a master reads the sources its master checked, not the files.
+pub fn load_sources(
+    files: &[String],
+    quiet: bool,
+) -> Result<(fairlead_config::Config, Vec<Source>), ()> {
+    let sources = match fairlead_runtime::inherit::sources_from_env() {
+        Some(r) => r.map_err(|e| eprintln!("[ALERT] {e}"))?,
+        None => read_sources(files).map_err(|e| eprintln!("[ALERT] {e}"))?,
+    };
     let env = |k: &str| std::env::var(k).ok();
     match fairlead_config::parse(&sources, &env) {
         Ok(p) => {
             print_diagnostics(&p.diagnostics, quiet);
-            Ok(p.config)
+            Ok((p.config, sources))
         }
         Err(diags) => {
             print_diagnostics(&diags, false);
@@ -156,6 +172,9 @@ pub fn execute(o: Options) -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
+    if o.master_worker && !o.check {
+        return run_master(o);
+    }
     let Ok(cfg) = load(&o.files, o.quiet) else {
         return ExitCode::from(1);
     };
@@ -164,9 +183,6 @@ pub fn execute(o: Options) -> ExitCode {
             println!("Configuration file is valid");
         }
         return ExitCode::SUCCESS;
-    }
-    if o.master_worker {
-        return run_master(o, cfg);
     }
     let run = fairlead_runtime::RunOptions {
         daemon: o.daemon,
@@ -184,7 +200,10 @@ pub fn execute(o: Options) -> ExitCode {
     }
 }
 
-fn run_master(o: Options, cfg: fairlead_config::Config) -> ExitCode {
+fn run_master(o: Options) -> ExitCode {
+    let Ok((cfg, sources)) = load_sources(&o.files, o.quiet) else {
+        return ExitCode::from(1);
+    };
     let mut worker_args = Vec::new();
     for f in &o.files {
         worker_args.push("-f".to_string());
@@ -203,15 +222,16 @@ fn run_master(o: Options, cfg: fairlead_config::Config) -> ExitCode {
         }
     };
     let opts = fairlead_runtime::master::MasterOptions {
-        load: Box::new(move || load(&files, quiet)),
+        load: Box::new(move || load_sources(&files, quiet)),
         exe,
         worker_args,
         daemon: o.daemon,
         pidfile: o.pidfile,
         quiet: o.quiet,
         systemd: o.systemd,
+        master_socket: o.master_socket.map(Into::into),
     };
-    match fairlead_runtime::master::run_master(cfg, opts) {
+    match fairlead_runtime::master::run_master(cfg, sources, opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("[ALERT] {e}");

@@ -158,10 +158,21 @@ fn bad_config_on_reload_keeps_the_running_worker() {
     let cfg = http_cfg(bind, "", &format!("    server s1 {a}"));
     let p = Proxy::start_with(&cfg, &[bind], |c| c.arg("-W"));
     wait_until("worker started", || children(p.pid()).len() == 1);
+    // The worker serves the configuration the master checked, even if the
+    // file changes under it.
+    assert_eq!(get(bind, "/").status, 200);
     let worker = children(p.pid());
     std::fs::write(&p.cfg_path, format!("{cfg}    nonsense here\n")).unwrap();
     p.signal("USR2");
-    wait_until("reload refused", || p.stderr().contains("reload aborted"));
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while !p.stderr().contains("reload aborted") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no refusal logged:\n{}",
+            p.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     assert!(
         p.stderr().contains("unknown keyword 'nonsense'"),
         "{}",
@@ -187,4 +198,46 @@ fn master_stops_its_workers() {
             || std::fs::read_to_string(format!("/proc/{worker}/stat"))
                 .is_ok_and(|s| s.contains(") Z "))
     });
+}
+
+#[test]
+fn master_cli_shows_processes_and_reloads() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let sock = std::env::temp_dir().join(format!("fairlead-master-{}.sock", std::process::id()));
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"));
+    let s2 = sock.clone();
+    let p = Proxy::start_with(&cfg, &[bind], |c| c.arg("-W").arg("-S").arg(s2));
+    wait_until("worker started", || children(p.pid()).len() == 1);
+    let ask = |cmd: &str| {
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
+        let mut out = String::new();
+        std::io::Read::read_to_string(&mut s, &mut out).unwrap();
+        out
+    };
+    let table = ask("show proc");
+    assert!(
+        table.starts_with(
+            "#<PID>          <type>          <reloads>       <uptime>        <version>\n"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!("{:<15} master          0 [failed: 0]", p.pid())),
+        "{table}"
+    );
+    let worker = children(p.pid())[0];
+    assert!(
+        table.contains(&format!("# workers\n{worker:<15} worker          0 ")),
+        "{table}"
+    );
+    assert!(ask("reload").contains("Reloading"));
+    wait_until("reload complete", || p.stderr().contains("reload complete"));
+    let table = ask("show proc");
+    assert!(table.contains("master          1 [failed: 0]"), "{table}");
+    assert!(ask("frobnicate").contains("Unknown command"));
+    let _ = std::fs::remove_file(&sock);
 }

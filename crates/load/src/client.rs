@@ -5,6 +5,9 @@
 //! ticket (global, so `-n` is exact and `-R` is a global schedule), wait for
 //! the ticket's intended send time when rate-limited, send the precomputed
 //! request bytes, read and measure the response, record it.
+//!
+//! `https://` connections run the TLS handshake right after the TCP connect
+//! and then go through [`crate::tls::TlsConn`]; the HTTP side is the same.
 
 use std::cell::RefCell;
 use std::io;
@@ -18,8 +21,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
+
 use crate::args::Options;
 use crate::stats::{ErrKind, Hists, ThreadCounters};
+use crate::tls::{self, Got, TlsConn};
 
 /// How long in-flight requests may still complete after a stop.
 const GRACE: Duration = Duration::from_secs(1);
@@ -35,10 +42,12 @@ pub(crate) struct Prepared {
     pub addr: SocketAddr,
     /// HEAD request: the response has no body.
     pub head: bool,
+    /// TLS server name for `https://`, `None` for plain TCP.
+    pub tls: Option<ServerName<'static>>,
 }
 
 impl Prepared {
-    pub(crate) fn build(o: &Options) -> Vec<Prepared> {
+    pub(crate) fn build(o: &Options) -> io::Result<Vec<Prepared>> {
         o.urls
             .iter()
             .map(|t| {
@@ -63,11 +72,16 @@ impl Prepared {
                 if let Some(b) = &o.body {
                     bytes.extend_from_slice(b);
                 }
-                Prepared {
+                Ok(Prepared {
                     bytes: bytes.into(),
                     addr: t.addr,
                     head: o.method.eq_ignore_ascii_case("HEAD"),
-                }
+                    tls: if t.tls {
+                        Some(tls::server_name(&o.tls, &t.hostname)?)
+                    } else {
+                        None
+                    },
+                })
             })
             .collect()
     }
@@ -77,6 +91,8 @@ impl Prepared {
 pub(crate) struct Shared {
     pub opts: Options,
     pub reqs: Vec<Prepared>,
+    /// Base TLS configuration when some URL is `https://`.
+    pub tls: Option<ClientConfig>,
     pub start: Instant,
     /// Next request ticket.
     pub tickets: AtomicU64,
@@ -149,6 +165,10 @@ pub(crate) fn spawn_worker(
             let local = tokio::task::LocalSet::new();
             let hists = Rc::new(RefCell::new(Hists::new()));
             local.block_on(&rt, async {
+                let tls = sh
+                    .tls
+                    .as_ref()
+                    .map(|c| tls::thread_config(c, sh.opts.tls.resume));
                 let handles: Vec<_> = conn_ids
                     .into_iter()
                     .map(|i| {
@@ -156,6 +176,7 @@ pub(crate) fn spawn_worker(
                             sh.clone(),
                             tc.clone(),
                             hists.clone(),
+                            tls.clone(),
                             i,
                         ))
                     })
@@ -195,6 +216,7 @@ async fn conn_task(
     sh: Arc<Shared>,
     tc: Arc<ThreadCounters>,
     hists: Rc<RefCell<Hists>>,
+    tls: Option<Arc<ClientConfig>>,
     idx: usize,
 ) {
     let mut stop = sh.stop_rx.clone();
@@ -227,7 +249,16 @@ async fn conn_task(
         seq = seq.wrapping_add(1);
         let now = Instant::now();
         let begin = intended.unwrap_or(now);
-        let fut = exchange(&mut conn, req, &tc);
+        let fut = exchange(
+            &mut conn,
+            req,
+            &tc,
+            Handshake {
+                config: tls.as_ref(),
+                hists: &hists,
+                record: sh.after_rampup(begin),
+            },
+        );
         let res = match sh.opts.timeout {
             Some(d) => match tokio::time::timeout_at((now + d).into(), fut).await {
                 Ok(r) => r,
@@ -260,14 +291,26 @@ async fn conn_task(
     }
 }
 
-/// Sends `req` on the connection in `slot` (opening one if needed) and
-/// reads the whole response.
+/// What a new `https://` connection needs for its handshake.
+struct Handshake<'a> {
+    config: Option<&'a Arc<ClientConfig>>,
+    hists: &'a RefCell<Hists>,
+    /// Record the handshake time (the request is after the ramp-up).
+    record: bool,
+}
+
+/// Sends `req` on the connection in `slot` (opening one, with its TLS
+/// handshake, if needed) and reads the whole response.
 async fn exchange(
     slot: &mut Option<Conn>,
     req: &Prepared,
     tc: &Arc<ThreadCounters>,
+    hs: Handshake<'_>,
 ) -> Result<Done, ErrKind> {
-    if slot.as_ref().is_some_and(|c| c.addr != req.addr) {
+    if slot
+        .as_ref()
+        .is_some_and(|c| c.addr != req.addr || c.server_name != req.tls)
+    {
         *slot = None;
     }
     let c = match slot {
@@ -278,21 +321,35 @@ async fn exchange(
                 .map_err(|_| ErrKind::Connect)?;
             let _ = sock.set_nodelay(true);
             tc.opened.fetch_add(1, Relaxed);
-            slot.insert(Conn {
+            let c = slot.insert(Conn {
                 sock,
+                tls: None,
+                server_name: req.tls.clone(),
                 addr: req.addr,
                 tc: tc.clone(),
                 buf: vec![0; READ_BUF].into_boxed_slice(),
                 start: 0,
                 end: 0,
-            })
+            });
+            if let (Some(name), Some(config)) = (&req.tls, hs.config) {
+                let t0 = Instant::now();
+                let t = TlsConn::handshake(config.clone(), name.clone(), &mut c.sock).await?;
+                let ns = t0.elapsed().as_nanos() as u64;
+                if t.resumed() {
+                    tc.tls_resumed.fetch_add(1, Relaxed);
+                } else {
+                    tc.tls_full.fetch_add(1, Relaxed);
+                }
+                if hs.record {
+                    hs.hists.borrow_mut().record_handshake(ns);
+                }
+                c.tls = Some(Box::new(t));
+            }
+            c
         }
     };
     tc.sent.fetch_add(1, Relaxed);
-    c.sock
-        .write_all(&req.bytes)
-        .await
-        .map_err(|_| ErrKind::Write)?;
+    c.send(&req.bytes).await?;
     c.response(req.head).await
 }
 
@@ -430,6 +487,10 @@ impl Chunks {
 /// An open connection with its read buffer.
 struct Conn {
     sock: TcpStream,
+    /// TLS state (`https://`, once the handshake is done).
+    tls: Option<Box<TlsConn>>,
+    /// The TLS server name it was opened for (`None`: plain TCP).
+    server_name: Option<ServerName<'static>>,
     addr: SocketAddr,
     tc: Arc<ThreadCounters>,
     buf: Box<[u8]>,
@@ -444,6 +505,27 @@ impl Drop for Conn {
 }
 
 impl Conn {
+    /// Sends a whole request.
+    async fn send(&mut self, data: &[u8]) -> Result<(), ErrKind> {
+        let Some(t) = &mut self.tls else {
+            return self.sock.write_all(data).await.map_err(|_| ErrKind::Write);
+        };
+        loop {
+            match t
+                .send(&mut self.sock, data, &mut self.buf[self.end..])
+                .await?
+            {
+                Got::Done => return Ok(()),
+                // Early bytes from the server: kept for the response.
+                Got::Plain(n) => {
+                    self.end += n;
+                    self.tc.bytes.fetch_add(n as u64, Relaxed);
+                }
+                Got::Eof => return Err(ErrKind::Write),
+            }
+        }
+    }
+
     /// Reads more after the unconsumed bytes. `Ok(false)` on EOF.
     async fn fill(&mut self) -> Result<bool, ErrKind> {
         if self.start == self.end {
@@ -457,11 +539,17 @@ impl Conn {
         if self.end == self.buf.len() {
             return Err(ErrKind::Proto);
         }
-        let n = self
-            .sock
-            .read(&mut self.buf[self.end..])
-            .await
-            .map_err(|_| ErrKind::Read)?;
+        let n = match &mut self.tls {
+            None => self
+                .sock
+                .read(&mut self.buf[self.end..])
+                .await
+                .map_err(|_| ErrKind::Read)?,
+            Some(t) => match t.read(&mut self.sock, &mut self.buf[self.end..]).await? {
+                Got::Plain(n) => n,
+                _ => 0,
+            },
+        };
         self.end += n;
         self.tc.bytes.fetch_add(n as u64, Relaxed);
         Ok(n > 0)
@@ -625,7 +713,8 @@ mod tests {
             ..Options::default()
         };
         o.headers.push(("X-A".into(), "1".into()));
-        let p = Prepared::build(&o);
+        let p = Prepared::build(&o).unwrap();
+        assert!(p[0].tls.is_none());
         assert_eq!(
             &*p[0].bytes,
             &b"POST /p?q HTTP/1.1\r\nHost: 127.0.0.1:1\r\nX-A: 1\r\nContent-Length: 3\r\n\

@@ -3,6 +3,7 @@
 //!
 //! * [`args`]: command line ([`args::USAGE`] documents every option).
 //! * `client` (private): worker threads, connections, response parsing.
+//! * `tls` (private): rustls configuration and the TLS connection driver.
 //! * [`stats`]: counters, HDR histograms, per-second samples.
 //! * [`report`]: live lines, final text report, JSON.
 //! * [`plot`]: the SVG charts.
@@ -26,6 +27,7 @@ mod client;
 pub mod plot;
 pub mod report;
 pub mod stats;
+mod tls;
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -107,10 +109,17 @@ impl Run {
         let o = &self.opts;
         let threads = o.effective_threads();
         let (stop_tx, stop_rx) = watch::channel(false);
+        let reqs = client::Prepared::build(o)?;
+        let tls = if o.urls.iter().any(|u| u.tls) {
+            Some(tls::client_config(&o.tls)?)
+        } else {
+            None
+        };
         let start = Instant::now();
         let sh = Arc::new(Shared {
             opts: o.clone(),
-            reqs: client::Prepared::build(o),
+            reqs,
+            tls,
             start,
             tickets: AtomicU64::new(0),
             stop: AtomicBool::new(false),

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
-use crate::stats::{Sample, ERR_NAMES};
+use crate::stats::{ErrKind, Sample, ERR_NAMES};
 use crate::Summary;
 
 /// Percentiles reported (and plotted as reference points).
@@ -111,6 +111,17 @@ pub fn text(s: &Summary) -> String {
         let _ = write!(o, "{}{}={}", if i > 0 { " " } else { "" }, n, t.errors[i]);
     }
     let _ = writeln!(o, "), {} sent", t.sent);
+    let tls = t.handshakes() > 0 || t.errors[ErrKind::Tls as usize] > 0;
+    if tls {
+        let _ = writeln!(
+            o,
+            "tls: {} handshakes ({} full, {} resumed), {:.1} handshakes/s",
+            t.handshakes(),
+            t.tls_full,
+            t.tls_resumed,
+            t.handshakes() as f64 / secs
+        );
+    }
     let _ = writeln!(
         o,
         "latency over {} responses{}, ms:",
@@ -121,30 +132,56 @@ pub fn text(s: &Summary) -> String {
             format!(" (after the {:.1} s ramp-up)", s.rampup.as_secs_f64())
         }
     );
-    let _ = writeln!(o, "  {:>10} {:>12} {:>12}", "percentile", "TTFB", "TTLB");
+    // A third column with the TLS handshake times (over their own count).
+    let hs = &s.hists.handshake;
+    let col = |v: f64| {
+        if tls {
+            format!(" {v:12.3}")
+        } else {
+            String::new()
+        }
+    };
+    let _ = writeln!(
+        o,
+        "  {:>10} {:>12} {:>12}{}",
+        "percentile",
+        "TTFB",
+        "TTLB",
+        if tls {
+            format!(" {:>12}", "handshake")
+        } else {
+            String::new()
+        }
+    );
     for p in PERCENTILES {
         let _ = writeln!(
             o,
-            "  {:>9}% {:12.3} {:12.3}",
+            "  {:>9}% {:12.3} {:12.3}{}",
             p,
             ms(pct(&s.hists.ttfb, p)),
-            ms(pct(&s.hists.ttlb, p))
+            ms(pct(&s.hists.ttlb, p)),
+            col(ms(pct(hs, p)))
         );
     }
     let _ = writeln!(
         o,
-        "  {:>10} {:12.3} {:12.3}",
+        "  {:>10} {:12.3} {:12.3}{}",
         "max",
         ms(s.hists.ttfb.max()),
-        ms(s.hists.ttlb.max())
+        ms(s.hists.ttlb.max()),
+        col(ms(hs.max()))
     );
     let _ = writeln!(
         o,
-        "  {:>10} {:12.3} {:12.3}",
+        "  {:>10} {:12.3} {:12.3}{}",
         "mean",
         mean(&s.hists.ttfb) / 1e6,
-        mean(&s.hists.ttlb) / 1e6
+        mean(&s.hists.ttlb) / 1e6,
+        col(mean(hs) / 1e6)
     );
+    if tls {
+        let _ = writeln!(o, "  (handshake: over {} handshakes)", hs.len());
+    }
     o
 }
 
@@ -211,6 +248,15 @@ pub fn json(s: &Summary) -> String {
         let _ = write!(o, "\"{}\":{},", n, t.errors[i]);
     }
     let _ = writeln!(o, "\"total\":{}}},", t.error_count());
+    let _ = writeln!(
+        o,
+        "  \"tls_handshakes\": {{\"total\":{},\"full\":{},\"resumed\":{},\"per_s\":{}}},",
+        t.handshakes(),
+        t.tls_full,
+        t.tls_resumed,
+        num(t.handshakes() as f64 / secs)
+    );
+    let _ = writeln!(o, "  \"handshake\": {},", hist_json(&s.hists.handshake));
     let _ = writeln!(o, "  \"ttfb\": {},", hist_json(&s.hists.ttfb));
     let _ = writeln!(o, "  \"ttlb\": {},", hist_json(&s.hists.ttlb));
     o.push_str("  \"timeline\": [");

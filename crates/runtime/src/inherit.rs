@@ -81,3 +81,83 @@ mod tests {
         assert_eq!(FdMap::decode("").unwrap(), FdMap::default());
     }
 }
+
+/// Environment variable carrying the descriptor from which a worker reads
+/// the configuration sources its master validated (so a file edited after
+/// the master's check cannot reach a worker unchecked).
+pub const CONFIG_FD_ENV: &str = "FAIRLEAD_CONFIG_FD";
+
+/// Serializes configuration sources: per source, the name, a NUL, the text
+/// length in decimal, a newline, then the text.
+pub fn encode_sources(sources: &[fairlead_config::Source]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in sources {
+        out.extend_from_slice(s.name.as_bytes());
+        out.push(0);
+        out.extend_from_slice(format!("{}\n", s.text.len()).as_bytes());
+        out.extend_from_slice(s.text.as_bytes());
+    }
+    out
+}
+
+/// Reverse of [`encode_sources`].
+pub fn decode_sources(mut b: &[u8]) -> Result<Vec<fairlead_config::Source>, String> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let nul = b.iter().position(|&c| c == 0).ok_or("missing name end")?;
+        let name = String::from_utf8_lossy(&b[..nul]).into_owned();
+        b = &b[nul + 1..];
+        let nl = b
+            .iter()
+            .position(|&c| c == b'\n')
+            .ok_or("missing length end")?;
+        let len: usize = std::str::from_utf8(&b[..nl])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or("bad length")?;
+        b = &b[nl + 1..];
+        if b.len() < len {
+            return Err("truncated text".into());
+        }
+        let text = String::from_utf8(b[..len].to_vec()).map_err(|_| "text is not UTF-8")?;
+        b = &b[len..];
+        out.push(fairlead_config::Source { name, text });
+    }
+    Ok(out)
+}
+
+/// Reads the sources a master passed to this worker, if any.
+pub fn sources_from_env() -> Option<Result<Vec<fairlead_config::Source>, String>> {
+    use std::io::Read;
+    let fd: i32 = std::env::var(CONFIG_FD_ENV).ok()?.parse().ok()?;
+    let mut buf = Vec::new();
+    let read = crate::os::unix_stream_from_fd(fd).and_then(|mut s| s.read_to_end(&mut buf));
+    Some(
+        read.map_err(|e| format!("cannot read the configuration from the master: {e}"))
+            .and_then(|_| decode_sources(&buf)),
+    )
+}
+
+#[cfg(test)]
+mod source_tests {
+    use super::*;
+
+    #[test]
+    fn sources_round_trip() {
+        let s = vec![
+            fairlead_config::Source {
+                name: "a.cfg".into(),
+                text: "global\n  maxconn 1\n".into(),
+            },
+            fairlead_config::Source {
+                name: "b.cfg".into(),
+                text: String::new(),
+            },
+        ];
+        let back = decode_sources(&encode_sources(&s)).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0].text, s[0].text);
+        assert_eq!(back[1].name, "b.cfg");
+        assert!(decode_sources(b"x\x005\nabc").is_err());
+    }
+}

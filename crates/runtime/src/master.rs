@@ -18,9 +18,12 @@
 //! the master exits with an error (a supervisor restarts it). With `-Ws`
 //! the master speaks systemd's notify protocol (`READY=1`, `RELOADING=1`).
 
-use crate::inherit::{FdMap, LISTEN_FDS_ENV, READY_FD_ENV, WORKER_ENV};
+use crate::inherit::{
+    encode_sources, FdMap, CONFIG_FD_ENV, LISTEN_FDS_ENV, READY_FD_ENV, WORKER_ENV,
+};
 use crate::os;
 use fairlead_config::Config;
+use fairlead_config::Source;
 use std::collections::HashMap;
 use std::io::{Error, Read, Result};
 use std::net::{SocketAddr, TcpListener};
@@ -35,8 +38,10 @@ pub const WORKER_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// What the master needs from the command line.
 pub struct MasterOptions {
     /// Loads and checks the configuration (the same files every time),
-    /// printing diagnostics; `Err` when it is invalid.
-    pub load: Box<dyn Fn() -> std::result::Result<Config, ()>>,
+    /// printing diagnostics; `Err` when it is invalid. The sources are
+    /// handed to the worker as they were checked.
+    #[allow(clippy::type_complexity)]
+    pub load: Box<dyn Fn() -> std::result::Result<(Config, Vec<Source>), ()>>,
     /// The executable to start workers with.
     pub exe: std::path::PathBuf,
     /// The workers' arguments (`-f` files, `-q`).
@@ -46,6 +51,65 @@ pub struct MasterOptions {
     pub quiet: bool,
     /// `-Ws`: notify systemd.
     pub systemd: bool,
+    /// `-S <path>`: the master CLI socket (`show proc`, `reload`).
+    pub master_socket: Option<std::path::PathBuf>,
+}
+
+/// A worker process and when it was started.
+struct Worker {
+    child: Child,
+    started: Instant,
+    /// The master's reload count when it was started.
+    generation: u32,
+}
+
+/// `0d00h01m02s`, HAProxy's uptime format.
+fn uptime(d: Duration) -> String {
+    let s = d.as_secs();
+    format!(
+        "{}d{:02}h{:02}m{:02}s",
+        s / 86400,
+        s / 3600 % 24,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// The `show proc` table.
+fn show_proc(
+    started: Instant,
+    reloads: u32,
+    failed: u32,
+    current: &Worker,
+    old: &[OldWorker],
+) -> String {
+    let v = env!("CARGO_PKG_VERSION");
+    let mut out =
+        String::from("#<PID>          <type>          <reloads>       <uptime>        <version>\n");
+    out.push_str(&format!(
+        "{:<15} {:<15} {:<15} {:<15} {v}\n",
+        std::process::id(),
+        "master",
+        format!("{reloads} [failed: {failed}]"),
+        uptime(started.elapsed())
+    ));
+    let row = |w: &Worker| {
+        format!(
+            "{:<15} {:<15} {:<15} {:<15} {v}\n",
+            w.child.id(),
+            "worker",
+            reloads - w.generation,
+            uptime(w.started.elapsed())
+        )
+    };
+    out.push_str("# workers\n");
+    out.push_str(&row(current));
+    out.push_str("# old workers\n");
+    for o in old {
+        out.push_str(&row(&o.worker));
+    }
+    out.push_str("# programs\n\n");
+    out
 }
 
 /// Listening sockets owned by the master, per address.
@@ -133,12 +197,20 @@ fn sd_notify(enabled: bool, msg: &str) {
 }
 
 /// Starts a worker with the sockets and waits until it reports ready.
-fn spawn_worker(socks: &Sockets, cfg: &Config, opts: &MasterOptions) -> Result<Child> {
+fn spawn_worker(
+    socks: &Sockets,
+    cfg: &Config,
+    sources: &[Source],
+    opts: &MasterOptions,
+) -> Result<Child> {
+    use std::io::Write;
     let n = crate::worker_count(cfg);
     let map = socks.fd_map(cfg, n);
     let (mut ours, theirs) = UnixStream::pair()?;
+    let (mut cfg_ours, cfg_theirs) = UnixStream::pair()?;
     let mut fds: Vec<i32> = map.0.values().flatten().copied().collect();
     fds.push(theirs.as_raw_fd());
+    fds.push(cfg_theirs.as_raw_fd());
     for &fd in &fds {
         os::set_cloexec(fd, false)?;
     }
@@ -147,13 +219,25 @@ fn spawn_worker(socks: &Sockets, cfg: &Config, opts: &MasterOptions) -> Result<C
         .env(WORKER_ENV, "1")
         .env(LISTEN_FDS_ENV, map.encode())
         .env(READY_FD_ENV, theirs.as_raw_fd().to_string())
+        .env(CONFIG_FD_ENV, cfg_theirs.as_raw_fd().to_string())
         .stdin(Stdio::null())
         .spawn();
     for &fd in &fds {
         let _ = os::set_cloexec(fd, true);
     }
     drop(theirs);
+    drop(cfg_theirs);
     let mut child = spawned?;
+    // The worker runs exactly the configuration checked here.
+    let sent = cfg_ours.write_all(&encode_sources(sources));
+    drop(cfg_ours);
+    if let Err(e) = sent {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Error::other(format!(
+            "cannot pass the configuration to the worker: {e}"
+        )));
+    }
     ours.set_read_timeout(Some(WORKER_START_TIMEOUT))?;
     let mut byte = [0u8; 1];
     match ours.read(&mut byte) {
@@ -169,7 +253,7 @@ fn spawn_worker(socks: &Sockets, cfg: &Config, opts: &MasterOptions) -> Result<C
 }
 
 struct OldWorker {
-    child: Child,
+    worker: Worker,
     deadline: Option<Instant>,
 }
 
@@ -184,7 +268,7 @@ fn signal(child: &Child, sig: i32) {
 }
 
 /// Runs the master until it is stopped.
-pub fn run_master(cfg: Config, opts: MasterOptions) -> Result<()> {
+pub fn run_master(cfg: Config, sources: Vec<Source>, opts: MasterOptions) -> Result<()> {
     // Signal handlers first: a reload requested as soon as the port is
     // open must not hit SIGUSR2's default action (terminate).
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -211,14 +295,30 @@ pub fn run_master(cfg: Config, opts: MasterOptions) -> Result<()> {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .map_err(|e| Error::new(e.kind(), format!("cannot write pidfile '{p}': {e}")))?;
     }
-    let mut current = spawn_worker(&socks, &cfg, &opts)?;
+    let cli = match &opts.master_socket {
+        Some(path) => {
+            let _ = std::fs::remove_file(path);
+            let _enter = rt.enter();
+            Some(tokio::net::UnixListener::bind(path).map_err(|e| {
+                Error::new(e.kind(), format!("master socket {}: {e}", path.display()))
+            })?)
+        }
+        None => None,
+    };
+    let master_started = Instant::now();
+    let (mut reloads, mut failed_reloads) = (0u32, 0u32);
+    let mut current = Worker {
+        child: spawn_worker(&socks, &cfg, &sources, &opts)?,
+        started: Instant::now(),
+        generation: 0,
+    };
     let mut hard_stop = cfg.global.hard_stop_after;
     notice(
         opts.quiet,
         &format!(
             "master {} started worker {}",
             std::process::id(),
-            current.id()
+            current.child.id()
         ),
     );
     sd_notify(opts.systemd, "READY=1");
@@ -226,37 +326,23 @@ pub fn run_master(cfg: Config, opts: MasterOptions) -> Result<()> {
     rt.block_on(async {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         loop {
+            let mut do_reload = false;
             tokio::select! {
-                _ = usr2.recv() => {
-                    sd_notify(opts.systemd, "RELOADING=1");
-                    match reload(&mut socks, &opts) {
-                        Ok((worker, new_cfg)) => {
-                            let prev = std::mem::replace(&mut current, worker);
-                            signal(&prev, libc::SIGUSR1);
-                            let deadline = hard_stop.map(|h| Instant::now() + h);
-                            notice(opts.quiet, &format!(
-                                "reload complete: worker {} started, worker {} finishing",
-                                current.id(), prev.id()
-                            ));
-                            old.push(OldWorker { child: prev, deadline });
-                            hard_stop = new_cfg.global.hard_stop_after;
-                            socks.retain_for(&new_cfg);
-                        }
-                        Err(e) => eprintln!(
-                            "[ALERT]    (master) reload aborted, worker {} keeps running: {e}",
-                            current.id()
-                        ),
+                _ = usr2.recv() => do_reload = true,
+                conn = async { cli.as_ref().expect("guarded").accept().await }, if cli.is_some() => {
+                    if let Ok((stream, _)) = conn {
+                        let table = show_proc(master_started, reloads, failed_reloads, &current, &old);
+                        do_reload = master_cli(stream, table).await;
                     }
-                    sd_notify(opts.systemd, "READY=1");
                 }
                 _ = usr1.recv() => {
-                    signal(&current, libc::SIGUSR1);
+                    signal(&current.child, libc::SIGUSR1);
                     for o in &old {
-                        signal(&o.child, libc::SIGUSR1);
+                        signal(&o.worker.child, libc::SIGUSR1);
                     }
-                    let _ = current.wait();
+                    let _ = current.child.wait();
                     for o in &mut old {
-                        let _ = o.child.wait();
+                        let _ = o.worker.child.wait();
                     }
                     std::process::exit(0);
                 }
@@ -265,26 +351,56 @@ pub fn run_master(cfg: Config, opts: MasterOptions) -> Result<()> {
                 _ = chld.recv() => {}
                 _ = tick.tick() => {}
             }
+            if do_reload {
+                sd_notify(opts.systemd, "RELOADING=1");
+                match reload(&mut socks, &opts) {
+                    Ok((child, new_cfg)) => {
+                        reloads += 1;
+                        let worker = Worker { child, started: Instant::now(), generation: reloads };
+                        let prev = std::mem::replace(&mut current, worker);
+                        signal(&prev.child, libc::SIGUSR1);
+                        let deadline = hard_stop.map(|h| Instant::now() + h);
+                        notice(opts.quiet, &format!(
+                            "reload complete: worker {} started, worker {} finishing",
+                            current.child.id(), prev.child.id()
+                        ));
+                        old.push(OldWorker { worker: prev, deadline });
+                        hard_stop = new_cfg.global.hard_stop_after;
+                        socks.retain_for(&new_cfg);
+                    }
+                    Err(e) => {
+                        failed_reloads += 1;
+                        eprintln!(
+                            "[ALERT]    (master) reload aborted, worker {} keeps running: {e}",
+                            current.child.id()
+                        );
+                    }
+                }
+                sd_notify(opts.systemd, "READY=1");
+            }
             // Reap and enforce hard-stop-after on every wake-up.
-            if let Ok(Some(st)) = current.try_wait() {
-                eprintln!("[ALERT]    (master) current worker {} exited ({st}); exiting", current.id());
+            if let Ok(Some(st)) = current.child.try_wait() {
+                eprintln!(
+                    "[ALERT]    (master) current worker {} exited ({st}); exiting",
+                    current.child.id()
+                );
                 for o in &old {
-                    signal(&o.child, libc::SIGTERM);
+                    signal(&o.worker.child, libc::SIGTERM);
                 }
                 std::process::exit(1);
             }
-            old.retain_mut(|o| match o.child.try_wait() {
+            old.retain_mut(|o| match o.worker.child.try_wait() {
                 Ok(Some(_)) => {
-                    notice(opts.quiet, &format!("former worker {} exited", o.child.id()));
+                    notice(opts.quiet, &format!("former worker {} exited", o.worker.child.id()));
                     false
                 }
                 _ => {
                     if o.deadline.is_some_and(|d| Instant::now() >= d) {
                         eprintln!(
                             "[WARNING]  (master) worker {} still running after hard-stop-after; terminating it",
-                            o.child.id()
+                            o.worker.child.id()
                         );
-                        signal(&o.child, libc::SIGTERM);
+                        signal(&o.worker.child, libc::SIGTERM);
                         o.deadline = None;
                     }
                     true
@@ -296,14 +412,43 @@ pub fn run_master(cfg: Config, opts: MasterOptions) -> Result<()> {
     })
 }
 
-fn stop_all(current: &mut Child, old: &mut [OldWorker]) -> ! {
-    signal(current, libc::SIGTERM);
-    for o in old.iter() {
-        signal(&o.child, libc::SIGTERM);
+/// Serves one master CLI connection: `show proc`, `reload`, `help`.
+/// Returns true when a reload was asked for.
+async fn master_cli(stream: tokio::net::UnixStream, table: String) -> bool {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (r, mut w) = stream.into_split();
+    let mut line = String::new();
+    let read = tokio::time::timeout(
+        Duration::from_secs(5),
+        BufReader::new(r).read_line(&mut line),
+    )
+    .await;
+    if !matches!(read, Ok(Ok(_))) {
+        return false;
     }
-    let _ = current.wait();
+    let (reply, reload) = match line.trim() {
+        "show proc" => (table, false),
+        "reload" => ("Reloading the workers.\n\n".to_string(), true),
+        "help" | "" => (
+            "The following commands are valid at this level:\n  help           : this message\n  reload         : reload the workers with the current configuration files\n  show proc      : show the master and worker processes\n\n"
+                .to_string(),
+            false,
+        ),
+        other => (format!("Unknown command: '{other}'. Try 'help'.\n\n"), false),
+    };
+    let _ = w.write_all(reply.as_bytes()).await;
+    let _ = w.shutdown().await;
+    reload
+}
+
+fn stop_all(current: &mut Worker, old: &mut [OldWorker]) -> ! {
+    signal(&current.child, libc::SIGTERM);
+    for o in old.iter() {
+        signal(&o.worker.child, libc::SIGTERM);
+    }
+    let _ = current.child.wait();
     for o in old.iter_mut() {
-        let _ = o.child.wait();
+        let _ = o.worker.child.wait();
     }
     std::process::exit(0);
 }
@@ -311,8 +456,9 @@ fn stop_all(current: &mut Child, old: &mut [OldWorker]) -> ! {
 /// Loads the new configuration, binds its new addresses and starts its
 /// worker.
 fn reload(socks: &mut Sockets, opts: &MasterOptions) -> Result<(Child, Config)> {
-    let cfg = (opts.load)().map_err(|_| Error::other("the new configuration has errors"))?;
+    let (cfg, sources) =
+        (opts.load)().map_err(|_| Error::other("the new configuration has errors"))?;
     socks.ensure(&cfg, crate::worker_count(&cfg))?;
-    let child = spawn_worker(socks, &cfg, opts)?;
+    let child = spawn_worker(socks, &cfg, &sources, opts)?;
     Ok((child, cfg))
 }
