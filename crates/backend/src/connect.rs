@@ -9,6 +9,7 @@
 //!   delay), HAProxy's default redispatch interval of -1.
 //! - Each result feeds the server's passive check (`observe layer4`).
 
+use crate::counters::C;
 use crate::{AssignError, Backend, RequestKey, ServerSlot};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,11 +53,14 @@ pub async fn connect_server(
         match fairlead_net::connect(server.addr, connect_timeout).await {
             Ok(stream) => {
                 server.connects.fetch_add(1, Ordering::Relaxed);
+                server.counters.inc(C::ConnNew);
                 server.observe(false, true);
                 return Ok(Connected { stream, slot });
             }
             Err(e) => {
                 server.connect_errors.fetch_add(1, Ordering::Relaxed);
+                server.counters.inc(C::Econ);
+                be.counters.inc(C::Econ);
                 server.observe(false, false);
                 if *attempts >= retries {
                     return Err(ConnectFail::Failed {
@@ -64,7 +68,11 @@ pub async fn connect_server(
                     });
                 }
                 *attempts += 1;
+                server.counters.inc(C::Wretr);
+                be.counters.inc(C::Wretr);
                 if be.redispatch_now(*attempts) {
+                    be.counters.inc(C::Wredis);
+                    server.counters.inc(C::Wredis);
                     let failed = slot.idx();
                     drop(slot);
                     slot = be.assign(key, None, Some(failed)).await?;

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod connect;
+pub mod counters;
 pub mod error;
 pub mod idle;
 pub mod queue;
@@ -59,6 +60,8 @@ pub struct Server {
     pub connect_errors: AtomicU64,
     /// New TCP connections opened to this server.
     pub connects: AtomicU64,
+    /// Traffic counters (per-thread slots).
+    pub counters: counters::Counters,
 }
 
 impl Server {
@@ -138,6 +141,8 @@ pub struct Backend {
     pub sessions: AtomicU32,
     /// `fullconn` in force (for `minconn`).
     fullconn: u32,
+    /// Traffic counters (per-thread slots).
+    pub counters: counters::Counters,
 }
 
 struct View<'a>(&'a Backend);
@@ -193,6 +198,7 @@ impl Backend {
                 total: AtomicU64::new(0),
                 connect_errors: AtomicU64::new(0),
                 connects: AtomicU64::new(0),
+                counters: counters::Counters::new(),
             }));
             *next_id += 1;
         }
@@ -214,6 +220,7 @@ impl Backend {
             servers,
             sessions: AtomicU32::new(0),
             fullconn: o.fullconn.unwrap_or(fullconn),
+            counters: counters::Counters::new(),
         };
         backend.refresh_weights();
         Ok(backend)
@@ -268,6 +275,9 @@ impl Backend {
         };
         if ok {
             s.total.fetch_add(1, Ordering::Relaxed);
+            s.counters.inc(counters::C::Stot);
+            s.counters.inc(counters::C::Lbtot);
+            self.counters.inc(counters::C::Stot);
             self.sessions.fetch_add(1, Ordering::Relaxed);
             self.lb.taken(i);
         }

@@ -243,11 +243,13 @@ pub async fn tunnel(client: &TcpStream, server: &TcpStream, t: &TunnelTimeouts) 
     }
 }
 
-/// Client-side timeouts of the frontend that accepted the stream.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a TCP stream needs from the frontend that accepted it.
+#[derive(Debug, Clone)]
 pub struct FrontTimeouts {
     pub client: Option<Duration>,
     pub client_fin: Option<Duration>,
+    /// The frontend's traffic counters.
+    pub counters: Arc<fairlead_backend::counters::Counters>,
 }
 
 /// Serves one TCP-mode client: connect to a server of `be` (with retries
@@ -281,7 +283,18 @@ pub async fn serve_tcp(
         front.client_fin,
         bt.server_fin,
     );
-    let _stats = tunnel(&client, &conn.stream, &t).await;
+    let stats = tunnel(&client, &conn.stream, &t).await;
+    use fairlead_backend::counters::C;
+    let srv = conn.slot.server();
+    for c in [&*front.counters, &be.counters, &srv.counters] {
+        c.add(C::Bin, stats.client_to_server);
+        c.add(C::Bout, stats.server_to_client);
+        match stats.end {
+            TunnelEnd::ClientError => c.inc(C::CliAbrt),
+            TunnelEnd::ServerError => c.inc(C::SrvAbrt),
+            _ => {}
+        }
+    }
     drop(conn);
     Ok(())
 }

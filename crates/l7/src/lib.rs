@@ -42,6 +42,8 @@ pub struct HttpFront {
     pub forwardfor: Option<ForwardFor>,
     /// Largest request or response head, from `tune.bufsize`.
     pub max_head: usize,
+    /// The frontend's traffic counters.
+    pub counters: std::sync::Arc<fairlead_backend::counters::Counters>,
 }
 
 /// Everything a session needs, built once per worker and frontend and

@@ -4,6 +4,7 @@ use crate::body::{self, BodyError, Framer};
 use crate::key::KeyData;
 use crate::persist::{self, Persist};
 use crate::{Effective, HttpCtx};
+use fairlead_backend::counters::C;
 use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot};
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
@@ -12,6 +13,7 @@ use fairlead_http::{
 };
 use fairlead_net::io::{until, with_timeout, write_all, write_all2};
 use fairlead_net::{pool, IoBuf};
+use std::cell::Cell;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -105,6 +107,11 @@ struct Outcome {
 
 impl Session {
     async fn send_error(&self, status: u16) {
+        let fc = &self.ctx.front.counters;
+        fc.status(status);
+        if status < 500 {
+            fc.inc(C::Ereq);
+        }
         let _ = write_all(
             &self.client,
             error_response(status),
@@ -211,7 +218,10 @@ impl Session {
     /// One request/response exchange.
     async fn one_request(&mut self) -> Next {
         let head = match self.read_head().await {
-            Ok(h) => h,
+            Ok(h) => {
+                self.ctx.front.counters.inc(C::ReqTot);
+                h
+            }
             Err(Some(status)) => {
                 self.send_error(status).await;
                 return Next::Close;
@@ -328,6 +338,7 @@ impl Session {
         let replayable = matches!(head.body, BodyKind::None | BodyKind::Length(0));
         let retry_on = &be.options.retry_on;
         let mut framer = Framer::new(head.body);
+        let req_bytes = Cell::new(0u64);
         let mut sbuf = IoBuf::new();
         let mut stale_tries = 0;
         let mut attempts = 0u32;
@@ -354,8 +365,11 @@ impl Session {
                 }
             };
             let server = slot.server().clone();
+            if reused {
+                server.counters.inc(C::ConnReused);
+            }
             let result = self
-                .forward_request(&conn, &out, &mut framer, &mut sbuf, head)
+                .forward_request(&conn, &out, &mut framer, &mut sbuf, head, &req_bytes)
                 .await;
             // Can this failure be retried on another attempt?
             let may_retry = |wanted: bool, attempts: u32| {
@@ -394,6 +408,15 @@ impl Session {
                 sbuf = IoBuf::new();
                 continue;
             }
+            if !matches!(result, Ok(_) | Err(Fail::Abort)) {
+                be.counters.inc(C::Eresp);
+                server.counters.inc(C::Eresp);
+            }
+            if matches!(result, Err(Fail::Abort)) {
+                be.counters.inc(C::CliAbrt);
+                server.counters.inc(C::CliAbrt);
+                fe.counters.inc(C::CliAbrt);
+            }
             match result {
                 Ok(resp) => break (conn, slot, resp),
                 Err(Fail::Retry) | Err(Fail::Status(502)) => {
@@ -413,6 +436,13 @@ impl Session {
             }
         };
         drop(key_data);
+        // Request bytes: the head as received plus the body forwarded.
+        let bin = head.head_len as u64 + req_bytes.get();
+        fe.counters.add(C::Bin, bin);
+        be.counters.add(C::Bin, bin);
+        slot.server().counters.add(C::Bin, bin);
+        be.counters.inc(C::ReqTot);
+        slot.server().counters.inc(C::ReqTot);
         pool::give_out(out);
         let request_done = framer.is_done();
         self.respond(head, conn, slot, resp, sbuf, request_done, persist, bt)
@@ -428,6 +458,7 @@ impl Session {
         framer: &mut Framer,
         sbuf: &mut IoBuf,
         head: &RequestHead,
+        req_bytes: &Cell<u64>,
     ) -> Result<ResponseHead, Fail> {
         let ctx = self.ctx.clone();
         let bt = &ctx.be.options.timeouts;
@@ -444,7 +475,7 @@ impl Session {
             }
             body::forward(framer, client, cbuf, server, ct, bt.server)
                 .await
-                .map(|_| ())
+                .map(|n| req_bytes.set(req_bytes.get() + n))
         };
         let max_head = ctx.front.max_head;
         let is_head = head.is_head;
@@ -551,10 +582,19 @@ impl Session {
                 return None;
             }
         };
+        let srv = slot.server().clone();
+        let (fc, bc, sc) = (&ctx.front.counters, &ctx.be.counters, &srv.counters);
+        for c in [fc, bc, sc] {
+            c.status(resp.status);
+        }
+        let head_bytes = out.len() as u64;
         let wrote = write_all2(&self.client, &out, &sbuf.filled()[..first], ct).await;
         sbuf.consume(first);
         pool::give_out(out);
         if wrote.is_err() {
+            for c in [fc, bc, sc] {
+                c.inc(C::CliAbrt);
+            }
             return None;
         }
         let body_res = body::forward(
@@ -567,7 +607,19 @@ impl Session {
         )
         .await;
         drop(slot);
-        if body_res.is_err() {
+        let sent = head_bytes + first as u64 + body_res.as_ref().map_or(0, |n| *n);
+        for c in [fc, bc, sc] {
+            c.add(C::Bout, sent);
+        }
+        if let Err(e) = body_res {
+            // Who cut the transfer: reading the server or writing the client.
+            let who = match e {
+                BodyError::Dest(_) => C::CliAbrt,
+                _ => C::SrvAbrt,
+            };
+            for c in [fc, bc, sc] {
+                c.inc(who);
+            }
             return None;
         }
         let server_keep = resp.keep_alive
@@ -670,6 +722,7 @@ mod tests {
                     conn_mode: Default::default(),
                     forwardfor: None,
                     max_head: 1000,
+                    counters: Default::default(),
                 },
                 be: std::sync::Arc::new(
                     fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),

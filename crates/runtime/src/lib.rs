@@ -81,6 +81,8 @@ pub struct FrontendRt {
     pub limit: Limit,
     pub client_timeout: Option<Duration>,
     pub client_fin: Option<Duration>,
+    /// Highest number of concurrent connections seen (`smax`).
+    pub smax: AtomicU32,
 }
 
 /// State shared by every worker.
@@ -176,10 +178,12 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                 conn_mode: f.options.http_conn_mode,
                 forwardfor: f.options.forwardfor.clone(),
                 max_head: bufsize - MAXREWRITE,
+                counters: Arc::new(fairlead_backend::counters::Counters::new()),
             },
             limit: Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn)),
             client_timeout: t.client,
             client_fin: t.client_fin,
+            smax: AtomicU32::new(0),
             backend,
         }));
     }
@@ -385,6 +389,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
                         eprintln!("[WARNING]  thread {}: cpu-map failed: {e}", i + 1);
                     }
                 }
+                fairlead_backend::counters::set_thread_slot(i);
                 worker::run(shared, l, stop)
             })?;
         handles.push(h);

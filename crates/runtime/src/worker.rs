@@ -118,7 +118,9 @@ async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 shared.global.cur.fetch_add(1, Ordering::Relaxed);
-                fe.limit.cur.fetch_add(1, Ordering::Relaxed);
+                let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
+                fe.smax.fetch_max(cur, Ordering::Relaxed);
+                fe.http.counters.inc(fairlead_backend::counters::C::Stot);
                 // Each mode gets its own task type, so an HTTP connection's
                 // task is only as large as the HTTP state machine.
                 let guard = ConnGuard(account.clone());
@@ -137,6 +139,7 @@ async fn accept_loop(
                             let front = fairlead_l4::FrontTimeouts {
                                 client: fe2.client_timeout,
                                 client_fin: fe2.client_fin,
+                                counters: fe2.http.counters.clone(),
                             };
                             let _ = fairlead_l4::serve_tcp(stream, peer, &fe2.backend, front).await;
                         });

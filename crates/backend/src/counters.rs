@@ -1,0 +1,180 @@
+//! Traffic counters of frontends, backends and servers, per worker thread.
+//!
+//! Every worker thread writes only its own cache-line-aligned slot (a
+//! relaxed load and store, no read-modify-write shared with other cores);
+//! readers (stats, Prometheus, the runtime API) add the slots up. Counting
+//! a request therefore costs the same on 2 cores as on 64.
+//!
+//! Gauges that must be exact across threads (current sessions, queue
+//! lengths) live elsewhere as shared atomics.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Worker slots. Threads beyond this share the last slot (still correct:
+/// shared slots use atomic adds). Default is 64.
+pub const MAX_THREADS: usize = 64;
+
+thread_local! {
+    static SLOT: Cell<usize> = const { Cell::new(MAX_THREADS - 1) };
+}
+
+/// Declares the calling thread as worker `i` (0-based) for counting.
+pub fn set_thread_slot(i: usize) {
+    SLOT.with(|s| s.set(i.min(MAX_THREADS - 2)));
+}
+
+/// The counters HAProxy reports, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum C {
+    /// Sessions (frontends: accepted connections; backends/servers:
+    /// assigned requests or TCP streams). HAProxy's `stot`.
+    Stot,
+    /// HTTP requests. `req_tot`.
+    ReqTot,
+    /// Bytes received from the client (frontend/backend: request bytes).
+    Bin,
+    /// Bytes sent to the client.
+    Bout,
+    /// Denied requests / responses.
+    Dreq,
+    Dresp,
+    /// Request errors (bad request, timeout, client abort while reading).
+    Ereq,
+    /// Connection errors to servers.
+    Econ,
+    /// Response errors (invalid response, server abort, server timeout).
+    Eresp,
+    /// Retries and redispatches.
+    Wretr,
+    Wredis,
+    /// Data transfers aborted by the client / the server.
+    CliAbrt,
+    SrvAbrt,
+    /// Responses by status class.
+    Hrsp1xx,
+    Hrsp2xx,
+    Hrsp3xx,
+    Hrsp4xx,
+    Hrsp5xx,
+    HrspOther,
+    /// Times a server was chosen by the balancer. `lbtot`.
+    Lbtot,
+    /// New connections opened to servers / reused idle ones.
+    ConnNew,
+    ConnReused,
+}
+
+/// Number of counters in [`C`].
+pub const COUNT: usize = C::ConnReused as usize + 1;
+
+#[repr(align(128))]
+struct Slot([AtomicU64; COUNT]);
+
+impl Default for Slot {
+    fn default() -> Self {
+        Slot(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+/// One set of counters (a frontend, a backend or a server).
+pub struct Counters {
+    slots: Box<[Slot]>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            slots: (0..MAX_THREADS).map(|_| Slot::default()).collect(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Counters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counters")
+            .field("stot", &self.get(C::Stot))
+            .field("req_tot", &self.get(C::ReqTot))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Counters {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `n` to counter `c` in the calling thread's slot.
+    #[inline]
+    pub fn add(&self, c: C, n: u64) {
+        let slot = SLOT.with(Cell::get);
+        let a = &self.slots[slot].0[c as usize];
+        if slot == MAX_THREADS - 1 {
+            // The shared slot of non-worker threads.
+            a.fetch_add(n, Ordering::Relaxed);
+        } else {
+            // Single writer: no read-modify-write needed.
+            a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    pub fn inc(&self, c: C) {
+        self.add(c, 1);
+    }
+
+    /// Counts a response status in its class.
+    pub fn status(&self, status: u16) {
+        let c = match status {
+            100..=199 => C::Hrsp1xx,
+            200..=299 => C::Hrsp2xx,
+            300..=399 => C::Hrsp3xx,
+            400..=499 => C::Hrsp4xx,
+            500..=599 => C::Hrsp5xx,
+            _ => C::HrspOther,
+        };
+        self.inc(c);
+    }
+
+    /// The total of counter `c` over all threads.
+    pub fn get(&self, c: C) -> u64 {
+        self.slots
+            .iter()
+            .map(|s| s.0[c as usize].load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn sums_every_thread() {
+        let c = Arc::new(Counters::new());
+        let hs: Vec<_> = (0..4)
+            .map(|i| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    set_thread_slot(i);
+                    for _ in 0..1000 {
+                        c.inc(C::ReqTot);
+                        c.status(204);
+                    }
+                    c.add(C::Bin, 10);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        // Non-worker threads share the last slot.
+        c.inc(C::ReqTot);
+        assert_eq!(c.get(C::ReqTot), 4001);
+        assert_eq!(c.get(C::Hrsp2xx), 4000);
+        assert_eq!(c.get(C::Bin), 40);
+        assert_eq!(c.get(C::Hrsp5xx), 0);
+    }
+}
