@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """fairbench: side-by-side benchmarks of Fairlead, HAProxy and nginx.
 
-One subcommand per scenario (keepalive, close, sizes, idle, tail, tls,
-crosscheck) plus `report`, which regenerates BENCHMARKS.md from the latest
-result of each scenario. Python 3 standard library only. See bench/README.md.
+One subcommand per scenario (keepalive, close, sizes, idle, tail, servers,
+crosscheck, tls) plus `build` (a private, recorded copy of the binaries) and
+`report`, which regenerates BENCHMARKS.md from the latest result of each
+scenario. Python 3 standard library only. See bench/README.md.
 
 Every scenario starts one origin (fairlead-term) and then runs the proxies
 one after another in interleaved rounds (fairlead, haproxy, nginx, fairlead,
@@ -101,6 +102,12 @@ def machine(ctx):
     git = _first_line(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
     dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True).stdout.strip()
+    build = None
+    try:
+        with open(os.path.join(ctx.bin_dir, "build.json")) as f:
+            build = json.load(f)
+    except (OSError, ValueError):
+        pass
     return {
         "nproc": os.cpu_count(),
         "cpu_model": model,
@@ -110,6 +117,12 @@ def machine(ctx):
         "fairlead": _first_line([ctx.bin("fairlead"), "-v"]),
         "fairlead_git": git + ("-dirty" if dirty else ""),
         "fairlead_binary": binary_id(ctx.bin("fairlead")),
+        "binaries": {b: binary_id(ctx.bin(b)) for b in ("fairlead", "fairlead-term", "fairlead-load")},
+        "bin_dir": os.path.relpath(ctx.bin_dir, ROOT) if ctx.bin_dir.startswith(ROOT) else ctx.bin_dir,
+        # the state of the source the binaries were built from (written by `fairbench.py build`);
+        # without it, only the repository state at measurement time is known
+        "build": build,
+        "repo_at_run": git_state(),
         "haproxy": _first_line([ctx.haproxy, "-v"]),
         "nginx": _first_line([ctx.nginx, "-v"]),
         "wrk": _first_line([ctx.wrk, "-v"]) if ctx.wrk else "not found",
@@ -118,6 +131,17 @@ def machine(ctx):
         "threads": {"proxy": ctx.threads, "client": ctx.client_threads, "origin": ctx.origin_threads},
         "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
     }
+
+
+def git_state():
+    """Full commit and the tracked files that differ from it (bench/ edits do not change binaries)."""
+    head = _first_line(["git", "-C", ROOT, "rev-parse", "HEAD"])
+    st = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                        capture_output=True, text=True).stdout.splitlines()
+    paths = [l[3:] for l in st if l.strip()]
+    code = [q for q in paths if not (q.startswith("bench/") or q == "BENCHMARKS.md")]
+    return {"commit": head, "dirty": bool(paths), "dirty_paths": paths,
+            "dirty_outside_bench": code}
 
 
 # --------------------------------------------------------------------------
@@ -151,6 +175,41 @@ def children_of(pid):
         except OSError:
             pass
     return out
+
+
+def cpu_busy_s():
+    """Busy seconds of all CPUs together since boot (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / CLK_TCK
+
+
+class CpuAccount:
+    """Machine CPU over a measured run: busy, ours (proxy, origin, the client that ran and
+    exited, this script) and the rest: other people's work, plus kernel time (softirq) that
+    is not charged to any process."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.t0 = time.monotonic()
+        self.busy0 = cpu_busy_s()
+        self.origin0 = ctx.origin_cpu_s()
+        ch, me = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+        self.kids0 = ch.ru_utime + ch.ru_stime
+        self.self0 = me.ru_utime + me.ru_stime
+
+    def done(self, proxy_cpu_s):
+        wall = time.monotonic() - self.t0
+        ch, me = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+        busy = cpu_busy_s() - self.busy0
+        client = ch.ru_utime + ch.ru_stime - self.kids0
+        origin = self.ctx.origin_cpu_s() - self.origin0
+        mine = me.ru_utime + me.ru_stime - self.self0
+        ours = proxy_cpu_s + client + origin + mine
+        pct = lambda x: round(100.0 * x / wall, 1) if wall > 0 else None
+        return {"busy_pct": pct(busy), "client_pct": pct(client), "origin_pct": pct(origin),
+                "proxy_pct": pct(proxy_cpu_s), "other_pct": pct(max(0.0, busy - ours)),
+                "ncpu": os.cpu_count()}
 
 
 def loadavg1():
@@ -280,7 +339,14 @@ def tail_of(path, n=20):
 # --------------------------------------------------------------------------
 # configuration files
 
-def haproxy_cfg(ctx, mode, maxconn, keepalive_timeout="60s"):
+def backend_servers(ctx, servers):
+    """[(name, host, port)]: the single origin by default, or the `servers` scenario's list."""
+    if servers:
+        return servers
+    return [("o1", ctx.origin_host, ctx.origin_port)]
+
+
+def haproxy_cfg(ctx, mode, maxconn, keepalive_timeout="60s", balance="roundrobin", servers=None):
     lines = [
         "# generated by bench/fairbench.py; loaded as is by both Fairlead and HAProxy",
         "global",
@@ -304,14 +370,14 @@ def haproxy_cfg(ctx, mode, maxconn, keepalive_timeout="60s"):
         "    default_backend be",
         "",
         "backend be",
-        "    balance roundrobin",
-        "    server o1 %s:%d" % (ctx.origin_host, ctx.origin_port),
-        "",
+        "    balance %s" % balance,
     ]
+    lines += ["    server %s %s:%d" % sv for sv in backend_servers(ctx, servers)]
+    lines.append("")
     return "\n".join(lines)
 
 
-def nginx_conf(ctx, mode, maxconn, tmp):
+def nginx_conf(ctx, mode, maxconn, tmp, balance="roundrobin", servers=None):
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     wc = max(1024, min(2 * maxconn + 64, nofile - 64))
     head = ["# generated by bench/fairbench.py; the nginx equivalent of the HAProxy configuration"]
@@ -331,7 +397,9 @@ def nginx_conf(ctx, mode, maxconn, tmp):
     if mode == "tcp":
         body = [
             "stream {",
-            "    upstream be { server %s:%d; }" % (ctx.origin_host, ctx.origin_port),
+            "    upstream be { %s%s }" % ("least_conn; " if balance == "leastconn" else "",
+                                        " ".join("server %s:%d;" % (h, port)
+                                                 for _, h, port in backend_servers(ctx, servers))),
             "    server {",
             "        listen %s:%d;" % (ctx.proxy_host, ctx.proxy_port),
             "        proxy_pass be;",
@@ -352,7 +420,9 @@ def nginx_conf(ctx, mode, maxconn, tmp):
             "    uwsgi_temp_path %s/uwsgi;" % tmp,
             "    scgi_temp_path %s/scgi;" % tmp,
             "    upstream be {",
-            "        server %s:%d;" % (ctx.origin_host, ctx.origin_port),
+        ] + (["        least_conn;"] if balance == "leastconn" else []) + [
+            "        server %s:%d;" % (h, port) for _, h, port in backend_servers(ctx, servers)
+        ] + [
             "        keepalive 1024;",
             "        keepalive_requests 1000000;",
             "        keepalive_timeout 60s;",
@@ -398,6 +468,7 @@ class Ctx:
         self.haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
         self.nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         self.wrk = shutil.which("wrk")
+        self.bin_dir = getattr(args, "bin_dir", None) or env("FAIRBENCH_BIN_DIR") or RELEASE
         self.proxies = [p.strip() for p in args.proxies.split(",") if p.strip()]
         for p in self.proxies:
             if p not in PROXIES:
@@ -405,10 +476,11 @@ class Ctx:
         self.procs = Procs()
         self.tmp = tempfile.mkdtemp(prefix="fairbench-")
         self.origin = None
+        self.quiet_wait = None
         self.seq = 0
 
     def bin(self, name):
-        return os.path.join(RELEASE, name)
+        return os.path.join(self.bin_dir, name)
 
     def path(self, name):
         return os.path.join(self.tmp, name)
@@ -425,14 +497,27 @@ class Ctx:
                 raise BenchError("nginx not found (apt-get install -y nginx-full)")
 
     # ---- origin
-    def start_origin(self):
-        if not port_free(self.origin_host, self.origin_port):
-            raise BenchError("origin port %s:%d is busy" % (self.origin_host, self.origin_port))
-        cmd = [self.bin("fairlead-term"), "-t", str(self.origin_threads), "-n", "o1",
-               "%s:%d" % (self.origin_host, self.origin_port)]
-        self.origin = self.procs.spawn(cmd, self.path("origin.log"), self.origin_cpus)
+    def start_origin(self, extra_ports=0, cpus=None, threads=None):
+        """fairlead-term on origin_port, plus origin_port+1 .. origin_port+extra_ports (one process
+        listening on all of them: the `servers` scenario's backend servers)."""
+        ports = [self.origin_port] + [self.origin_port + i for i in range(1, extra_ports + 1)]
+        for port in ports:
+            if not port_free(self.origin_host, port):
+                raise BenchError("origin port %s:%d is busy" % (self.origin_host, port))
+        cmd = [self.bin("fairlead-term"), "-t", str(threads or self.origin_threads), "-n", "o1"] + [
+            "%s:%d" % (self.origin_host, port) for port in ports]
+        self.origin = self.procs.spawn(cmd, self.path("origin.log"), cpus or self.origin_cpus)
         wait_ready(self.origin_host, self.origin_port, "/", 5.0, self.origin)
-        log("origin up: %s" % " ".join(self.origin.cmdline))
+        if extra_ports:
+            wait_ready(self.origin_host, ports[-1], "/", 5.0, self.origin)
+        shown = cmd if len(ports) <= 3 else cmd[:-len(ports) + 2] + ["...", cmd[-1]]
+        log("origin up: %s" % " ".join(shown))
+
+    def origin_cpu_s(self):
+        try:
+            return proc_cpu_s(self.origin.pid) if self.origin is not None else 0.0
+        except OSError:
+            return 0.0
 
     def origin_url(self, path):
         return "http://%s:%d%s" % (self.origin_host, self.origin_port, path)
@@ -460,7 +545,8 @@ def cpu_list(spec):
 
 
 class RunningProxy:
-    def __init__(self, ctx, name, mode, maxconn, keepalive_timeout="60s"):
+    def __init__(self, ctx, name, mode, maxconn, keepalive_timeout="60s", balance="roundrobin",
+                 servers=None, cpus=None):
         self.ctx, self.name, self.mode = ctx, name, mode
         ctx.seq += 1
         tag = "%s-%d" % (name, ctx.seq)
@@ -469,11 +555,11 @@ class RunningProxy:
         if name == "nginx":
             d = ctx.path(tag)
             os.makedirs(d, exist_ok=True)
-            self.config_text = nginx_conf(ctx, mode, maxconn, d)
+            self.config_text = nginx_conf(ctx, mode, maxconn, d, balance, servers)
             cfg = os.path.join(d, "nginx.conf")
             cmd = [ctx.nginx, "-p", d, "-e", os.path.join(d, "nginx-error.log"), "-c", cfg]
         else:
-            self.config_text = haproxy_cfg(ctx, mode, maxconn, keepalive_timeout)
+            self.config_text = haproxy_cfg(ctx, mode, maxconn, keepalive_timeout, balance, servers)
             cfg = ctx.path("bench-%s.cfg" % mode)
             if name == "fairlead":
                 cmd = [ctx.bin("fairlead"), "-f", cfg, "-q"]
@@ -482,7 +568,7 @@ class RunningProxy:
         with open(cfg, "w") as f:
             f.write(self.config_text)
         self.cfg = cfg
-        self.proc = ctx.procs.spawn(cmd, ctx.path(tag + ".log"), ctx.proxy_cpus)
+        self.proc = ctx.procs.spawn(cmd, ctx.path(tag + ".log"), cpus or ctx.proxy_cpus)
         self.cmdline = cmd
         try:
             wait_ready(ctx.proxy_host, ctx.proxy_port, "/?s=64", 8.0, self.proc)
@@ -570,9 +656,11 @@ def run_wrk(ctx, url, conns, duration):
     m = re.search(r"Requests/sec:\s+([\d.]+)", p.stdout)
     if not m:
         raise BenchError("wrk failed: %s" % (p.stdout + p.stderr)[-1000:])
+    total = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", p.stdout)
     errs = re.search(r"Socket errors: (.*)", p.stdout)
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", p.stdout)
     return {"req_per_s": float(m.group(1)),
+            "requests": int(total.group(1)) if total else None,
             "socket_errors": errs.group(1) if errs else None,
             "non_2xx": int(non2xx.group(1)) if non2xx else 0}, " ".join(
                 ["taskset", "-c", ctx.client_cpus, "wrk"] + cmd[4:])
@@ -605,6 +693,7 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
             log("warm-up failed:", e)
     c0 = proxy.cpu_s()
     load1 = loadavg1()
+    acct = CpuAccount(ctx)
     t0 = time.monotonic()
     s, shown = run_load(ctx, url, conns, duration, rate=rate, close=close, ramp=ramp)
     t1 = time.monotonic()
@@ -619,6 +708,7 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
     r["peak_rss_kib"] = proxy.peak_rss_kib() if alive else None
     r["proxy_alive"] = alive
     r["loadavg1"] = [load1, loadavg1()]
+    r["machine_cpu"] = acct.done(cpu)
     if not alive:
         r["proxy_exit"] = proxy.proc.returncode
         r["proxy_log"] = proxy.log_tail()
@@ -669,11 +759,16 @@ def brief(e):
     if "error" in e:
         return
     lat = e.get("lat_ms", {})
+    mc = e.get("machine_cpu") or {}
     log("   %-8s %9.0f req/s  cpu %6s us/req (%5.1f%%)  p50 %.3f p99 %.3f p99.99 %.3f ms  "
-        "rss %s KiB  err %d%s" % (
+        "rss %s KiB  err %d%s%s%s" % (
             e.get("proxy", "direct"), e["req_per_s"], e.get("cpu_us_per_req"), e.get("proxy_cpu_pct", 0),
             lat.get("50") or 0, lat.get("99") or 0, lat.get("99.99") or 0, e.get("peak_rss_kib"),
-            e["errors"] + e["non_2xx"], "  wrk %.0f" % e["wrk"]["req_per_s"] if "wrk" in e else ""))
+            e["errors"] + e["non_2xx"], "  wrk %.0f" % e["wrk"]["req_per_s"] if "wrk" in e else "",
+            "  [machine busy %s%%, client %s%%, origin %s%%, other %s%%]" % (
+                mc.get("busy_pct"), mc.get("client_pct"), mc.get("origin_pct"), mc.get("other_pct"))
+            if mc else "",
+            "  servers with conns %s" % e["servers_with_conns"] if "servers_with_conns" in e else ""))
 
 
 # --------------------------------------------------------------------------
@@ -923,11 +1018,13 @@ def sc_idle(ctx, args):
                         http_get(ctx.proxy_host, ctx.proxy_port, args.path)
                     time.sleep(args.settle)
                     base = proxy.rss_kib()
+                    entry["loadavg1"] = [loadavg1()]
                     t0 = time.monotonic()
                     socks, failures = open_idle(ctx.proxy_host, ctx.proxy_port, n, args.path)
                     opened = time.monotonic() - t0
                     time.sleep(args.settle)
                     with_n = proxy.rss_kib()
+                    entry["loadavg1"].append(loadavg1())
                     fds = proxy.fds()
                     entry.update({
                         "rss_base_kib": base, "rss_with_n_kib": with_n,
@@ -1057,53 +1154,498 @@ def sc_tail(ctx, args):
     return res
 
 
+def origin_ports_in_use(host, lo, hi):
+    """Distinct ports in [lo, hi] of `host` with an established TCP connection (from /proc/net/tcp):
+    after a `servers` run, the backend servers the proxy still holds connections to."""
+    want = "%08X" % int.from_bytes(socket.inet_aton(host), "little")
+    ports = set()
+    try:
+        with open("/proc/net/tcp") as f:
+            next(f)
+            for line in f:
+                parts = line.split()
+                rem, st = parts[2], parts[3]
+                ip, port = rem.split(":")
+                if st == "01" and ip == want and lo <= int(port, 16) <= hi:
+                    ports.add(int(port, 16))
+    except OSError:
+        return None
+    return len(ports)
+
+
+def sc_servers(ctx, args):
+    counts = [int(x) for x in args.counts.split(",")]
+    algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    for a in algos:
+        if a not in ("roundrobin", "leastconn"):
+            raise BenchError("unsupported algorithm %r (roundrobin, leastconn)" % a)
+    res = new_result(ctx, "servers", {"rounds": args.rounds, "duration_s": args.duration,
+                                      "conns": args.conns, "path": args.path, "counts": counts,
+                                      "algos": algos, "warmup_s": args.warmup})
+    top = max(counts)
+    # one fairlead-term listening on origin_port+1 .. origin_port+top; backend N uses the first N
+    ctx.start_origin(extra_ports=top)
+    res["params"]["origin_cmd"] = "taskset -c %s fairlead-term -t %d -n o1 %s:%d %s:%d ... %s:%d" % (
+        ctx.origin_cpus, ctx.origin_threads, ctx.origin_host, ctx.origin_port, ctx.origin_host,
+        ctx.origin_port + 1, ctx.origin_host, ctx.origin_port + top)
+    cases = {}
+    for a in algos:
+        for n in counts:
+            c = {"name": "servers-%s-%d" % (a, n), "mode": "http", "balance": a, "servers": n,
+                 "path": args.path, "conns": args.conns, "runs": []}
+            cases[(a, n)] = c
+            res["cases"].append(c)
+    url = ctx.proxy_url(args.path)
+    # the order inside a round keeps the 10/100 pair of one proxy and algorithm close in time
+    for rnd in range(1, args.rounds + 1):
+        for a in algos:
+            for name in ctx.proxies:
+                for n in counts:
+                    case = cases[(a, n)]
+                    servers = [("s%d" % i, ctx.origin_host, ctx.origin_port + i) for i in range(1, n + 1)]
+                    entry = {"round": rnd, "proxy": name}
+                    log("servers %s N=%d round %d/%d: %s" % (a, n, rnd, args.rounds, name))
+                    proxy = None
+                    try:
+                        proxy = RunningProxy(ctx, name, "http", 9500, balance=a, servers=servers)
+                        case.setdefault("configs", {})[name] = proxy.config_text
+                        entry.update(measured_run(ctx, proxy, url, args.conns, args.duration,
+                                                  warmup=args.warmup))
+                        entry["servers_with_conns"] = origin_ports_in_use(
+                            ctx.origin_host, ctx.origin_port + 1, ctx.origin_port + n)
+                    except BenchError as e:
+                        entry["error"] = str(e)
+                        log("ERROR:", e)
+                    finally:
+                        if proxy is not None:
+                            if not proxy.alive() and "proxy_log" not in entry:
+                                entry["proxy_exit"] = proxy.proc.returncode
+                                entry["proxy_log"] = proxy.log_tail()
+                            proxy.stop()
+                    case["runs"].append(entry)
+                    brief(entry)
+    for c in cases.values():
+        aggregate(c)
+        for name, m in c["summary"].items():
+            rs = [r for r in c["runs"] if r["proxy"] == name and "error" not in r]
+            m["servers_with_conns"] = med([r.get("servers_with_conns") for r in rs])
+    # 100/10 ratios per proxy and algorithm: of the medians, and paired by round
+    lo, hi = min(counts), max(counts)
+    scaling = {}
+    for a in algos:
+        for name in ctx.proxies:
+            ml, mh = cases[(a, lo)]["summary"].get(name, {}), cases[(a, hi)]["summary"].get(name, {})
+            if not (ml.get("rounds_ok") and mh.get("rounds_ok")):
+                continue
+            paired = []
+            for rl in cases[(a, lo)]["runs"]:
+                if rl["proxy"] != name or "error" in rl:
+                    continue
+                for rh in cases[(a, hi)]["runs"]:
+                    if rh["proxy"] == name and rh["round"] == rl["round"] and "error" not in rh \
+                            and rl.get("cpu_us_per_req") and rh.get("cpu_us_per_req"):
+                        paired.append(round(rh["cpu_us_per_req"] / rl["cpu_us_per_req"], 3))
+            scaling["%s/%s" % (a, name)] = {
+                "algo": a, "proxy": name, "lo": lo, "hi": hi,
+                "cpu": ratio(mh["cpu_us_per_req"], ml["cpu_us_per_req"]),
+                "cpu_paired": paired, "cpu_paired_median": med(paired),
+                "req_per_s": ratio(mh["req_per_s"], ml["req_per_s"]),
+                "p99": ratio(mh["lat_ms"]["99"], ml["lat_ms"]["99"]),
+            }
+    res["scaling"] = scaling
+    for c in res["cases"]:
+        print_summary(c)
+    print("\n== %d/%d servers ==" % (hi, lo))
+    for k, v in scaling.items():
+        print("%-22s cpu/req x%s (paired %s)  req/s x%s  p99 x%s" % (
+            k, fmt_ratio(v["cpu"]), ", ".join("%.2f" % x for x in v["cpu_paired"]),
+            fmt_ratio(v["req_per_s"]), fmt_ratio(v["p99"])))
+    return res
+
+
 def sc_crosscheck(ctx, args):
+    """fairlead-load vs wrk with the target as the bottleneck.
+
+    The target (the origin alone, or a proxy and the origin) is pinned to its own CPU(s), each
+    client gets the client CPU(s) alone, and both clients use the same connections and threads.
+    Rounds alternate the order (load, wrk / wrk, load, ...), each run after a short warm-up of the
+    same client. Then the counts are validated against an origin that counts what it serves."""
     targets = [t.strip() for t in args.targets.split(",")]
+    tcpus = args.target_cpus or ctx.proxy_cpus
+    threads = ctx.client_threads
     res = new_result(ctx, "crosscheck", {"rounds": args.rounds, "duration_s": args.duration,
-                                         "conns": args.conns, "path": args.path, "targets": targets})
-    ctx.start_origin()
+                                         "conns": args.conns, "path": args.path, "targets": targets,
+                                         "warmup_s": args.warmup, "target_cpus": tcpus,
+                                         "client_cpus": ctx.client_cpus, "client_threads": threads,
+                                         "origin_threads": 1})
+    if not ctx.wrk:
+        raise BenchError("wrk not installed (apt-get install -y wrk)")
+    ctx.start_origin(cpus=tcpus, threads=1)
+    res["params"]["origin_cmd"] = "taskset -c %s fairlead-term -t 1 -n o1 %s:%d" % (
+        tcpus, ctx.origin_host, ctx.origin_port)
+
+    def client_cpu():
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ch.ru_utime + ch.ru_stime
+
     for t in targets:
         case = {"name": "crosscheck-%s" % t, "target": t, "runs": []}
         res["cases"].append(case)
         proxy = None
+        cap = None
         try:
-            if t == "origin":
+            if t in ("origin", "origin-capped"):
                 url = ctx.origin_url(args.path)
+                if t == "origin-capped":
+                    cap = CpuCap(args.cap_pct)
+                    cap.add(ctx.origin.pid)
+                    case["cap"] = cap.desc
+                    log("origin capped: %s" % cap.desc)
             else:
                 if t not in PROXIES:
                     raise BenchError("unknown target %s" % t)
-                proxy = RunningProxy(ctx, t, "http", 9500)
+                proxy = RunningProxy(ctx, t, "http", 9500, cpus=tcpus)
+                case.setdefault("configs", {})[t] = proxy.config_text
                 url = ctx.proxy_url(args.path)
+
+            def target_cpu():
+                return ctx.origin_cpu_s() + (proxy.cpu_s() if proxy is not None else 0.0)
+
             for rnd in range(1, args.rounds + 1):
-                s, lshown = run_load(ctx, url, args.conns, args.duration)
-                w, wshown = run_wrk(ctx, url, args.conns, args.duration)
-                ls = summarize_load(s)
-                case["runs"].append({"round": rnd, "load_req_per_s": ls["req_per_s"],
-                                     "load_errors": ls["errors"] + ls["non_2xx"],
-                                     "wrk_req_per_s": w["req_per_s"], "wrk": w,
-                                     "load_cmd": lshown, "wrk_cmd": wshown})
-                log("crosscheck %s round %d: fairlead-load %.0f req/s, wrk %.0f req/s, ratio %.3f" % (
-                    t, rnd, ls["req_per_s"], w["req_per_s"], ls["req_per_s"] / w["req_per_s"]))
+                order = ["load", "wrk"] if rnd % 2 else ["wrk", "load"]
+                run = {"round": rnd, "order": order, "loadavg1": [loadavg1()]}
+                for who in order:
+                    if args.warmup > 0:
+                        if who == "load":
+                            run_load(ctx, url, args.conns, args.warmup)
+                        else:
+                            run_wrk(ctx, url, args.conns, args.warmup)
+                    c0, k0, t0 = target_cpu(), client_cpu(), time.monotonic()
+                    if who == "load":
+                        s, shown = run_load(ctx, url, args.conns, args.duration)
+                        ls = summarize_load(s)
+                        rps, n, errs = ls["req_per_s"], ls["responses"], ls["errors"] + ls["non_2xx"]
+                        run["load_cmd"] = shown
+                    else:
+                        w, shown = run_wrk(ctx, url, args.conns, args.duration)
+                        rps, n = w["req_per_s"], w.get("requests")
+                        errs = w["non_2xx"] + (1 if w.get("socket_errors") else 0)
+                        run["wrk"] = w
+                        run["wrk_cmd"] = shown
+                    wall = time.monotonic() - t0
+                    tc, kc = target_cpu() - c0, client_cpu() - k0
+                    run[who + "_req_per_s"] = rps
+                    run[who + "_errors"] = errs
+                    run[who + "_target_cpu_pct"] = round(100 * tc / wall, 1)
+                    run[who + "_client_cpu_pct"] = round(100 * kc / wall, 1)
+                    run[who + "_target_cpu_us_per_req"] = round(1e6 * tc / n, 2) if n else None
+                    run[who + "_client_cpu_us_per_req"] = round(1e6 * kc / n, 2) if n else None
+                run["ratio"] = round(run["load_req_per_s"] / run["wrk_req_per_s"], 3)
+                run["loadavg1"].append(loadavg1())
+                case["runs"].append(run)
+                log("crosscheck %s round %d: fairlead-load %.0f req/s (target CPU %.0f%%), wrk %.0f req/s "
+                    "(target CPU %.0f%%), ratio %.3f" % (t, rnd, run["load_req_per_s"],
+                                                         run["load_target_cpu_pct"], run["wrk_req_per_s"],
+                                                         run["wrk_target_cpu_pct"], run["ratio"]))
         except BenchError as e:
             case["error"] = str(e)
             log("ERROR:", e)
         finally:
             if proxy is not None:
                 proxy.stop()
-        lr = med([r["load_req_per_s"] for r in case["runs"]])
-        wr = med([r["wrk_req_per_s"] for r in case["runs"]])
-        rs = [round(r["load_req_per_s"] / r["wrk_req_per_s"], 3) for r in case["runs"]]
-        # the median of the paired (same-minute) ratios resists machine noise better than
-        # the ratio of the medians
-        case["summary"] = {"load_req_per_s": lr, "wrk_req_per_s": wr, "ratio": med(rs),
-                           "ratio_of_medians": ratio(lr, wr), "ratios": rs,
-                           "noisy": bool(rs) and (max(rs) - min(rs) > 0.2)}
-        if case["summary"]["ratio"] is not None:
-            rr = case["summary"]["ratio"]
-            print("crosscheck %s: fairlead-load %.0f req/s, wrk %.0f req/s, median paired ratio %.3f (%s)%s" % (
-                t, lr, wr, rr, "within 10%" if abs(rr - 1) <= 0.10 else "OUTSIDE 10%",
-                "; per-round ratios spread over 0.2: the machine is noisy, rerun" if case["summary"]["noisy"] else ""))
+            if cap is not None:
+                cap.remove()
+        rs = [r["ratio"] for r in case["runs"]]
+        summ = {"ratio": med(rs), "ratios": rs, "noisy": bool(rs) and (max(rs) - min(rs) > 0.2)}
+        for who in ("load", "wrk"):
+            for k in ("req_per_s", "target_cpu_pct", "client_cpu_pct", "target_cpu_us_per_req",
+                      "client_cpu_us_per_req"):
+                summ["%s_%s" % (who, k)] = med([r.get("%s_%s" % (who, k)) for r in case["runs"]])
+        summ["ratio_of_medians"] = ratio(summ["load_req_per_s"], summ["wrk_req_per_s"])
+        case["summary"] = summ
+        if summ["ratio"] is not None:
+            print("crosscheck %s: fairlead-load %.0f req/s, wrk %.0f req/s, median paired ratio %.3f (%s); "
+                  "target CPU %.0f%% / %.0f%%" % (
+                      t, summ["load_req_per_s"], summ["wrk_req_per_s"], summ["ratio"],
+                      "within 10%" if abs(summ["ratio"] - 1) <= 0.10 else "OUTSIDE 10%",
+                      summ["load_target_cpu_pct"], summ["wrk_target_cpu_pct"]))
+    if args.validate_n:
+        res["validation"] = validate_counts(ctx, args, tcpus)
     return res
+
+
+class CpuCap:
+    """A CPU quota (CFS bandwidth) on a set of processes, through a cgroup made for the purpose
+    and removed afterwards: the only way, on a 2-CPU machine, to make a target that costs less
+    per request than the client the bottleneck. cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us)."""
+
+    def __init__(self, pct, period_us=10000):
+        self.pct = pct
+        quota = int(period_us * pct / 100.0)
+        v2 = "/sys/fs/cgroup"
+        v1 = "/sys/fs/cgroup/cpu"
+        name = "fairbench-%d" % os.getpid()
+        try:
+            with open(os.path.join(v2, "cgroup.controllers")) as f:
+                has_v2 = "cpu" in f.read().split()
+        except OSError:
+            has_v2 = False
+        try:
+            if has_v2:
+                self.dir = os.path.join(v2, name)
+                os.mkdir(self.dir)
+                with open(os.path.join(self.dir, "cpu.max"), "w") as f:
+                    f.write("%d %d" % (quota, period_us))
+                self.parent = v2
+            elif os.path.isdir(v1):
+                self.dir = os.path.join(v1, name)
+                os.mkdir(self.dir)
+                with open(os.path.join(self.dir, "cpu.cfs_period_us"), "w") as f:
+                    f.write(str(period_us))
+                with open(os.path.join(self.dir, "cpu.cfs_quota_us"), "w") as f:
+                    f.write(str(quota))
+                self.parent = v1
+            else:
+                raise BenchError("no cgroup cpu controller")
+        except OSError as e:
+            raise BenchError("cannot make a CPU-capped cgroup (%s): run as root, or drop the "
+                             "origin-capped target" % e)
+        self.desc = "%s: %d µs every %d µs (%g%% of one CPU)" % (self.dir, quota, period_us, pct)
+
+    def add(self, pid):
+        with open(os.path.join(self.dir, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+
+    def remove(self):
+        try:
+            with open(os.path.join(self.dir, "cgroup.procs")) as f:
+                left = [l.strip() for l in f if l.strip()]
+            for pid in left:
+                try:
+                    with open(os.path.join(self.parent, "cgroup.procs"), "w") as f:
+                        f.write(pid)
+                except OSError:
+                    pass
+            os.rmdir(self.dir)
+        except OSError as e:
+            log("could not remove %s: %s" % (self.dir, e))
+
+
+def validate_counts(ctx, args, tcpus):
+    """Counts checked against an origin that counts the requests it answers (count-origin, below)."""
+    port = ctx.origin_port + 50
+    if not port_free(ctx.origin_host, port):
+        raise BenchError("port %s:%d is busy" % (ctx.origin_host, port))
+    cmd = [sys.executable, os.path.abspath(__file__), "count-origin", "%s:%d" % (ctx.origin_host, port)]
+    p = ctx.procs.spawn(cmd, ctx.path("count-origin.log"), tcpus)
+    out = {"origin": "python3 bench/fairbench.py count-origin %s:%d (pinned to CPU %s)" % (
+        ctx.origin_host, port, tcpus), "checks": []}
+    try:
+        wait_ready(ctx.origin_host, port, "/__count", 5.0, p)
+
+        def served():
+            with socket.create_connection((ctx.origin_host, port), timeout=5) as s:
+                s.sendall(b"GET /__count HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+                data = b""
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            return int(data.split(b"\r\n\r\n", 1)[1])
+
+        url = "http://%s:%d%s" % (ctx.origin_host, port, args.path)
+        n = args.validate_n
+        for label, kind, arg in [("fairlead-load -n %d" % n, "n", n),
+                                 ("fairlead-load -n %d" % (n + 37), "n", n + 37),
+                                 ("fairlead-load -d 3", "d", 3), ("wrk -d 3", "wrk", 3)]:
+            before = served()
+            if kind == "n":
+                cmd = ["taskset", "-c", ctx.client_cpus, ctx.bin("fairlead-load"), "-c", str(args.conns),
+                       "-t", str(min(ctx.client_threads, args.conns)), "-n", str(arg), "-q",
+                       "--json", ctx.path("validate.json"), url]
+                subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+                with open(ctx.path("validate.json")) as f:
+                    counted = json.load(f)["responses"]
+            elif kind == "d":
+                s, _ = run_load(ctx, url, args.conns, arg)
+                counted = s["responses"]
+            else:
+                w, _ = run_wrk(ctx, url, args.conns, arg)
+                counted = w.get("requests")
+            time.sleep(0.3)
+            got = served() - before - 0
+            chk = {"client": label, "client_counted": counted, "origin_served": got,
+                   "served_minus_counted": None if counted is None else got - counted}
+            if kind == "n":
+                chk["expected"] = arg
+                chk["ok"] = (got == arg and counted == arg)
+            else:
+                # a timed run may stop with requests in flight: served, not counted (at most one per
+                # connection)
+                chk["ok"] = counted is not None and 0 <= got - counted <= args.conns
+            out["checks"].append(chk)
+            log("validate %s: client counted %s, origin served %d%s" % (
+                label, counted, got, "" if chk["ok"] else "  MISMATCH"))
+    except (BenchError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+        out["error"] = str(e)
+        log("ERROR in validation:", e)
+    finally:
+        ctx.procs.stop(p)
+    return out
+
+
+def count_origin(addr):
+    """A minimal HTTP/1.1 keep-alive origin that counts the requests it answers (GET, no body).
+    GET /__count answers the count (not counted). Used only to validate the clients' counts."""
+    import asyncio
+    host, port = addr.rsplit(":", 1)
+    count = [0]
+    body = b"x" * 64
+    resp = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+
+    async def handle(reader, writer):
+        buf = b""
+        try:
+            while True:
+                data = await reader.read(65536)
+                if not data:
+                    break
+                buf += data
+                out = []
+                close = False
+                while True:
+                    i = buf.find(b"\r\n\r\n")
+                    if i < 0:
+                        break
+                    head, buf = buf[:i], buf[i + 4:]
+                    line = head.split(b"\r\n", 1)[0]
+                    if b" /__count" in line:
+                        b = str(count[0]).encode()
+                        out.append(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(b) + b)
+                    else:
+                        count[0] += 1
+                        out.append(resp)
+                    if b"\r\nconnection: close" in head.lower():
+                        close = True
+                if out:
+                    writer.write(b"".join(out))
+                    await writer.drain()
+                if close:
+                    break
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def main():
+        srv = await asyncio.start_server(handle, host, int(port), backlog=1024)
+        async with srv:
+            await srv.serve_forever()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    print("served %d" % count[0], flush=True)
+    return 0
+
+
+def cmd_build(args):
+    """cargo build --release, then a private copy of the three binaries with their provenance.
+
+    The target directory is shared (other people rebuild it while benchmarks run); measuring
+    from a copy guarantees that every scenario of a series uses the very same binaries."""
+    import hashlib
+    before = git_state()
+    cargo = ["cargo", "build", "--release", "-p", "fairlead", "-p", "fairlead-term", "-p", "fairlead-load"]
+    cwd, env, release = ROOT, dict(os.environ), RELEASE
+    if args.from_head:
+        # the working tree is shared with people editing it: build exactly HEAD, from an export,
+        # in a target directory of its own
+        commit = before["commit"]
+        cwd = os.path.join(ROOT, "target", "fairbench", "src-" + commit[:10])
+        if not os.path.isdir(cwd):
+            os.makedirs(cwd)
+            arch = subprocess.run(["git", "-C", ROOT, "archive", "--format=tar", commit], capture_output=True)
+            if arch.returncode != 0:
+                log("ERROR: git archive failed: %s" % arch.stderr.decode()[-500:])
+                return 1
+            subprocess.run(["tar", "-x", "-C", cwd], input=arch.stdout, check=True)
+        env["CARGO_TARGET_DIR"] = os.path.join(ROOT, "target", "fairbench", "target")
+        release = os.path.join(env["CARGO_TARGET_DIR"], "release")
+        log("building commit %s from an export in %s" % (commit[:10], os.path.relpath(cwd, ROOT)))
+    log("building:", " ".join(cargo))
+    t0 = time.monotonic()
+    p = subprocess.run(cargo, cwd=cwd, env=env)
+    if p.returncode != 0:
+        log("ERROR: cargo failed with status %d" % p.returncode)
+        return 1
+    after = git_state()
+    if args.from_head:
+        worktree = after
+        after = {"commit": before["commit"], "dirty": False, "dirty_paths": [], "dirty_outside_bench": []}
+    elif after != before:
+        log("WARNING: the repository changed during the build; recording the state after it")
+    diff = b""
+    if after["dirty_outside_bench"]:
+        diff = subprocess.run(["git", "-C", ROOT, "diff", "HEAD", "--"] + after["dirty_outside_bench"],
+                              capture_output=True).stdout
+    ts = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    name = "%s%s-%s" % (after["commit"][:10], "-dirty" if after["dirty_outside_bench"] else "", ts)
+    dest = args.bin_dir or os.path.join(ROOT, "target", "fairbench", name)
+    os.makedirs(dest, exist_ok=True)
+    for b in ("fairlead", "fairlead-term", "fairlead-load"):
+        shutil.copy2(os.path.join(release, b), os.path.join(dest, b))
+    info = {
+        "built": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "build_s": round(time.monotonic() - t0, 1),
+        "command": " ".join(cargo),
+        "commit": after["commit"],
+        "dirty": after["dirty"],
+        "dirty_paths": after["dirty_paths"],
+        "dirty_outside_bench": after["dirty_outside_bench"],
+        "diff_sha256": hashlib.sha256(diff).hexdigest()[:16] if diff else None,
+        "binaries": {b: binary_id(os.path.join(dest, b)) for b in ("fairlead", "fairlead-term", "fairlead-load")},
+        "source": ("git archive %s (exactly the commit; the shared working tree had uncommitted changes "
+                   "in %d tracked file(s) at build time, not built)" % (after["commit"][:10],
+                                                                         len(worktree["dirty_paths"]))
+                   if args.from_head else "working tree %s" % ROOT),
+    }
+    with open(os.path.join(dest, "build.json"), "w") as f:
+        json.dump(info, f, indent=1)
+        f.write("\n")
+    link = os.path.join(ROOT, "target", "fairbench", "latest")
+    if not args.bin_dir:
+        try:
+            if os.path.islink(link):
+                os.remove(link)
+            os.symlink(name, link)
+        except OSError:
+            pass
+    print(dest)
+    log("binaries copied to %s (commit %s%s); use --bin-dir %s" % (
+        dest, after["commit"][:10], ", source differs from it in: " + ", ".join(after["dirty_outside_bench"])
+        if after["dirty_outside_bench"] else ", clean", os.path.relpath(link if not args.bin_dir else dest, ROOT)))
+    return 0
+
+
+def wait_quiet(threshold, max_s, every=30.0):
+    """Polls the 1-minute load average until it is below threshold, at most max_s seconds."""
+    t0 = time.monotonic()
+    seen = []
+    while True:
+        l1 = loadavg1()
+        seen.append(round(l1, 2) if l1 is not None else None)
+        waited = time.monotonic() - t0
+        if l1 is not None and l1 < threshold:
+            log("load %.2f < %.2f after %.0f s of waiting: starting" % (l1, threshold, waited))
+            return {"threshold": threshold, "waited_s": round(waited), "quiet": True, "load1_seen": seen}
+        if waited >= max_s:
+            log("load still %.2f after %.0f s: starting anyway (noted in the result)" % (l1 or -1, waited))
+            return {"threshold": threshold, "waited_s": round(waited), "quiet": False, "load1_seen": seen}
+        log("load %.2f >= %.2f: waiting (%.0f s so far, at most %.0f)" % (l1 or -1, threshold, waited, max_s))
+        time.sleep(min(every, max(1.0, max_s - waited)))
 
 
 # --------------------------------------------------------------------------
@@ -1347,10 +1889,66 @@ def machine_line(m):
                 m["cpus"]["origin"], m["threads"]["proxy"], " ".join(m.get("loadavg_at_start", []))))
 
 
+def build_line(m):
+    """Which binaries ran: the commit they were built from and whether the source differed."""
+    b = m.get("build")
+    bins = m.get("binaries") or {}
+    sha = ", ".join("%s %s" % (k, (v or {}).get("sha256", "?")) for k, v in bins.items())
+    if b:
+        state = ("clean" if not b.get("dirty_outside_bench") else
+                 "**source differed from the commit** in %s (diff sha256 %s)" % (
+                     ", ".join(b["dirty_outside_bench"]), b.get("diff_sha256")))
+        other = [q for q in b.get("dirty_paths", []) if q not in b.get("dirty_outside_bench", [])]
+        return "Binaries: built %s from commit `%s`, %s%s%s; `%s`; sha256: %s." % (
+            b.get("built"), b.get("commit"), state,
+            " (source: %s)" % b["source"] if b.get("source") else "",
+            " (uncommitted changes in bench/ only: %s)" % ", ".join(other) if other else "",
+            m.get("bin_dir", "?"), sha)
+    rr = m.get("repo_at_run") or {}
+    return "Binaries: `%s` (no build record), repository at run time `%s`%s; sha256: %s." % (
+        m.get("bin_dir", "target/release"), rr.get("commit", m.get("fairlead_git", "?")),
+        " dirty" if rr.get("dirty") else "", sha)
+
+
+def run_entries(res):
+    out = []
+    for c in res.get("cases", []):
+        out += [r for r in c.get("runs", []) if isinstance(r, dict)]
+    return out
+
+
+def load_summary(res):
+    """Load average at start, the 1-minute load around the measured runs, and CPU not ours."""
+    l1 = [v for r in run_entries(res) for v in (r.get("loadavg1") or []) if v is not None]
+    other = [r["machine_cpu"]["other_pct"] for r in run_entries(res)
+             if r.get("machine_cpu") and r["machine_cpu"].get("other_pct") is not None]
+    return {"start": res["machine"].get("loadavg_at_start"), "l1_min": min(l1) if l1 else None,
+            "l1_max": max(l1) if l1 else None, "other_med": med(other),
+            "other_max": max(other) if other else None, "wait": res.get("quiet_wait")}
+
+
+def load_line(res):
+    ls = load_summary(res)
+    parts = ["load average at start %s" % " ".join(ls["start"] or [])]
+    w = ls["wait"]
+    if w:
+        parts.append("waited %d s for the 1-minute load to drop below %g%s" % (
+            w["waited_s"], w["threshold"], "" if w["quiet"] else " (**it did not**: started anyway)"))
+    if ls["l1_min"] is not None:
+        parts.append("1-minute load around the measured runs %.2f–%.2f (the benchmark's own processes "
+                     "count: 2–3 is expected)" % (ls["l1_min"], ls["l1_max"]))
+    if ls["other_med"] is not None:
+        parts.append("CPU used by anything else than the proxy, the client, the origin and this script "
+                     "(other people's work, and kernel time charged to no process): median %.0f%%, max "
+                     "%.0f%% of one CPU" % (ls["other_med"], ls["other_max"]))
+    return "Load: " + "; ".join(parts) + "."
+
+
 def header_block(res, path):
     return ["", "Result: [`%s`](%s) — %s to %s." % (
         os.path.relpath(path, ROOT), os.path.relpath(path, ROOT), res["started"], res.get("finished", "?")),
-        "", "Command: `%s`" % res["command"], "", "Machine: " + machine_line(res["machine"]), ""]
+        "", "Command: `%s`" % res["command"], "", "Machine: " + machine_line(res["machine"]), "",
+        build_line(res["machine"]), "", load_line(res), ""]
 
 
 def config_block(case):
@@ -1567,27 +2165,197 @@ def report_tail(path, res, md):
     md += header_block(res, path) + config_block(res["cases"][0])
 
 
+def report_servers(path, res, md):
+    p = res["params"]
+    lo, hi = min(p["counts"]), max(p["counts"])
+    md += ["## Server selection: backends of %s servers" % " and ".join(str(n) for n in p["counts"]), ""]
+    md += ["Does the cost of picking a server grow with the number of servers? %d keep-alive connections, "
+           "`GET %s`, %s rounds × %s s per proxy, backend size and algorithm (`balance %s`; nginx: "
+           "`upstream` with the same servers, round-robin and `least_conn`). The servers are ports of one "
+           "`fairlead-term` process (`%s`); backend N uses the first N ports. Within a round each proxy "
+           "runs its %d-server and %d-server backends back to back, so the %d/%d ratio is taken a few "
+           "seconds apart. *Servers with connections*: backend servers the proxy still held an "
+           "established connection to at the end of the run (shows that the load was spread)." % (
+               p["conns"], p["path"], p["rounds"], p["duration_s"], "` / `balance ".join(p["algos"]),
+               p.get("origin_cmd", "fairlead-term"), lo, hi, hi, lo), ""]
+    sc = res.get("scaling", {})
+    md += ["### %d servers vs %d: the ratios" % (hi, lo), "",
+           "×1.00 = no growth. CPU µs/req is the number that matters (it does not depend on who the "
+           "bottleneck was); req/s and p99 move with the noise of the machine.", ""]
+    cols = ["algorithm", "proxy", "CPU µs/req, %d" % lo, "CPU µs/req, %d" % hi, "**CPU %d/%d**" % (hi, lo),
+            "per-round CPU %d/%d" % (hi, lo), "req/s %d/%d" % (hi, lo), "p99 %d/%d" % (hi, lo)]
+    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    cases = {(c["balance"], c["servers"]): c for c in res["cases"]}
+    for a in p["algos"]:
+        for name in PROXIES:
+            v = sc.get("%s/%s" % (a, name))
+            if not v:
+                continue
+            ml = cases[(a, lo)]["summary"][name]
+            mh = cases[(a, hi)]["summary"][name]
+            md.append("| %s | %s | %s | %s | **%s** | %s | %s | %s |" % (
+                a, PRETTY[name], f2(ml["cpu_us_per_req"]), f2(mh["cpu_us_per_req"]), fr(v["cpu"]),
+                ", ".join("%.2f" % x for x in v["cpu_paired"]), fr(v["req_per_s"]), fr(v["p99"])))
+    md += ["", "### Fairlead/HAProxy and Fairlead/nginx per backend", ""]
+    cols = ["algorithm", "servers", "CPU µs/req F/H", "CPU µs/req F/n", "req/s F/H", "req/s F/n",
+            "p99 F/H", "p99 F/n"]
+    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for a in p["algos"]:
+        for n in p["counts"]:
+            s = cases[(a, n)]["summary"]
+            f, h, g = s.get("fairlead", {}), s.get("haproxy", {}), s.get("nginx", {})
+            def rr(k, o):
+                if not (f.get("rounds_ok") and o.get("rounds_ok")):
+                    return "–"
+                if k == "p99":
+                    return fr(ratio(f["lat_ms"]["99"], o["lat_ms"]["99"]))
+                return fr(ratio(f[k], o[k]))
+            md.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+                a, n, rr("cpu_us_per_req", h), rr("cpu_us_per_req", g), rr("req_per_s", h),
+                rr("req_per_s", g), rr("p99", h), rr("p99", g)))
+    md += [""]
+    for a in p["algos"]:
+        for n in p["counts"]:
+            case = cases[(a, n)]
+            md += ["### `balance %s`, %d servers" % (a, n), ""]
+            tab = proxy_table(case["summary"])
+            # add the spread column
+            tab[0] = tab[0] + " servers with connections |"
+            tab[1] = tab[1] + "---|"
+            for k in range(2, len(tab)):
+                row = tab[k]
+                name = next((nm for nm in PROXIES if row.startswith("| %s |" % PRETTY[nm])), None)
+                m = case["summary"].get(name, {}) if name else {}
+                tab[k] = row + " %s |" % (("%d/%d" % (m["servers_with_conns"], n))
+                                          if m.get("servers_with_conns") is not None else "")
+            md += tab + ["", rounds_line(case["summary"], "cpu_us_per_req_all", "CPU µs/req"), ""]
+    if client_cmd_of(res["cases"][0]):
+        md += ["Client: `%s`" % client_cmd_of(res["cases"][0]), ""]
+    md += header_block(res, path)
+    for a in p["algos"]:
+        c = cases[(a, hi)]
+        md += ["<details><summary>configuration, `balance %s`, %d servers (the same file for Fairlead and "
+               "HAProxy)</summary>" % (a, hi), ""]
+        blk = config_block(c)
+        md += blk[2:-2] if len(blk) > 4 else []
+        md += ["</details>", ""]
+
+
 def report_crosscheck(path, res, md):
+    p = res["params"]
     md += ["## Cross-check: fairlead-load vs wrk", ""]
-    md += ["Both clients against the same target in the same run, alternating, %d connections, "
-           "`GET %s`, %s rounds × %s s. fairlead-load's req/s should be within 10%% of wrk's." % (
-               res["params"]["conns"], res["params"]["path"], res["params"]["rounds"],
-               res["params"]["duration_s"]), ""]
-    md += ["| target | fairlead-load req/s | wrk req/s | median paired ratio | per-round ratios | verdict |",
-           "|---|---|---|---|---|---|"]
+    if "target_cpus" not in p:
+        md += ["(old-style result: client-bound; rerun `crosscheck`)", ""] + header_block(res, path)
+        return
+    md += ["Issue requirement: on the same target in the same run, fairlead-load's req/s must agree with "
+           "wrk's within 10%%. That only tests the clients' counting when **the target is the bottleneck**; "
+           "when the client is, the ratio measures which client is cheaper. So: the target is pinned to "
+           "CPU %s (`%s`; for a proxy target, the proxy with it), each client runs alone on CPU %s, both with "
+           "%d connections and %d thread(s), `GET %s`; each measured %s s run follows a %s s warm-up of the "
+           "same client; %d rounds alternate the order (fairlead-load first in odd rounds, wrk first in even "
+           "ones). *Target CPU %%* is the target's CPU over the run (100%% = saturated = the bottleneck); "
+           "*origin-capped* runs the origin under a CPU quota (%s) so that it is the bottleneck for sure: "
+           "the bare origin costs less per request than either client." % (
+               p["target_cpus"], p.get("origin_cmd"), p["client_cpus"], p["conns"], p["client_threads"],
+               p["path"], p["duration_s"], p["warmup_s"], p["rounds"],
+               next((c.get("cap") for c in res["cases"] if c.get("cap")), "not run")), ""]
+    cols = ["target", "fairlead-load req/s", "wrk req/s", "**median ratio**", "per-round ratios",
+            "target CPU % (load / wrk)", "client CPU µs/req (load / wrk)", "verdict"]
+    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for case in res["cases"]:
-        s = case["summary"]
+        s = case.get("summary", {})
         r = s.get("ratio")
-        md.append("| %s | %s | %s | %s | %s | %s |" % (
+        bound = (s.get("load_target_cpu_pct") or 0) >= 90 and (s.get("wrk_target_cpu_pct") or 0) >= 90
+        capped = case["target"] == "origin-capped"
+        verdict = case.get("error", "") or (
+            ("within 10%" if r is not None and abs(r - 1) <= 0.1 else "**outside 10%**")
+            + ("" if bound or capped else " (client-bound: not a test of the counts)")
+            + (" (noisy rounds)" if s.get("noisy") else ""))
+        md.append("| %s | %s | %s | **%s** | %s | %s / %s | %s / %s | %s |" % (
             case["target"], f0(s.get("load_req_per_s")), f0(s.get("wrk_req_per_s")), f3(r),
             ", ".join("%.3f" % x for x in s.get("ratios", [])),
-            case.get("error", "") or (("within 10%" if r is not None and abs(r - 1) <= 0.1 else "**outside 10%**")
-                                      + (" (noisy rounds)" if s.get("noisy") else ""))))
+            f0(s.get("load_target_cpu_pct")), f0(s.get("wrk_target_cpu_pct")),
+            f2(s.get("load_client_cpu_us_per_req")), f2(s.get("wrk_client_cpu_us_per_req")), verdict))
+    v = res.get("validation")
+    if v:
+        md += ["", "Counts checked against an origin that counts what it answers (`%s`, a 64-byte response, "
+               "answers `GET /__count` uncounted): a `-n N` run must make exactly N requests; a timed run may "
+               "end with at most one request per connection answered but not counted." % v["origin"], ""]
+        md += ["| client run | client counted | origin served | served − counted | ok |", "|---|---|---|---|---|"]
+        for c in v.get("checks", []):
+            md.append("| `%s` | %s | %s | %s | %s |" % (c["client"], f0(c["client_counted"]),
+                                                       f0(c["origin_served"]), c["served_minus_counted"],
+                                                       "yes" if c["ok"] else "**no**"))
+        if v.get("error"):
+            md.append("\nValidation error: %s" % v["error"])
     md += [""] + header_block(res, path)
+    cfg = next((c for c in res["cases"] if c.get("configs")), None)
+    if cfg:
+        md += config_block(cfg)
 
 
 REPORTERS = [("keepalive", report_keepalive), ("close", report_close), ("sizes", report_sizes),
-             ("idle", report_idle), ("tail", report_tail), ("crosscheck", report_crosscheck)]
+             ("idle", report_idle), ("tail", report_tail), ("servers", report_servers),
+             ("crosscheck", report_crosscheck)]
+
+
+def series_block():
+    """How to read, the machine, and one line per scenario: when, which binary, which load."""
+    got = []
+    for scen, _ in REPORTERS:
+        p = latest(scen)
+        if p:
+            with open(p) as f:
+                got.append((scen, p, json.load(f)))
+    if not got:
+        return []
+    out = ["## How to read", "",
+           "* **Ratios within one run matter; absolute numbers don't.** Every table compares proxies "
+           "measured in alternation under the same conditions, minutes apart at most. The same proxy's "
+           "req/s moves by tens of percent from one run to the next on this machine; a ratio within "
+           "±10% is a tie.",
+           "* **The proxy has one CPU to itself; the client and the origin share the other one.** In the "
+           "keep-alive scenarios they, not the proxy, are usually the bottleneck (*proxy CPU %* well below "
+           "100), so req/s says more about the client and origin than about the proxy. *Proxy CPU µs per "
+           "request* does not depend on who the bottleneck was: it is the number to compare.",
+           "* The machine has 2 vCPUs and is shared: the load average and the CPU used by anything else "
+           "than the benchmark are recorded around every run (below, and in each section's *Load* line). "
+           "Look at the per-round values in the JSON before drawing conclusions from a small difference.",
+           "* The `crosscheck` section validates the client itself (fairlead-load against wrk with the "
+           "target as the bottleneck, and its counts against a counting origin).", ""]
+    m0 = got[0][2]["machine"]
+    out += ["## This series", "",
+            "Machine: " + machine_line(m0).rsplit("; load average at start", 1)[0] + "; %s, %s." % (
+                m0.get("mem_total", "?") + " RAM", m0.get("wrk", "wrk ?")), ""]
+    builds = {json.dumps(r["machine"].get("build"), sort_keys=True) for _, _, r in got}
+    shas = {(r["machine"].get("binaries") or {}).get("fairlead", {}).get("sha256") for _, _, r in got}
+    if len(builds) == 1 and len(shas) == 1:
+        out += [build_line(m0) + " The same binaries for every scenario below.", ""]
+    else:
+        out += ["**The scenarios below did not all run the same binaries**: see each one's *Binaries* line.", ""]
+    b = m0.get("build")
+    if b:
+        out += ["Build: `%s` then `python3 bench/fairbench.py build` (the same `cargo build`, plus a private "
+                "copy of the three binaries so that a rebuild of the shared `target/` during the series cannot "
+                "change them)." % b.get("command", "cargo build --release"), ""]
+    cols = ["scenario", "started (UTC)", "commit", "fairlead sha256", "load at start",
+            "1-min load during runs", "other CPU (median)", "command"]
+    out += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for scen, p, r in got:
+        m = r["machine"]
+        bb = m.get("build") or {}
+        ls = load_summary(r)
+        commit = (bb.get("commit") or (m.get("repo_at_run") or {}).get("commit") or "")[:10] \
+            or m.get("fairlead_git", "?")
+        dirty = bool(bb.get("dirty_outside_bench")) if bb else "dirty" in str(m.get("fairlead_git", ""))
+        out.append("| %s | %s | `%s`%s | %s | %s | %s | %s | `%s` |" % (
+            scen, r["started"], commit, " (dirty)" if dirty and "dirty" not in commit else "",
+            ((m.get("binaries") or {}).get("fairlead") or m.get("fairlead_binary") or {}).get("sha256", "?"),
+            " ".join(ls["start"] or []),
+            "%.2f–%.2f" % (ls["l1_min"], ls["l1_max"]) if ls["l1_min"] is not None else "–",
+            "%.0f%%" % ls["other_med"] if ls["other_med"] is not None else "–", r["command"]))
+    out += [""]
+    return out
 
 
 def cmd_report(args):
@@ -1604,6 +2372,7 @@ def cmd_report(args):
           "*Proxy CPU µs/req* is utime+stime of the proxy process(es) over the measured window divided "
           "by the responses in it; *proxy CPU %* shows whether the proxy was the bottleneck (100% = "
           "its CPU was saturated). How to run: [bench/README.md](bench/README.md).", ""]
+    md += series_block()
     found = False
     for scen, fn in REPORTERS:
         p = latest(scen)
@@ -1663,6 +2432,14 @@ def main():
     ap.add_argument("--origin-port", type=int, default=18100)
     ap.add_argument("--proxy-host", default="127.0.0.3")
     ap.add_argument("--proxy-port", type=int, default=18200)
+    ap.add_argument("--bin-dir", help="directory with fairlead, fairlead-term and fairlead-load (env "
+                                      "FAIRBENCH_BIN_DIR, default target/release); `build` makes a private "
+                                      "copy, target/fairbench/latest")
+    ap.add_argument("--quiet-load", type=float, help="before measuring, wait until the 1-minute load "
+                                                     "average is below this (polled every 30 s)")
+    ap.add_argument("--quiet-max", type=float, default=1200.0,
+                    help="wait at most this many seconds for --quiet-load (default %(default)s); "
+                         "the result records the load it started with")
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs, logs and raw client JSON")
     ap.add_argument("--no-save", action="store_true", help="do not write a result file")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1687,15 +2464,41 @@ def main():
     p.add_argument("--levels", default="50,80", help="percent of each proxy's max (default %(default)s)")
     p.add_argument("--rate", type=float, help="use this rate (req/s) for every proxy instead")
     p.add_argument("--ramp", type=float, default=1.0, help="ramp-up seconds (-s), left out of percentiles")
-    p = sub.add_parser("crosscheck", help="fairlead-load vs wrk on the same target")
-    add_common(p, rounds=3, warmup=0)
-    p.add_argument("--targets", default="origin,fairlead", help="origin and/or proxies (default %(default)s)")
+    p = sub.add_parser("servers", help="server selection cost: backends of 10 and 100 servers, "
+                                       "roundrobin and leastconn")
+    add_common(p)
+    p.add_argument("--counts", default="10,100", help="backend sizes (default %(default)s)")
+    p.add_argument("--algos", default="roundrobin,leastconn", help="balance algorithms (default %(default)s)")
+    p = sub.add_parser("crosscheck", help="fairlead-load vs wrk on the same target (the target is "
+                                          "the bottleneck)")
+    add_common(p, rounds=6, warmup=1.0)
+    p.add_argument("--targets", default="origin,origin-capped,fairlead",
+                   help="origin, origin-capped (the origin under a CPU quota) and/or proxies "
+                        "(default %(default)s)")
+    p.add_argument("--cap-pct", type=float, default=35.0,
+                   help="origin-capped: CPU quota in %% of one CPU (default %(default)s)")
+    p.add_argument("--target-cpus", help="CPUs of the target: the origin (1 thread) and the proxy "
+                                         "(default: the proxy CPUs); the client gets --client-cpus alone")
+    p.add_argument("--validate-n", type=int, default=20000,
+                   help="-n run checked against a counting origin (0: skip; default %(default)s)")
+    p = sub.add_parser("build", help="cargo build --release and a private copy of the binaries "
+                                     "(target/fairbench/COMMIT-TIME, linked as target/fairbench/latest)")
+    p.add_argument("--from-head", action="store_true",
+                   help="build exactly HEAD from a `git archive` export (target/fairbench/src-COMMIT) "
+                        "instead of the working tree, with its own target directory")
+    p = sub.add_parser("count-origin", help=argparse.SUPPRESS)
+    p.add_argument("addr")
     sub.add_parser("tls", help="TLS scenario (skipped: not implemented yet)")
     sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest results")
     args = ap.parse_args()
 
     if args.cmd == "report":
         return cmd_report(args)
+    if args.cmd == "build":
+        return cmd_build(args)
+    if args.cmd == "count-origin":
+        signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+        return count_origin(args.addr)
     if args.cmd == "tls":
         print("tls: skipped — Fairlead does not implement TLS yet; nothing to compare.")
         return 0
@@ -1715,8 +2518,12 @@ def main():
         except OSError:
             pass
         fn = {"keepalive": sc_keepalive, "close": sc_close, "sizes": sc_sizes, "idle": sc_idle,
-              "tail": sc_tail, "crosscheck": sc_crosscheck}[args.cmd]
+              "tail": sc_tail, "servers": sc_servers, "crosscheck": sc_crosscheck}[args.cmd]
+        if args.quiet_load:
+            ctx.quiet_wait = wait_quiet(args.quiet_load, args.quiet_max)
         res = fn(ctx, args)
+        if ctx.quiet_wait:
+            res["quiet_wait"] = ctx.quiet_wait
         if not args.no_save:
             save_result(res)
         return 0

@@ -117,9 +117,15 @@ fn twenty_reloads_under_load_lose_nothing() {
     for n in 1..=20 {
         let before = tally.ok.load(Ordering::Relaxed);
         p.signal("USR2");
-        wait_until("reload complete", || {
-            p.stderr().matches("reload complete").count() >= n
-        });
+        let deadline = std::time::Instant::now() + DEADLINE;
+        while p.stderr().matches("reload complete").count() < n {
+            assert!(
+                std::time::Instant::now() < deadline && !p.stderr().contains("reload aborted"),
+                "reload {n} did not complete:\n{}",
+                p.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         // Traffic keeps flowing between reloads.
         wait_until("requests served", || {
             tally.ok.load(Ordering::Relaxed) > before + 20

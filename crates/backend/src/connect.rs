@@ -50,7 +50,8 @@ pub async fn connect_server(
     let connect_timeout = be.options.timeouts.connect;
     loop {
         let server = slot.server().clone();
-        match fairlead_net::connect(server.addr, connect_timeout).await {
+        let addr = **server.addr.load();
+        match fairlead_net::connect(addr, connect_timeout).await {
             Ok(stream) => {
                 server.connects.fetch_add(1, Ordering::Relaxed);
                 server.counters.inc(C::ConnNew);

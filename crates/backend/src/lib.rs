@@ -36,19 +36,25 @@ pub struct Server {
     /// HAProxy's server id (`id` keyword, else position from 1).
     pub puid: u32,
     pub name: String,
-    pub addr: SocketAddr,
+    /// The address new connections go to (`set server addr` changes it).
+    pub addr: arc_swap::ArcSwap<SocketAddr>,
     /// Configured weight (0..=256); the runtime API may change it.
     pub weight: AtomicU32,
-    /// 0 means unlimited.
-    pub maxconn: u32,
+    /// The weight from the configuration (HAProxy's `iweight`).
+    pub initial_weight: u32,
+    /// 0 means unlimited; `set maxconn server` changes it.
+    pub maxconn: AtomicU32,
     pub minconn: u32,
     /// 0 means unlimited.
     pub maxqueue: u32,
     pub backup: bool,
     /// Persistence cookie value.
     pub cookie: Option<String>,
-    /// Administratively in maintenance (`disabled`).
+    /// Administratively in maintenance (`disabled`, `set server state maint`).
     pub maint: AtomicBool,
+    /// Administratively draining (`set server state drain`): up, but no new
+    /// traffic.
+    pub drain: AtomicBool,
     /// Operational state from health checks (always up without `check`).
     pub health: Arc<ServerHealth>,
     pub observe: Option<config::Observe>,
@@ -73,7 +79,7 @@ impl Server {
     /// Effective weight for the balancer: configured weight scaled by the
     /// agent's percentage and the slowstart ramp; 0 when down or draining.
     pub fn eweight(&self) -> u32 {
-        if !self.is_up() || self.health.is_drain() {
+        if !self.is_up() || self.health.is_drain() || self.drain.load(Ordering::Relaxed) {
             return 0;
         }
         let w = self.weight.load(Ordering::Relaxed);
@@ -184,14 +190,16 @@ impl Backend {
                 idx,
                 puid: s.id.unwrap_or(idx as u32 + 1),
                 name: s.name.clone(),
-                addr,
+                addr: arc_swap::ArcSwap::from_pointee(addr),
                 weight: AtomicU32::new(s.weight),
-                maxconn: s.maxconn,
+                initial_weight: s.weight,
+                maxconn: AtomicU32::new(s.maxconn),
                 minconn: s.minconn,
                 maxqueue: s.maxqueue,
                 backup: s.backup,
                 cookie: s.cookie.clone(),
                 maint: AtomicBool::new(s.disabled),
+                drain: AtomicBool::new(false),
                 health: Arc::new(ServerHealth::new(true)),
                 observe: s.observe,
                 cur: AtomicU32::new(0),
@@ -246,12 +254,13 @@ impl Backend {
     /// as HAProxy does. 0 means unlimited.
     pub fn dyn_maxconn(&self, i: usize) -> u32 {
         let s = &self.servers[i];
-        if s.maxconn == 0 || s.minconn == 0 || self.fullconn == 0 {
-            return s.maxconn;
+        let maxconn = s.maxconn.load(Ordering::Relaxed);
+        if maxconn == 0 || s.minconn == 0 || self.fullconn == 0 {
+            return maxconn;
         }
         let load = u64::from(self.sessions.load(Ordering::Relaxed));
-        let dynamic = (u64::from(s.maxconn) * load / u64::from(self.fullconn)) as u32;
-        dynamic.clamp(s.minconn.min(s.maxconn), s.maxconn)
+        let dynamic = (u64::from(maxconn) * load / u64::from(self.fullconn)) as u32;
+        dynamic.clamp(s.minconn.min(maxconn), maxconn)
     }
 
     fn has_room(&self, i: usize) -> bool {

@@ -59,7 +59,7 @@ pub(crate) struct Kw {
 
 use Status::{Implemented as I, NotYet as N, Removed as R, Warning as W};
 
-pub(crate) const LOG: &str = "logging is not implemented yet; this line is ignored";
+pub(crate) const LOG: &str = "this logging option is not implemented yet; ignored";
 const TLS: &str = "TLS is not implemented yet; this setting has no effect";
 const PERF: &str = "a low-level tuning that Fairlead does not apply; ignored";
 const UNUSED: &str = "applies to a feature Fairlead does not implement yet; ignored";
@@ -105,7 +105,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("presetenv", G, I, "takes effect on the lines that follow"),
     kw!("unsetenv", G, I, "takes effect on the lines that follow"),
     kw!("resetenv", G, I, "takes effect on the lines that follow"),
-    kw!("log", G, W, "log targets are stored; logging is not implemented yet"),
+    kw!("log", G, I, "stdout, stderr, UDP syslog and unix datagram targets; 'ring@', 'tcp@' and 'sample' are not implemented yet"),
     // ---- global: warnings ----
     kw!("chroot", G, W, "chroot is not applied yet"),
     kw!("stats socket", G, W, "the runtime API is not implemented yet; 'stats socket' is ignored"),
@@ -113,8 +113,8 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("stats maxconn", G, W, "the runtime API is not implemented yet; 'stats maxconn' is ignored"),
     kw!("stats bind-process", G, W, "the runtime API is not implemented yet; 'stats bind-process' is ignored"),
     kw!("master-worker", G, W, "master-worker mode is not implemented yet; Fairlead runs as a single process"),
-    kw!("log-send-hostname", G, W, LOG),
-    kw!("log-tag", G | P, W, LOG),
+    kw!("log-send-hostname", G, I),
+    kw!("log-tag", G | P, I),
     kw!("description", G | FLB, I, "accepted; only informative"),
     kw!("node", G, W, "only shown by the statistics page, which is not implemented yet; ignored"),
     kw!("ca-base", G, W, TLS),
@@ -183,7 +183,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("tune.comp.maxlevel", G, W, UNUSED),
     kw!("tune.zlib.memlevel", G, W, UNUSED),
     kw!("tune.zlib.windowsize", G, W, UNUSED),
-    kw!("tune.http.logurilen", G, W, LOG),
+    kw!("tune.http.logurilen", G, W, "the request line is logged whole, up to the target's 'len'; ignored"),
     kw!("quiet", G, W, "only affects start-up messages; ignored"),
     kw!("expose-experimental-directives", G, W, "Fairlead has no experimental directives; ignored"),
     kw!("insecure-fork-wanted", G, W, "Fairlead never forks; ignored"),
@@ -272,17 +272,18 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("disabled", P, I),
     kw!("enabled", P, I),
     // ---- proxies: warnings ----
-    kw!("log", P, W, LOG),
-    kw!("log-format", DFL, W, LOG),
-    kw!("log-format-sd", DFL, W, LOG),
-    kw!("error-log-format", DFL, W, LOG),
-    kw!("option httplog", DFL, W, LOG),
-    kw!("option httpslog", DFL, W, LOG),
-    kw!("option tcplog", DFL, W, LOG),
-    kw!("option dontlognull", DFL, W, LOG),
-    kw!("option dontlog-normal", DFL, W, LOG),
-    kw!("option log-separate-errors", DFL, W, LOG),
-    kw!("option logasap", DFL, W, LOG),
+    kw!("log", P, I, "stdout, stderr, UDP syslog and unix datagram targets; 'ring@', 'tcp@' and 'sample' are not implemented yet"),
+    kw!("log-format", DFL, I, "'%[...]' sample expressions and TLS variables are not implemented yet"),
+    kw!("log-format-sd", DFL, W, "RFC 5424 structured data is not implemented yet ('-' is sent); ignored"),
+    kw!("error-log-format", DFL, W, "connection error logs (TLS, PROXY protocol) are not implemented yet; ignored"),
+    kw!("option httplog", DFL, I),
+    kw!("option httplog-json", DFL, I, "Fairlead extension: the 'option httplog' fields as one JSON object per line"),
+    kw!("option httpslog", DFL, W, "TLS is not implemented yet; use 'option httplog'; ignored"),
+    kw!("option tcplog", DFL, I),
+    kw!("option dontlognull", DFL, I),
+    kw!("option dontlog-normal", DFL, I),
+    kw!("option log-separate-errors", DFL, I),
+    kw!("option logasap", DFL, W, "logs are emitted at the end of each stream; ignored"),
     kw!("option log-health-checks", DLB, W, LOG),
     kw!("option http-ignore-probes", DFL, W, LOG),
     kw!("option contstats", DFL, W, "statistics are not implemented yet; ignored"),

@@ -60,3 +60,5 @@ pub fn parse(
 mod tests;
 #[cfg(test)]
 mod tests_lb;
+#[cfg(test)]
+mod tests_log;

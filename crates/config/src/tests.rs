@@ -403,7 +403,7 @@ fn error_messages() {
         ("global\n cpu-map 2/1 0\n", "only process 1 exists"),
         ("global\n tune.bufsize 10\n", "must be between 1024"),
         ("global\n tune.maxaccept 0\n", "must be -1 (unlimited) or a positive integer"),
-        ("global\n log\n", "'log': expects <address[:port]>"),
+        ("global\n log\n", "'log': expects <address>"),
         ("backend b\n mode\n", "'mode': expects exactly one argument (got 0)"),
         ("backend b\n option redispatch x\n", "'option redispatch': expects an integer interval (got 'x')"),
         ("backend b\n server s 1.1.1.1\n", "has no port"),
@@ -447,10 +447,7 @@ userlist users
     user admin password x
 ");
     let w = warns(&p);
-    assert!(has(
-        &w,
-        "t.cfg:2: log targets are stored; logging is not implemented yet"
-    ));
+    assert!(!has(&w, "t.cfg:2:"));
     assert!(has(&w, "t.cfg:3: 'chroot': chroot is not applied yet"));
     assert!(has(
         &w,
@@ -463,9 +460,13 @@ userlist users
         "t.cfg:7: 'ssl-default-bind-ciphers': TLS is not implemented yet"
     ));
     assert!(has(&w, "t.cfg:8: hello world"));
-    assert!(has(&w, "t.cfg:10: 'log': logging is not implemented yet"));
-    assert!(has(&w, "t.cfg:11: 'option httplog': logging"));
-    assert!(has(&w, "t.cfg:12: 'option dontlognull': logging"));
+    assert!(!has(&w, "t.cfg:10:"));
+    // The tcp-mode frontend inherits 'option httplog': tcplog instead.
+    assert!(has(
+        &w,
+        "t.cfg:11: 'option httplog' not usable with frontend 'f' (needs 'mode http'). Falling back to 'option tcplog'."
+    ));
+    assert!(!has(&w, "t.cfg:12:"));
     assert!(!has(&w, "t.cfg:13:"));
     assert!(!has(&w, "t.cfg:14:"));
     assert!(has(
@@ -696,7 +697,10 @@ fn keyword_support_lists_implemented() {
     }
     assert!(all
         .iter()
-        .any(|k| k.keyword == "option httplog" && k.status == Support::Warning));
+        .any(|k| k.keyword == "option httplog" && k.status == Support::Implemented));
+    assert!(all
+        .iter()
+        .any(|k| k.keyword == "option logasap" && k.status == Support::Warning));
     assert!(all
         .iter()
         .any(|k| k.keyword == "http-request" && k.status == Support::NotYet));

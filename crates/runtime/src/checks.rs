@@ -15,7 +15,7 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
             let Some(mut t) = CheckTarget::from_server(
                 &be.name,
                 scfg,
-                srv.addr,
+                **srv.addr.load(),
                 &bcfg.options,
                 srv.health.clone(),
             ) else {

@@ -93,6 +93,10 @@ pub struct Shared {
     /// Woken whenever a connection ends, for listeners paused on a limit.
     pub freed: Notify,
     pub stopping: AtomicBool,
+    /// Accept loops still running; a soft stop completes only once every
+    /// listener is closed (so no connection is accepted after the drain
+    /// check) and every connection has ended.
+    pub listeners_open: std::sync::atomic::AtomicUsize,
     pub quiet: bool,
     pub bufsize: usize,
     pub maxaccept: usize,
@@ -193,6 +197,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         global: Limit::new(maxconn),
         freed: Notify::new(),
         stopping: AtomicBool::new(false),
+        listeners_open: std::sync::atomic::AtomicUsize::new(0),
         quiet,
         bufsize,
         maxaccept: match cfg.global.maxaccept {
@@ -460,10 +465,14 @@ fn wait_for_signals(shared: &Arc<Shared>, stop_tx: watch::Sender<bool>, grace: O
         shared.stopping.store(true, Ordering::SeqCst);
         let _ = stop_tx.send(true);
         shared.freed.notify_waiters();
+        let busy = || {
+            shared.global.cur.load(Ordering::SeqCst) > 0
+                || shared.listeners_open.load(Ordering::SeqCst) > 0
+        };
         let drained = async {
-            while shared.global.cur.load(Ordering::SeqCst) > 0 {
+            while busy() {
                 let notified = shared.freed.notified();
-                if shared.global.cur.load(Ordering::SeqCst) == 0 {
+                if !busy() {
                     break;
                 }
                 let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;

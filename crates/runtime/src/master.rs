@@ -238,10 +238,24 @@ fn spawn_worker(
             "cannot pass the configuration to the worker: {e}"
         )));
     }
-    ours.set_read_timeout(Some(WORKER_START_TIMEOUT))?;
+    // Signals (SIGCHLD from a previous worker exiting, for one) interrupt
+    // a socket read that has a timeout even with SA_RESTART: retry until
+    // the deadline.
+    let deadline = Instant::now() + WORKER_START_TIMEOUT;
     let mut byte = [0u8; 1];
-    match ours.read(&mut byte) {
-        Ok(1) => Ok(child),
+    let got = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break None;
+        }
+        ours.set_read_timeout(Some(left))?;
+        match ours.read(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r.ok(),
+        }
+    };
+    match got {
+        Some(1) => Ok(child),
         _ => {
             let _ = child.kill();
             let _ = child.wait();

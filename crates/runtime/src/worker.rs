@@ -62,12 +62,14 @@ pub(crate) fn run(
                     be: fe.backend.clone(),
                     stop: local_stop.clone(),
                 });
-                accepts.push(tokio::task::spawn_local(accept_loop(
-                    shared.clone(),
-                    fe,
-                    ctx,
-                    l,
-                )));
+                shared.listeners_open.fetch_add(1, Ordering::SeqCst);
+                let shared2 = shared.clone();
+                accepts.push(tokio::task::spawn_local(async move {
+                    accept_loop(shared2.clone(), fe, ctx, l).await;
+                    // The listener is closed (dropped with the loop).
+                    shared2.listeners_open.fetch_sub(1, Ordering::SeqCst);
+                    shared2.freed.notify_waiters();
+                }));
             }
         }
         for a in accepts {

@@ -43,9 +43,7 @@ pub(crate) fn keyword(p: &mut Parser, words: &[String], loc: &Location) {
                 .diags
                 .alert(loc, format!("'{kw}' is not implemented yet in Fairlead"))
         }
-        Status::Warning if kw != "log" => {
-            return p.diags.warn(loc, format!("'{}': {}", k.name, k.note))
-        }
+        Status::Warning => return p.diags.warn(loc, format!("'{}': {}", k.name, k.note)),
         _ => {}
     }
     if let Err(e) = implemented(p, words, loc) {
@@ -122,20 +120,33 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             g.spread_checks = n;
         }
         "log" => {
-            if words.len() < 2 || words[1] == "global" {
-                return Err(
-                    "expects <address[:port]> <facility> [<level>] in the 'global' section".into(),
-                );
+            if words.get(1).map(String::as_str) == Some("global") {
+                return Err("'log global' is only valid in proxy sections; the 'global' section expects <address> [len <length>] [format <format>] <facility> [<level> [<minlevel>]]".into());
             }
+            let spec = fairlead_log::parse_target(&words[1..])?;
             g.logs.push(LogTarget {
                 args: words[1..].to_vec(),
                 location: loc.clone(),
+                spec,
             });
-            p.diags.warn(
-                loc,
-                "log targets are stored; logging is not implemented yet",
-            );
         }
+        "log-tag" => {
+            let t = one_arg(words)?;
+            if t.is_empty() {
+                return Err("expects a non-empty tag".into());
+            }
+            g.log_tag = Some(t.to_string());
+        }
+        "log-send-hostname" => match words {
+            [_] => g.log_send_hostname = Some(String::new()),
+            [_, h] => g.log_send_hostname = Some(h.clone()),
+            _ => {
+                return Err(format!(
+                    "expects at most one argument (got {})",
+                    words.len() - 1
+                ))
+            }
+        },
         "setenv" | "presetenv" => {
             let [_, name, value] = words else {
                 return Err("expects a name and a value".into());

@@ -94,6 +94,8 @@ pub(crate) struct Draft {
     /// Where `balance` and `cookie` were set, for the mode cross checks.
     pub balance_loc: Option<Location>,
     pub cookie_loc: Option<Location>,
+    /// Where the log format (`option httplog`, `log-format`, ...) was set.
+    pub log_style_loc: Option<Location>,
 }
 
 impl Draft {
@@ -116,6 +118,7 @@ impl Draft {
             checks: checks::CheckDraft::default(),
             balance_loc: None,
             cookie_loc: None,
+            log_style_loc: None,
         }
     }
 
@@ -128,6 +131,7 @@ impl Draft {
         self.checks = from.checks.inherited();
         self.balance_loc = from.balance_loc.clone();
         self.cookie_loc = from.cookie_loc.clone();
+        self.log_style_loc = from.log_style_loc.clone();
     }
 }
 
@@ -440,6 +444,9 @@ impl<'a> Parser<'a> {
         for d in self.proxies.iter_mut().filter(|d| d.kind.is_backend()) {
             finish_backend(d, &mut self.diags);
         }
+        for d in self.proxies.iter_mut() {
+            finish_log(d, &self.global.logs, &mut self.diags);
+        }
         let mut config = Config {
             global: self.global.clone(),
             other_sections: std::mem::take(&mut self.others),
@@ -520,6 +527,54 @@ impl<'a> Parser<'a> {
                 diagnostics: diags,
             })
         }
+    }
+}
+
+/// Expands `log global` and applies the mode checks of the log format, as
+/// HAProxy does once the file is read.
+fn finish_log(d: &mut Draft, global: &[LogTarget], diags: &mut Diags) {
+    let sec = d.kind.word();
+    let l = &mut d.opts.log;
+    if l.global {
+        let own = std::mem::take(&mut l.targets);
+        l.targets = global.to_vec();
+        l.targets.extend(own);
+    }
+    if !d.kind.is_frontend() || d.opts.mode == Mode::Http {
+        return;
+    }
+    let at = d.log_style_loc.as_ref().unwrap_or(&d.loc);
+    match &l.style {
+        LogStyle::Http | LogStyle::HttpClf => {
+            let opt = if l.json {
+                "option httplog-json"
+            } else {
+                "option httplog"
+            };
+            diags.warn(
+                at,
+                format!(
+                    "'{opt}' not usable with {sec} '{}' (needs 'mode http'). Falling back to 'option tcplog'.",
+                    d.name
+                ),
+            );
+            l.style = LogStyle::Tcp;
+        }
+        LogStyle::Custom(f) => {
+            let var = fairlead_log::compile(f)
+                .ok()
+                .and_then(|f| f.http_only_var());
+            if let Some(v) = var {
+                diags.alert(
+                    at,
+                    format!(
+                        "{sec} '{}': 'log-format': format variable '{v}' is reserved for HTTP mode",
+                        d.name
+                    ),
+                );
+            }
+        }
+        LogStyle::Connect | LogStyle::Tcp => {}
     }
 }
 

@@ -304,6 +304,86 @@ fn implemented(
                 o.forwardfor = Some(parse_forwardfor(&words[2..])?);
             }
         }
+        "log" => {
+            let l = &mut o.log;
+            let a = &words[1..];
+            if prefix.is_some() {
+                if !a.is_empty() {
+                    return Err("'no log' does not expect arguments".into());
+                }
+                l.targets.clear();
+                l.global = false;
+            } else if a.first().map(String::as_str) == Some("global") {
+                if a.len() > 1 {
+                    return Err("'log global' takes no other parameter".into());
+                }
+                l.global = true;
+            } else {
+                let spec = fairlead_log::parse_target(a)?;
+                l.targets.push(LogTarget {
+                    args: a.to_vec(),
+                    location: loc.clone(),
+                    spec,
+                });
+            }
+        }
+        "log-tag" => {
+            let t = &args(words, 1, 1)?[0];
+            if t.is_empty() {
+                return Err("expects a non-empty tag".into());
+            }
+            o.log.tag = Some(t.clone());
+        }
+        "log-format" => {
+            if words.len() > 2 {
+                return Err("expects only one argument, don't forget to escape spaces!".into());
+            }
+            let f = &args(words, 1, 1)?[0];
+            fairlead_log::compile(f)?;
+            o.log.style = LogStyle::Custom(f.clone());
+            o.log.json = false;
+            d.log_style_loc = Some(loc.clone());
+        }
+        "option httplog" | "option tcplog" | "option httplog-json" => {
+            let style = match (name, words.get(2).map(String::as_str)) {
+                ("option httplog", Some("clf")) if words.len() == 3 => LogStyle::HttpClf,
+                ("option httplog", Some(_)) => {
+                    let bad = words[2..].iter().find(|w| *w != "clf").unwrap_or(&words[2]);
+                    return Err(format!("expects no argument or 'clf' (got '{bad}')"));
+                }
+                ("option tcplog", _) => {
+                    args(words, 2, 0)?;
+                    LogStyle::Tcp
+                }
+                _ => {
+                    args(words, 2, 0)?;
+                    LogStyle::Http
+                }
+            };
+            let json = name == "option httplog-json";
+            let l = &mut o.log;
+            if prefix.is_some() {
+                if json {
+                    l.json = false;
+                } else if l.style == style || (style == LogStyle::Http && l.style == LogStyle::HttpClf) {
+                    l.style = LogStyle::Connect;
+                }
+            } else {
+                l.style = style;
+                l.json = json;
+                d.log_style_loc = Some(loc.clone());
+            }
+        }
+        "option dontlognull" | "option dontlog-normal" | "option log-separate-errors" => {
+            args(words, 2, 0)?;
+            let on = prefix.is_none();
+            let l = &mut o.log;
+            match name {
+                "option dontlognull" => l.dontlognull = on,
+                "option dontlog-normal" => l.dontlog_normal = on,
+                _ => l.separate_errors = on,
+            }
+        }
         _ => return Err("is not implemented yet in Fairlead".into()),
     }
     Ok(())

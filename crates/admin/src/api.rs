@@ -1,0 +1,367 @@
+//! What the CLI needs from the running process: the [`AdminApi`] trait and
+//! the plain data it exchanges. The process implements the trait over its
+//! live backends, servers and counters; this crate only parses commands,
+//! checks levels and arguments, and renders HAProxy's output formats.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, SystemTime};
+
+/// Output flavour of `show stat` and `show info` (management guide 9.1/9.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `show stat`: CSV; `show info`: `Name: value` lines.
+    Default,
+    /// `typed`: one field per line, `<pos>.<name>.<proc>:<tags>:<type>:<value>`.
+    Typed,
+    /// `json`.
+    Json,
+}
+
+/// Which statistics `show stat` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatDomain {
+    Proxy,
+    Resolvers,
+}
+
+/// `{<iid>|<proxy>} <type> <sid>` of `show stat`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatFilter {
+    /// Proxy name or numeric id as typed; `-1` means every proxy.
+    pub proxy: String,
+    /// Bit mask: 1 frontends, 2 backends, 4 servers; -1 everything.
+    pub kinds: i32,
+    /// Server id, or -1 for every server.
+    pub sid: i32,
+}
+
+/// A parsed `show stat` request, handed as is to [`AdminApi::stat`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatRequest {
+    pub domain: StatDomain,
+    pub filter: Option<StatFilter>,
+    pub format: OutputFormat,
+    /// `desc`: add field descriptions.
+    pub desc: bool,
+    /// `up`: only servers that are up.
+    pub up: bool,
+    /// `no-maint`: leave out servers in maintenance.
+    pub no_maint: bool,
+}
+
+/// HAProxy's operational server state (`srv_op_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpState {
+    Stopped = 0,
+    Starting = 1,
+    Running = 2,
+    Stopping = 3,
+}
+
+/// `srv_admin_state` bits (management guide, `show servers state`).
+pub mod admin_flags {
+    /// Forced into maintenance (CLI, `disabled`).
+    pub const FMAINT: u8 = 0x01;
+    /// Maintenance inherited from a tracked server.
+    pub const IMAINT: u8 = 0x02;
+    /// Maintenance from the configuration (`disabled`).
+    pub const CMAINT: u8 = 0x04;
+    /// Forced into drain.
+    pub const FDRAIN: u8 = 0x08;
+    /// Drain inherited from a tracked server.
+    pub const IDRAIN: u8 = 0x10;
+    /// Maintenance after a resolution failure.
+    pub const RMAINT: u8 = 0x20;
+    /// FQDN set from the CLI.
+    pub const HMAINT: u8 = 0x40;
+}
+
+/// `srv_check_state` / `srv_agent_state` bits.
+pub mod check_flags {
+    pub const INPROGRESS: u8 = 0x01;
+    pub const CONFIGURED: u8 = 0x02;
+    pub const ENABLED: u8 = 0x04;
+    pub const PAUSED: u8 = 0x08;
+    /// Set on the agent's state.
+    pub const AGENT: u8 = 0x10;
+}
+
+/// One server as the CLI sees it (a snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// HAProxy's server id (`id` keyword, else position from 1).
+    pub id: u32,
+    pub name: String,
+    /// Whether `id` was set in the configuration.
+    pub forced_id: bool,
+    /// `None` when the server has no address yet.
+    pub addr: Option<IpAddr>,
+    pub port: u16,
+    pub op_state: OpState,
+    /// [`admin_flags`] mask.
+    pub admin_state: u8,
+    /// Current (user-visible) weight.
+    pub uweight: u32,
+    /// Initial (configured) weight.
+    pub iweight: u32,
+    /// Time since the last operational state change.
+    pub since_last_change: Duration,
+    /// HAProxy's numeric last check status (`HCHK_STATUS_*`, 0 = unknown).
+    pub check_status: u32,
+    /// 0 unknown, 1 neutral, 2 failed, 3 passed, 4 conditionally passed.
+    pub check_result: u32,
+    /// Rise/fall counter of the health check.
+    pub check_health: u32,
+    /// [`check_flags`] mask of the health check.
+    pub check_state: u8,
+    /// [`check_flags`] mask of the agent check (with [`check_flags::AGENT`]).
+    pub agent_state: u8,
+    pub fqdn: Option<String>,
+    pub use_ssl: bool,
+    pub check_port: u16,
+    pub check_addr: Option<IpAddr>,
+    pub agent_addr: Option<IpAddr>,
+    pub agent_port: u16,
+}
+
+/// One backend as the CLI sees it (a snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendInfo {
+    /// HAProxy's proxy id (`id` keyword, else the automatic one).
+    pub id: i32,
+    pub name: String,
+    /// Whether `id` was set in the configuration.
+    pub forced_id: bool,
+    /// False for static algorithms (static-rr, hashing with `hash-type map-based`...):
+    /// their weights only take 0 or the initial weight.
+    pub dynamic_weights: bool,
+    pub servers: Vec<ServerInfo>,
+}
+
+/// The server a change applies to: positions in [`AdminApi::backends`]'s
+/// list (configuration order) and the names, for convenience.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerRef {
+    pub backend_idx: usize,
+    pub server_idx: usize,
+    pub backend: String,
+    pub server: String,
+}
+
+/// Administrative state requested by `set server ... state` or
+/// `enable`/`disable server`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminState {
+    /// Leaves maintenance and drain.
+    Ready,
+    /// Out of load balancing, still checked, persistent traffic accepted.
+    Drain,
+    /// No traffic, no checks.
+    Maint,
+}
+
+/// Operational state forced by `set server ... health`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForcedHealth {
+    Up,
+    Stopping,
+    Down,
+}
+
+/// A change to one server. Arguments are validated before the call
+/// (weights are absolute, within 0..=256 and allowed by the algorithm).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerChange {
+    Admin(AdminState),
+    /// New user weight (absolute).
+    Weight(u32),
+    /// New `maxconn` (0 = unlimited).
+    Maxconn(u32),
+    /// New address; the port only when given.
+    Addr {
+        ip: IpAddr,
+        port: Option<u16>,
+    },
+    Health(ForcedHealth),
+    /// `set server ... agent up|down` (only asked when the agent is enabled).
+    Agent {
+        up: bool,
+    },
+}
+
+/// One stream for `show sess`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// Identifier used by `shutdown session` (shown in hexadecimal).
+    pub id: u64,
+    /// e.g. `tcpv4`, `tcpv6`.
+    pub proto: String,
+    pub client: Option<SocketAddr>,
+    pub frontend: String,
+    pub backend: Option<String>,
+    pub server: Option<String>,
+    pub age: Duration,
+    /// Short free-form state (e.g. the HTTP phase).
+    pub state: String,
+}
+
+/// One memory pool for `show pools`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolInfo {
+    pub name: String,
+    /// Size of one item in bytes.
+    pub size: u64,
+    /// Items allocated (in use or cached).
+    pub allocated: u64,
+    /// Items in use.
+    pub used: u64,
+    /// Failed allocations.
+    pub failed: u64,
+}
+
+/// Which direction an error was captured in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorSide {
+    /// Invalid request, captured by a frontend.
+    Request,
+    /// Invalid response, captured by a backend.
+    Response,
+}
+
+/// The last invalid request or response seen by a proxy (`show errors`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapturedError {
+    pub when: SystemTime,
+    /// The proxy that captured it: a frontend for a request, a backend for
+    /// a response.
+    pub proxy: String,
+    pub proxy_id: i32,
+    pub side: ErrorSide,
+    /// The other proxy and its id (the backend for a request, the frontend
+    /// for a response), when known.
+    pub other: Option<(String, i32)>,
+    /// The server and its id, when known.
+    pub server: Option<(String, u32)>,
+    /// Event number (process-wide capture counter).
+    pub event: u32,
+    pub client: Option<SocketAddr>,
+    /// Stream offset of the first captured byte.
+    pub offset: u64,
+    /// Offset of the faulty byte in `bytes`.
+    pub position: usize,
+    /// Short explanation.
+    pub reason: String,
+    /// What was captured.
+    pub bytes: Vec<u8>,
+}
+
+/// `set profiling tasks` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TasksProfiling {
+    On,
+    Off,
+    Auto,
+}
+
+/// Tasks profiling state shown by `show profiling`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TasksProfilingState {
+    Off,
+    On,
+    AutoOff,
+    AutoOn,
+}
+
+/// One row of the "Tasks activity" table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStat {
+    pub name: String,
+    pub calls: u64,
+    /// Total CPU time, nanoseconds.
+    pub cpu_ns: u64,
+    /// Total scheduling latency, nanoseconds.
+    pub lat_ns: u64,
+}
+
+/// What `show profiling` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfilingReport {
+    pub tasks: TasksProfilingState,
+    pub memory: bool,
+    /// How long the measurement ran.
+    pub measured: Duration,
+    /// How long ago it stopped (zero while running).
+    pub stopped_ago: Duration,
+    pub rows: Vec<TaskStat>,
+}
+
+/// What `show errors` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ErrorReport {
+    /// Errors captured since start (all proxies).
+    pub total: u32,
+    /// The last request and response error of each proxy, in proxy order.
+    pub errors: Vec<CapturedError>,
+}
+
+/// The running process, as the CLI drives it. Implemented by the process
+/// over its live state; every method is called from a CLI thread, never
+/// from a worker.
+///
+/// Methods returning `Err(String)` have their message printed as is (a
+/// trailing newline is added when missing).
+pub trait AdminApi: Send + Sync {
+    /// `show info`: the fields in HAProxy's order (`Name`, `Version`,
+    /// `Release_date`, `Nbthread`, `Nbproc`, `Process_num`, `Pid`, `Uptime`,
+    /// `Uptime_sec`, ... `Idle_pct`, `node`, ...).
+    fn info(&self) -> Vec<(String, String)>;
+
+    /// `show info typed|json [desc]`. `None` when the format is not
+    /// available (the CLI then says so).
+    fn info_formatted(&self, format: OutputFormat, desc: bool) -> Option<String> {
+        let _ = (format, desc);
+        None
+    }
+
+    /// `show version`: the version string, without newline.
+    fn version(&self) -> String;
+
+    /// Process uptime, for `prompt timed`. By default from `Uptime_sec`.
+    fn uptime(&self) -> Duration {
+        let secs = self
+            .info()
+            .into_iter()
+            .find(|(k, _)| k == "Uptime_sec")
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or(0);
+        Duration::from_secs(secs)
+    }
+
+    /// `show stat ...`: the whole output (CSV, typed or JSON). `Err` for
+    /// an unknown proxy ("No such proxy.") and the like.
+    fn stat(&self, req: &StatRequest) -> Result<String, String>;
+
+    /// Every backend with its servers, in configuration order.
+    fn backends(&self) -> Vec<BackendInfo>;
+
+    /// Applies one server change.
+    fn server_change(&self, target: &ServerRef, change: ServerChange) -> Result<(), String>;
+
+    /// Current streams.
+    fn sessions(&self) -> Vec<SessionInfo>;
+
+    /// Kills the stream `id`; false when there is none.
+    fn shutdown_session(&self, id: u64) -> bool;
+
+    /// Memory pools.
+    fn pools(&self) -> Vec<PoolInfo>;
+
+    /// Captured protocol errors.
+    fn errors(&self) -> ErrorReport;
+
+    /// Profiling state and per-task statistics.
+    fn profiling(&self) -> ProfilingReport;
+
+    /// `set profiling tasks on|off|auto`.
+    fn set_profiling_tasks(&self, mode: TasksProfiling) -> Result<(), String>;
+}

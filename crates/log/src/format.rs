@@ -1,0 +1,916 @@
+//! The `log-format` language (configuration manual, section 8.2.6):
+//! [`compile`] turns a format string into a [`LogFormat`], which renders a
+//! [`LogRecord`] as HAProxy does, or as one JSON object.
+//!
+//! Syntax: `%var`, `%{flags}var` with flags `+Q`/`-Q` (quote strings),
+//! `+X`/`-X` (hexadecimal IPs, ports, `%Ts`, `%ms`, `%pid`, `%rt`, `%lc`),
+//! `+E`/`-E` (escape `"`, `\` and `]` with `\`), `+M`/`-M` (print `-` for
+//! an empty string; on by default); `%o` applies its flags to every later
+//! variable; `%%` is a verbatim `%`; spaces are separators, merged and
+//! printed once (a variable that prints nothing, such as `%hr` without
+//! captures, leaves no double space). `%[...]` sample expressions are not
+//! implemented yet and are rejected.
+//!
+//! Rendering never allocates: it only grows the output vector.
+
+use std::net::{IpAddr, SocketAddr};
+
+use crate::record::LogRecord;
+use crate::time::{self, Civil};
+
+/// `option httplog`, byte-compatible with HAProxy 2.6.
+pub const HTTPLOG_FORMAT: &str = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r";
+
+/// `option httplog clf`.
+pub const HTTPLOG_CLF: &str = "%{+Q}o %{-Q}ci - - [%trg] %r %ST %B \"\" \"\" %cp %ms %ft %b %s %TR %Tw %Tc %Tr %Ta %tsc %ac %fc %bc %sc %rc %sq %bq %CC %CS %hrl %hsl";
+
+/// `option tcplog`.
+pub const TCPLOG_FORMAT: &str =
+    "%ci:%cp [%t] %ft %b/%s %Tw/%Tc/%Tt %B %ts %ac/%fc/%bc/%sc/%rc %sq/%bq";
+
+/// The format used without any log option, emitted when a connection is
+/// accepted: `Connect from 10.0.1.2:33312 to 10.0.3.31:8012 (www/HTTP)`.
+/// `%{mode}` is not a log-format variable; [`LogFormat::connect`] builds
+/// this format.
+pub const DEFAULT_FORMAT: &str = "Connect from %ci:%cp to %fi:%fp (%f/%{mode})";
+
+const F_QUOTE: u8 = 1;
+const F_HEX: u8 = 2;
+const F_ESC: u8 = 4;
+const F_MANDATORY: u8 = 8;
+
+/// One log-format variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Var {
+    Ci,
+    Cp,
+    Fi,
+    Fp,
+    Bi,
+    Bp,
+    Si,
+    Sp,
+    T,
+    Tr,
+    Trg,
+    Trl,
+    TGmt,
+    Tl,
+    Ts,
+    Ms,
+    Ft,
+    F,
+    B,
+    S,
+    TR,
+    Tw,
+    Tc,
+    Trs,
+    Ta,
+    Tt,
+    Th,
+    Ti,
+    Tq,
+    Td,
+    Tu,
+    St,
+    Bytes,
+    Up,
+    Cc,
+    Cs,
+    Tsc,
+    TsShort,
+    Ac,
+    Fc,
+    Bc,
+    Sc,
+    Rc,
+    Sq,
+    Bq,
+    Hr,
+    Hs,
+    Hrl,
+    Hsl,
+    R,
+    Hm,
+    Hu,
+    Hp,
+    Hpo,
+    Hq,
+    Hv,
+    Id,
+    Pid,
+    H,
+    Rt,
+    Lc,
+    /// Only in [`LogFormat::connect`]: `HTTP` or `TCP`.
+    Mode,
+}
+
+/// Name, variable, HTTP-only (the `H` restriction of the manual's table).
+const VARS: &[(&str, Var, bool)] = &[
+    ("ci", Var::Ci, false),
+    ("cp", Var::Cp, false),
+    ("fi", Var::Fi, false),
+    ("fp", Var::Fp, false),
+    ("bi", Var::Bi, false),
+    ("bp", Var::Bp, false),
+    ("si", Var::Si, false),
+    ("sp", Var::Sp, false),
+    ("t", Var::T, false),
+    ("tr", Var::Tr, true),
+    ("trg", Var::Trg, true),
+    ("trl", Var::Trl, true),
+    ("T", Var::TGmt, false),
+    ("Tl", Var::Tl, false),
+    ("Ts", Var::Ts, false),
+    ("ms", Var::Ms, false),
+    ("ft", Var::Ft, false),
+    ("f", Var::F, false),
+    ("b", Var::B, false),
+    ("s", Var::S, false),
+    ("TR", Var::TR, true),
+    ("Tw", Var::Tw, false),
+    ("Tc", Var::Tc, false),
+    ("Tr", Var::Trs, true),
+    ("Ta", Var::Ta, true),
+    ("Tt", Var::Tt, false),
+    ("Th", Var::Th, false),
+    ("Ti", Var::Ti, true),
+    ("Tq", Var::Tq, true),
+    ("Td", Var::Td, false),
+    ("Tu", Var::Tu, false),
+    ("ST", Var::St, false),
+    ("B", Var::Bytes, false),
+    ("U", Var::Up, false),
+    ("CC", Var::Cc, true),
+    ("CS", Var::Cs, true),
+    ("tsc", Var::Tsc, true),
+    ("ts", Var::TsShort, false),
+    ("ac", Var::Ac, false),
+    ("fc", Var::Fc, false),
+    ("bc", Var::Bc, false),
+    ("sc", Var::Sc, false),
+    ("rc", Var::Rc, false),
+    ("sq", Var::Sq, false),
+    ("bq", Var::Bq, false),
+    ("hr", Var::Hr, false),
+    ("hs", Var::Hs, false),
+    ("hrl", Var::Hrl, false),
+    ("hsl", Var::Hsl, false),
+    ("r", Var::R, true),
+    ("HM", Var::Hm, true),
+    ("HU", Var::Hu, true),
+    ("HP", Var::Hp, true),
+    ("HPO", Var::Hpo, true),
+    ("HQ", Var::Hq, true),
+    ("HV", Var::Hv, true),
+    ("ID", Var::Id, false),
+    ("pid", Var::Pid, false),
+    ("H", Var::H, false),
+    ("rt", Var::Rt, false),
+    ("lc", Var::Lc, false),
+];
+
+/// Variables HAProxy knows that Fairlead does not provide yet.
+const NOT_YET: &[&str] = &["sslc", "sslv"];
+
+fn var_name(v: Var) -> &'static str {
+    if v == Var::Mode {
+        return "mode";
+    }
+    VARS.iter()
+        .find(|(_, x, _)| *x == v)
+        .map_or("?", |(n, _, _)| n)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Text(String),
+    Sep,
+    Var(Var, u8),
+}
+
+/// A compiled log format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFormat {
+    nodes: Vec<Node>,
+    source: String,
+}
+
+/// Compiles a `log-format` string (spaces already unescaped by the
+/// configuration lexer). Errors name the offending variable or flag.
+pub fn compile(fmt: &str) -> Result<LogFormat, String> {
+    let b = fmt.as_bytes();
+    let mut nodes = Vec::new();
+    let mut text = String::new();
+    let mut defaults = F_MANDATORY;
+    let mut i = 0;
+    let flush = |text: &mut String, nodes: &mut Vec<Node>| {
+        if !text.is_empty() {
+            nodes.push(Node::Text(std::mem::take(text)));
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b' ' => {
+                flush(&mut text, &mut nodes);
+                while i < b.len() && b[i] == b' ' {
+                    i += 1;
+                }
+                nodes.push(Node::Sep);
+            }
+            b'%' => {
+                i += 1;
+                if b.get(i) == Some(&b'%') {
+                    text.push('%');
+                    i += 1;
+                    continue;
+                }
+                flush(&mut text, &mut nodes);
+                let mut flags = defaults;
+                if b.get(i) == Some(&b'{') {
+                    let end = fmt[i..]
+                        .find('}')
+                        .ok_or_else(|| format!("missing '}}' after '%{{' in '{fmt}'"))?;
+                    flags = parse_flags(&fmt[i + 1..i + end], flags)?;
+                    i += end + 1;
+                }
+                if b.get(i) == Some(&b'[') {
+                    return Err(format!(
+                        "sample expressions ('%[...]') in log formats are not implemented yet in Fairlead (in '{fmt}')"
+                    ));
+                }
+                let start = i;
+                while i < b.len() && b[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                let name = &fmt[start..i];
+                if name.is_empty() {
+                    return Err(format!(
+                        "'%' must be followed by a variable name, '{{flags}}', '[' or '%' (in '{fmt}'). If you wanted to emit the '%' character verbatim, you need to use '%%'"
+                    ));
+                }
+                if name == "o" {
+                    defaults = flags;
+                    continue;
+                }
+                if NOT_YET.contains(&name) {
+                    return Err(format!(
+                        "format variable '{name}' (TLS) is not implemented yet in Fairlead"
+                    ));
+                }
+                let Some((_, v, _)) = VARS.iter().find(|(n, _, _)| *n == name) else {
+                    return Err(format!(
+                        "no such format variable '{name}'. If you wanted to emit the '%' character verbatim, you need to use '%%'"
+                    ));
+                };
+                nodes.push(Node::Var(*v, flags));
+            }
+            _ => {
+                let start = i;
+                while i < b.len() && b[i] != b' ' && b[i] != b'%' {
+                    i += 1;
+                }
+                text.push_str(&fmt[start..i]);
+            }
+        }
+    }
+    flush(&mut text, &mut nodes);
+    Ok(LogFormat {
+        nodes,
+        source: fmt.to_string(),
+    })
+}
+
+fn parse_flags(s: &str, mut flags: u8) -> Result<u8, String> {
+    for f in s.split(',').filter(|f| !f.is_empty()) {
+        let (add, name) = match f.as_bytes()[0] {
+            b'+' => (true, &f[1..]),
+            b'-' => (false, &f[1..]),
+            _ => {
+                return Err(format!(
+                    "flag '{f}' must be prefixed with '+' or '-' (flags are Q, X, E and M)"
+                ))
+            }
+        };
+        let bit = match name {
+            "Q" => F_QUOTE,
+            "X" => F_HEX,
+            "E" => F_ESC,
+            "M" => F_MANDATORY,
+            _ => {
+                return Err(format!(
+                    "unknown log-format flag '{name}' (expected Q, X, E or M)"
+                ))
+            }
+        };
+        if add {
+            flags |= bit;
+        } else {
+            flags &= !bit;
+        }
+    }
+    Ok(flags)
+}
+
+/// Bytes printed as `#XX` in `%r` and its parts: non-printable, `"`, `#`.
+fn url_escaped(c: u8) -> bool {
+    !(32..127).contains(&c) || c == b'"' || c == b'#'
+}
+
+/// Bytes printed as `#XX` in captured headers: as above plus `{|}`.
+fn hdr_escaped(c: u8) -> bool {
+    url_escaped(c) || matches!(c, b'{' | b'|' | b'}')
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+fn hex_byte(out: &mut Vec<u8>, c: u8) {
+    out.push(HEX[usize::from(c >> 4)]);
+    out.push(HEX[usize::from(c & 15)]);
+}
+
+/// Writes `n` in upper-case hexadecimal, at least `width` digits.
+fn hex(out: &mut Vec<u8>, n: u64, width: usize) {
+    let digits = (64 - n.leading_zeros() as usize).div_ceil(4);
+    for k in (0..digits.max(width)).rev() {
+        out.push(HEX[((n >> (4 * k)) & 15) as usize]);
+    }
+}
+
+fn num(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    time::pad(out, n.unsigned_abs(), 1);
+}
+
+/// A string field (`lf_text` semantics): quotes with Q, `\`-escapes with
+/// E, `-` when empty unless quoted.
+fn text(out: &mut Vec<u8>, s: Option<&[u8]>, flags: u8) {
+    if flags & F_QUOTE != 0 {
+        out.push(b'"');
+    }
+    match s {
+        Some(s) if !s.is_empty() => {
+            if flags & F_ESC != 0 {
+                for &c in s {
+                    if matches!(c, b'"' | b'\\' | b']') {
+                        out.push(b'\\');
+                    }
+                    out.push(c);
+                }
+            } else {
+                out.extend_from_slice(s);
+            }
+        }
+        _ if flags & (F_QUOTE | F_MANDATORY) == F_MANDATORY => out.push(b'-'),
+        _ => {}
+    }
+    if flags & F_QUOTE != 0 {
+        out.push(b'"');
+    }
+}
+
+/// An encoded string: `#XX` for the bytes `esc` selects, E escapes.
+fn encoded(out: &mut Vec<u8>, s: &[u8], esc: fn(u8) -> bool, flags: u8) {
+    for &c in s {
+        if esc(c) {
+            out.push(b'#');
+            hex_byte(out, c);
+        } else {
+            if flags & F_ESC != 0 && matches!(c, b'"' | b'\\' | b']') {
+                out.push(b'\\');
+            }
+            out.push(c);
+        }
+    }
+}
+
+fn ip_text(ip: IpAddr, buf: &mut [u8; 48]) -> usize {
+    use std::io::Write;
+    let mut c = std::io::Cursor::new(&mut buf[..]);
+    let _ = write!(c, "{ip}");
+    c.position() as usize
+}
+
+fn ip(out: &mut Vec<u8>, a: Option<SocketAddr>, flags: u8) {
+    let Some(a) = a else {
+        return text(out, None, flags);
+    };
+    if flags & F_HEX != 0 {
+        match a.ip() {
+            IpAddr::V4(v4) => v4.octets().iter().for_each(|&o| hex_byte(out, o)),
+            IpAddr::V6(v6) => v6.octets().iter().for_each(|&o| hex_byte(out, o)),
+        }
+        return;
+    }
+    let mut buf = [0u8; 48];
+    let n = ip_text(a.ip(), &mut buf);
+    text(out, Some(&buf[..n]), flags);
+}
+
+fn port(out: &mut Vec<u8>, a: Option<SocketAddr>, flags: u8) {
+    match a {
+        None => text(out, None, flags),
+        Some(a) if flags & F_HEX != 0 => hex(out, a.port().into(), 4),
+        Some(a) => num(out, a.port().into()),
+    }
+}
+
+/// The parts of a request line HAProxy cuts out for `%HM` ... `%HV`.
+struct ReqParts<'a> {
+    method: &'a [u8],
+    uri: &'a [u8],
+    version: &'a [u8],
+}
+
+fn split_request(line: &[u8]) -> ReqParts<'_> {
+    let sp = |c: &u8| *c == b' ' || *c == b'\t';
+    let mut it = line.split(sp).filter(|w| !w.is_empty());
+    let method = it.next().unwrap_or(b"");
+    let uri = it.next().unwrap_or(b"");
+    let version = it.next().unwrap_or(b"");
+    ReqParts {
+        method,
+        uri,
+        version,
+    }
+}
+
+fn path_of(uri: &[u8]) -> &[u8] {
+    let end = uri.iter().position(|&c| c == b'?').unwrap_or(uri.len());
+    &uri[..end]
+}
+
+fn path_only(uri: &[u8]) -> &[u8] {
+    let p = path_of(uri);
+    if p.first() == Some(&b'/') {
+        return p;
+    }
+    // Absolute form: skip "scheme://authority".
+    match p.windows(3).position(|w| w == b"://") {
+        Some(k) => {
+            let rest = &p[k + 3..];
+            rest.iter()
+                .position(|&c| c == b'/')
+                .map_or(&b""[..], |s| &rest[s..])
+        }
+        None => p,
+    }
+}
+
+fn query_of(uri: &[u8]) -> &[u8] {
+    uri.iter()
+        .position(|&c| c == b'?')
+        .map_or(&b""[..], |q| &uri[q..])
+}
+
+const BADREQ: &[u8] = b"<BADREQ>";
+
+/// Writes a part of the request (`%r`, `%HU`, ...), quoted with Q.
+fn req_part(out: &mut Vec<u8>, part: Option<&[u8]>, flags: u8) {
+    let q = flags & F_QUOTE != 0;
+    if q {
+        out.push(b'"');
+    }
+    encoded(out, part.unwrap_or(BADREQ), url_escaped, flags);
+    if q {
+        out.push(b'"');
+    }
+}
+
+fn request_part<'a>(r: &LogRecord<'a>, v: Var) -> Option<&'a [u8]> {
+    let line = r.request_line?;
+    let p = split_request(line);
+    Some(match v {
+        Var::R => line,
+        Var::Hm => p.method,
+        Var::Hu => p.uri,
+        Var::Hp => path_of(p.uri),
+        Var::Hpo => path_only(p.uri),
+        Var::Hq => query_of(p.uri),
+        _ => p.version,
+    })
+}
+
+impl LogFormat {
+    /// The default format (no log option): `Connect from <ci>:<cp> to
+    /// <fi>:<fp> (<frontend>/<HTTP|TCP>)`, emitted at accept time.
+    pub fn connect() -> LogFormat {
+        let mut f = compile("Connect from %ci:%cp to %fi:%fp (%f/").unwrap_or_else(|_| LogFormat {
+            nodes: Vec::new(),
+            source: String::new(),
+        });
+        f.nodes.push(Node::Var(Var::Mode, F_MANDATORY));
+        f.nodes.push(Node::Text(")".into()));
+        f.source = DEFAULT_FORMAT.to_string();
+        f
+    }
+
+    /// The string this format was compiled from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The first variable that only exists in HTTP mode (HAProxy rejects
+    /// those in a TCP proxy: "format variable 'r' is reserved for HTTP
+    /// mode").
+    pub fn http_only_var(&self) -> Option<&'static str> {
+        self.nodes.iter().find_map(|n| match n {
+            Node::Var(v, _) => VARS
+                .iter()
+                .find(|(_, x, h)| x == v && *h)
+                .map(|(n, _, _)| *n),
+            _ => None,
+        })
+    }
+
+    /// Appends one log line (without a line feed) to `out`.
+    pub fn render(&self, r: &LogRecord, out: &mut Vec<u8>) {
+        let mut last_space = true;
+        for n in &self.nodes {
+            match n {
+                Node::Sep => {
+                    if !last_space {
+                        out.push(b' ');
+                        last_space = true;
+                    }
+                }
+                Node::Text(t) => {
+                    out.extend_from_slice(t.as_bytes());
+                    last_space = false;
+                }
+                Node::Var(v, flags) => {
+                    if render_var(*v, *flags, r, out) {
+                        last_space = false;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends one JSON object (without a line feed) to `out`: one member
+    /// per variable of the format, in order, keyed by the variable's name
+    /// without `%` (`"ci"`, `"TR"`, `"Tr"`, `"tsc"`, `"r"`, ...). Literal
+    /// text and flags are ignored; a variable used twice appears once.
+    /// Numbers are JSON numbers (`-1` for a timer not reached; the `+`
+    /// of `%rc`, and of `%B`/`%Ta`/`%Tt` with logasap, is dropped);
+    /// missing strings (`%CC` without capture, `%s` without server is
+    /// `"<NOSRV>"`) are `null`; dates are strings in the variable's text
+    /// format; `%hr`/`%hs` are `null` without captures; `%hrl`/`%hsl` are
+    /// arrays.
+    pub fn render_json(&self, r: &LogRecord, out: &mut Vec<u8>) {
+        out.push(b'{');
+        let mut seen: u128 = 0;
+        let mut first = true;
+        for n in &self.nodes {
+            let Node::Var(v, _) = n else { continue };
+            let bit = 1u128 << (*v as u32);
+            if seen & bit != 0 {
+                continue;
+            }
+            seen |= bit;
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            json_str(out, var_name(*v).as_bytes(), |_| false);
+            out.push(b':');
+            json_var(*v, r, out);
+        }
+        out.push(b'}');
+    }
+}
+
+/// Renders one variable; false when it printed nothing.
+fn render_var(v: Var, flags: u8, r: &LogRecord, out: &mut Vec<u8>) -> bool {
+    let plus = |out: &mut Vec<u8>| {
+        if r.logasap {
+            out.push(b'+');
+        }
+    };
+    match v {
+        Var::Ci => ip(out, r.client, flags),
+        Var::Cp => port(out, r.client, flags),
+        Var::Fi => ip(out, r.frontend_addr, flags),
+        Var::Fp => port(out, r.frontend_addr, flags),
+        Var::Bi => ip(out, r.backend_src, flags),
+        Var::Bp => port(out, r.backend_src, flags),
+        Var::Si => ip(out, r.server_addr, flags),
+        Var::Sp => port(out, r.server_addr, flags),
+        Var::T | Var::Tr | Var::Trg | Var::Trl | Var::TGmt | Var::Tl => date(v, r, out),
+        Var::Ts => {
+            let (s, _) = time::unix_micros(r.accept_date);
+            if flags & F_HEX != 0 {
+                hex(out, s as u64, 4);
+            } else {
+                num(out, s);
+            }
+        }
+        Var::Ms => {
+            let (_, us) = time::unix_micros(r.accept_date);
+            if flags & F_HEX != 0 {
+                hex(out, u64::from(us / 1000), 2);
+            } else {
+                time::pad(out, u64::from(us / 1000), 3);
+            }
+        }
+        Var::Ft => {
+            let q = flags & F_QUOTE != 0;
+            if q {
+                out.push(b'"');
+            }
+            out.extend_from_slice(r.frontend.as_bytes());
+            if r.tls {
+                out.push(b'~');
+            }
+            if q {
+                out.push(b'"');
+            }
+        }
+        Var::F => text(out, Some(r.frontend.as_bytes()), flags),
+        Var::B => text(out, Some(r.backend.as_bytes()), flags),
+        Var::S => text(out, Some(r.server.unwrap_or("<NOSRV>").as_bytes()), flags),
+        Var::TR => num(out, r.t_request()),
+        Var::Tw => num(out, r.tw()),
+        Var::Tc => num(out, r.tc()),
+        Var::Trs => num(out, r.tr()),
+        Var::Th => num(out, r.th()),
+        Var::Ti => num(out, r.ti()),
+        Var::Tq => num(out, r.tq()),
+        Var::Td => num(out, r.td()),
+        Var::Ta => {
+            plus(out);
+            num(out, r.ta());
+        }
+        Var::Tt => {
+            plus(out);
+            num(out, r.tt());
+        }
+        Var::Tu => {
+            plus(out);
+            num(out, r.tu());
+        }
+        Var::St => num(out, r.status.map_or(-1, i64::from)),
+        Var::Bytes => {
+            plus(out);
+            time::pad(out, r.bytes_out, 1);
+        }
+        Var::Up => time::pad(out, r.bytes_in, 1),
+        Var::Cc => text(out, r.cookie_req.map(str::as_bytes), flags),
+        Var::Cs => text(out, r.cookie_resp.map(str::as_bytes), flags),
+        Var::Tsc => out.extend_from_slice(&r.term.as_bytes()),
+        Var::TsShort => out.extend_from_slice(&r.term.as_bytes()[..2]),
+        Var::Ac => num(out, r.actconn.into()),
+        Var::Fc => num(out, r.feconn.into()),
+        Var::Bc => num(out, r.beconn.into()),
+        Var::Sc => num(out, r.srv_conn.into()),
+        Var::Rc => {
+            if r.redispatched {
+                out.push(b'+');
+            }
+            num(out, r.retries.into());
+        }
+        Var::Sq => num(out, r.srv_queue.into()),
+        Var::Bq => num(out, r.backend_queue.into()),
+        Var::Hr | Var::Hs => {
+            let caps = if v == Var::Hr {
+                r.req_captures
+            } else {
+                r.res_captures
+            };
+            if caps.is_empty() {
+                return false;
+            }
+            let q = flags & F_QUOTE != 0;
+            if q {
+                out.push(b'"');
+            }
+            out.push(b'{');
+            for (k, c) in caps.iter().enumerate() {
+                if k > 0 {
+                    out.push(b'|');
+                }
+                if let Some(c) = c {
+                    encoded(out, c, hdr_escaped, flags);
+                }
+            }
+            out.push(b'}');
+            if q {
+                out.push(b'"');
+            }
+        }
+        Var::Hrl | Var::Hsl => {
+            let caps = if v == Var::Hrl {
+                r.req_captures
+            } else {
+                r.res_captures
+            };
+            if caps.is_empty() {
+                return false;
+            }
+            let q = flags & F_QUOTE != 0;
+            for (k, c) in caps.iter().enumerate() {
+                if k > 0 {
+                    out.push(b' ');
+                }
+                if q {
+                    out.push(b'"');
+                }
+                match c {
+                    Some(c) => encoded(out, c, hdr_escaped, flags),
+                    None if !q => out.push(b'-'),
+                    None => {}
+                }
+                if q {
+                    out.push(b'"');
+                }
+            }
+        }
+        Var::R | Var::Hm | Var::Hu | Var::Hp | Var::Hpo | Var::Hq | Var::Hv => {
+            req_part(out, request_part(r, v), flags)
+        }
+        Var::Id => text(out, r.unique_id.map(str::as_bytes), flags),
+        Var::Pid => {
+            if flags & F_HEX != 0 {
+                hex(out, r.pid.into(), 1);
+            } else {
+                num(out, r.pid.into());
+            }
+        }
+        Var::H => text(out, Some(r.hostname.as_bytes()), flags),
+        Var::Rt | Var::Lc => {
+            let n = if v == Var::Rt {
+                r.request_counter
+            } else {
+                r.log_counter
+            };
+            if flags & F_HEX != 0 {
+                hex(out, n, 4);
+            } else {
+                time::pad(out, n, 1);
+            }
+        }
+        Var::Mode => out.extend_from_slice(if r.http { b"HTTP" } else { b"TCP" }),
+    }
+    true
+}
+
+fn date(v: Var, r: &LogRecord, out: &mut Vec<u8>) {
+    let t = match v {
+        Var::Tr | Var::Trg | Var::Trl => r.request_date(),
+        _ => r.accept_date,
+    };
+    let c = Civil::from_system(t);
+    match v {
+        Var::T | Var::Tr => time::log_date(out, &c),
+        _ => time::clf_date(out, &c),
+    }
+}
+
+/// A JSON string; bytes `esc` selects are written as `#XX` first.
+fn json_str(out: &mut Vec<u8>, s: &[u8], esc: fn(u8) -> bool) {
+    out.push(b'"');
+    json_escape(out, s, esc);
+    out.push(b'"');
+}
+
+/// The inside of a JSON string.
+fn json_escape(out: &mut Vec<u8>, s: &[u8], esc: fn(u8) -> bool) {
+    for &c in s {
+        if esc(c) {
+            out.push(b'#');
+            hex_byte(out, c);
+        } else if c == b'"' || c == b'\\' {
+            out.push(b'\\');
+            out.push(c);
+        } else if c < 0x20 || c == 0x7f {
+            out.extend_from_slice(b"\\u00");
+            hex_byte(out, c);
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+fn json_opt(out: &mut Vec<u8>, s: Option<&[u8]>) {
+    match s {
+        Some(s) => json_str(out, s, |_| false),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn json_var(v: Var, r: &LogRecord, out: &mut Vec<u8>) {
+    match v {
+        Var::Ci | Var::Fi | Var::Bi | Var::Si => {
+            let a = match v {
+                Var::Ci => r.client,
+                Var::Fi => r.frontend_addr,
+                Var::Bi => r.backend_src,
+                _ => r.server_addr,
+            };
+            match a {
+                Some(a) => {
+                    let mut buf = [0u8; 48];
+                    let n = ip_text(a.ip(), &mut buf);
+                    json_str(out, &buf[..n], |_| false);
+                }
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        Var::Cp | Var::Fp | Var::Bp | Var::Sp => {
+            let a = match v {
+                Var::Cp => r.client,
+                Var::Fp => r.frontend_addr,
+                Var::Bp => r.backend_src,
+                _ => r.server_addr,
+            };
+            match a {
+                Some(a) => num(out, a.port().into()),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        Var::T | Var::Tr | Var::Trg | Var::Trl | Var::TGmt | Var::Tl => {
+            out.push(b'"');
+            date(v, r, out);
+            out.push(b'"');
+        }
+        Var::Ft => {
+            out.push(b'"');
+            json_escape(out, r.frontend.as_bytes(), |_| false);
+            if r.tls {
+                out.push(b'~');
+            }
+            out.push(b'"');
+        }
+        Var::F => json_str(out, r.frontend.as_bytes(), |_| false),
+        Var::B => json_str(out, r.backend.as_bytes(), |_| false),
+        Var::S => json_str(out, r.server.unwrap_or("<NOSRV>").as_bytes(), |_| false),
+        Var::H => json_str(out, r.hostname.as_bytes(), |_| false),
+        Var::Tsc | Var::TsShort | Var::Mode => {
+            out.push(b'"');
+            render_var(v, 0, r, out);
+            out.push(b'"');
+        }
+        Var::Cc => json_opt(out, r.cookie_req.map(str::as_bytes)),
+        Var::Cs => json_opt(out, r.cookie_resp.map(str::as_bytes)),
+        Var::Id => json_opt(out, r.unique_id.map(str::as_bytes)),
+        Var::Hr | Var::Hs => {
+            let caps = if v == Var::Hr {
+                r.req_captures
+            } else {
+                r.res_captures
+            };
+            if caps.is_empty() {
+                out.extend_from_slice(b"null");
+                return;
+            }
+            out.extend_from_slice(b"\"{");
+            for (k, c) in caps.iter().enumerate() {
+                if k > 0 {
+                    out.push(b'|');
+                }
+                if let Some(c) = c {
+                    json_escape(out, c, hdr_escaped);
+                }
+            }
+            out.extend_from_slice(b"}\"");
+        }
+        Var::Hrl | Var::Hsl => {
+            let caps = if v == Var::Hrl {
+                r.req_captures
+            } else {
+                r.res_captures
+            };
+            out.push(b'[');
+            for (k, c) in caps.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                match c {
+                    Some(c) => json_str(out, c, hdr_escaped),
+                    None => out.extend_from_slice(b"null"),
+                }
+            }
+            out.push(b']');
+        }
+        Var::R | Var::Hm | Var::Hu | Var::Hp | Var::Hpo | Var::Hq | Var::Hv => {
+            json_str(out, request_part(r, v).unwrap_or(BADREQ), url_escaped)
+        }
+        Var::Ta => num(out, r.ta()),
+        Var::Tt => num(out, r.tt()),
+        Var::Tu => num(out, r.tu()),
+        Var::Bytes => time::pad(out, r.bytes_out, 1),
+        Var::Rc => num(out, r.retries.into()),
+        // Every other variable is a plain number.
+        _ => {
+            render_var(v, 0, r, out);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "format_tests.rs"]
+mod tests;
