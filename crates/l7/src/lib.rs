@@ -24,6 +24,7 @@
 
 mod body;
 mod key;
+pub mod logging;
 mod persist;
 mod session;
 
@@ -44,6 +45,8 @@ pub struct HttpFront {
     pub max_head: usize,
     /// The frontend's traffic counters.
     pub counters: std::sync::Arc<fairlead_backend::counters::Counters>,
+    /// Logging, when the frontend has log targets.
+    pub log: Option<std::sync::Arc<logging::LogSetup>>,
 }
 
 /// Everything a session needs, built once per worker and frontend and

@@ -2,6 +2,7 @@
 
 use crate::body::{self, BodyError, Framer};
 use crate::key::KeyData;
+use crate::logging::{self, Gauges, ReqLog};
 use crate::persist::{self, Persist};
 use crate::{Effective, HttpCtx};
 use fairlead_backend::counters::C;
@@ -11,6 +12,7 @@ use fairlead_http::{
     error_response, parse_request, parse_response, BodyKind, ConnHeader, RequestHead,
     RequestRewrite, ResponseHead,
 };
+use fairlead_log::{Phase, Who};
 use fairlead_net::io::{until, with_timeout, write_all, write_all2};
 use fairlead_net::{pool, IoBuf};
 use std::cell::Cell;
@@ -48,6 +50,11 @@ struct Session {
     attached: Option<Attached>,
     first: bool,
     accepted_at: Instant,
+    /// End of the previous request (or accept), for the next log line.
+    last_end: Instant,
+    last_end_wall: std::time::SystemTime,
+    /// When the current request's first byte arrived.
+    first_byte: Instant,
 }
 
 /// Serves one HTTP client connection until it closes.
@@ -69,6 +76,9 @@ pub async fn serve_http(client: TcpStream, peer: SocketAddr, ctx: Rc<HttpCtx>) {
         attached: None,
         first: true,
         accepted_at: Instant::now(),
+        last_end: Instant::now(),
+        last_end_wall: std::time::SystemTime::now(),
+        first_byte: Instant::now(),
     };
     loop {
         if !s.wait().await {
@@ -106,7 +116,9 @@ struct Outcome {
 }
 
 impl Session {
-    async fn send_error(&self, status: u16) {
+    async fn send_error(&self, status: u16, rl: &mut ReqLog) {
+        rl.status = Some(status);
+        rl.bytes_out += error_response(status).len() as u64;
         let fc = &self.ctx.front.counters;
         fc.status(status);
         if status < 500 {
@@ -170,10 +182,16 @@ impl Session {
         };
         match r {
             Ok(0) => false,
-            Ok(_) => true,
+            Ok(_) => {
+                self.first_byte = Instant::now();
+                true
+            }
             Err(e) if e.kind() == ErrorKind::TimedOut => {
                 if self.first {
-                    self.send_error(408).await;
+                    let mut rl = ReqLog::new(self.last_end, self.last_end_wall);
+                    rl.end(Who::ClientTimeout, Phase::Request);
+                    self.send_error(408, &mut rl).await;
+                    self.log(&rl);
                 }
                 false
             }
@@ -215,20 +233,38 @@ impl Session {
         }
     }
 
-    /// One request/response exchange.
+    /// One request/response exchange, logged when it ends.
     async fn one_request(&mut self) -> Next {
+        let mut rl = ReqLog::new(self.last_end, self.last_end_wall);
+        rl.first_byte = Some(self.first_byte);
+        let next = self.one_request_inner(&mut rl).await;
+        self.log(&rl);
+        self.last_end = Instant::now();
+        self.last_end_wall = std::time::SystemTime::now();
+        next
+    }
+
+    async fn one_request_inner(&mut self, rl: &mut ReqLog) -> Next {
         let head = match self.read_head().await {
             Ok(h) => {
+                rl.head_done = Some(Instant::now());
                 self.ctx.front.counters.inc(C::ReqTot);
                 h
             }
             Err(Some(status)) => {
-                self.send_error(status).await;
+                match status {
+                    408 => rl.end(Who::ClientTimeout, Phase::Request),
+                    _ => rl.end(Who::Proxy, Phase::Request),
+                }
+                self.send_error(status, rl).await;
                 return Next::Close;
             }
-            Err(None) => return Next::Close,
+            Err(None) => {
+                rl.end(Who::Client, Phase::Request);
+                return Next::Close;
+            }
         };
-        let outcome = self.exchange(&head).await;
+        let outcome = self.exchange(&head, rl).await;
         let Some(outcome) = outcome else {
             return Next::Close;
         };
@@ -245,6 +281,33 @@ impl Session {
         }
     }
 
+    /// Writes the log line of a request, if the frontend logs.
+    fn log(&self, rl: &ReqLog) {
+        let Some(setup) = self.ctx.front.log.as_deref() else {
+            return;
+        };
+        let be = &self.ctx.be;
+        let srv = rl.server.map(|i| &be.servers[i]);
+        let gauges = Gauges {
+            actconn: 0,
+            feconn: 0,
+            beconn: be.sessions.load(std::sync::atomic::Ordering::Relaxed),
+            srv_conn: srv.map_or(0, |s| s.cur.load(std::sync::atomic::Ordering::Relaxed)),
+            srv_queue: rl.server.map_or(0, |i| be.queue.server_len(i) as u32),
+            backend_queue: be.queue.len() as u32,
+        };
+        logging::emit(
+            setup,
+            rl,
+            self.peer,
+            &self.ctx.front.name,
+            &be.name,
+            srv.map(|s| s.name.as_str()),
+            &gauges,
+            self.ctx.front.counters.get(C::ReqTot),
+        );
+    }
+
     /// Phase 3: get a server slot (balancing, persistence, queue), then a
     /// connection to that server: the session's own, an idle one from this
     /// thread's pool, or a new one. Returns the connection, its slot, and
@@ -259,9 +322,22 @@ impl Session {
         prefer: Option<usize>,
         avoid: Option<usize>,
         attempts: &mut u32,
+        rl: &mut ReqLog,
     ) -> Result<(Attached, ServerSlot, bool), u16> {
-        let slot = be.assign(key, prefer, avoid).await.map_err(|_| 503u16)?;
+        let slot = match be.assign(key, prefer, avoid).await {
+            Ok(s) => s,
+            Err(fairlead_backend::AssignError::QueueTimeout) => {
+                rl.end(Who::ServerTimeout, Phase::Queue);
+                return Err(503);
+            }
+            Err(fairlead_backend::AssignError::NoServer) => {
+                rl.end(Who::Server, Phase::Connect);
+                return Err(503);
+            }
+        };
+        rl.queue_done = Some(Instant::now());
         let idx = slot.idx();
+        rl.server = Some(idx);
         if let Some(a) = attached.take() {
             if a.idx == idx && fairlead_net::io::idle_conn_alive(&a.stream) {
                 return Ok((a, slot, true));
@@ -278,7 +354,9 @@ impl Session {
                 return Ok((Attached { idx, stream }, slot, true));
             }
         }
-        match connect_server(be, slot, key, attempts).await {
+        let connected = connect_server(be, slot, key, attempts).await;
+        rl.retries = *attempts;
+        match connected {
             Ok(c) => Ok((
                 Attached {
                     idx: c.slot.idx(),
@@ -287,13 +365,16 @@ impl Session {
                 c.slot,
                 false,
             )),
-            Err(_) => Err(503),
+            Err(_) => {
+                rl.end(Who::Server, Phase::Connect);
+                Err(503)
+            }
         }
     }
 
     /// Phases 3 to 6 for one parsed request. `None` means both sides must be
     /// closed now (an error response, if any, was already sent).
-    async fn exchange(&mut self, head: &RequestHead) -> Option<Outcome> {
+    async fn exchange(&mut self, head: &RequestHead, rl: &mut ReqLog) -> Option<Outcome> {
         let ctx = self.ctx.clone();
         let fe = &ctx.front;
         let be = &ctx.be;
@@ -330,6 +411,9 @@ impl Session {
             persist::edit_request(c, persist, &mut out);
         }
         let key_data = KeyData::new(be.lb_needs(), self.cbuf.filled(), head, ip);
+        if fe.log.is_some() {
+            rl.keep_line(&self.cbuf.filled()[head.method.0..head.head_len]);
+        }
         let idempotent = fairlead_http::method_is_idempotent(self.cbuf.filled(), head);
         self.cbuf.consume(head.head_len);
         // A request whose body was not started can be sent again on a new
@@ -354,16 +438,19 @@ impl Session {
                 persist.server,
                 avoid,
                 &mut attempts,
+                rl,
             )
             .await;
             let (conn, slot, reused) = match connected {
                 Ok(c) => c,
                 Err(status) => {
                     pool::give_out(out);
-                    self.send_error(status).await;
+                    self.send_error(status, rl).await;
                     return None;
                 }
             };
+            rl.connect_done = Some(Instant::now());
+            rl.server = Some(slot.idx());
             let server = slot.server().clone();
             if reused {
                 server.counters.inc(C::ConnReused);
@@ -404,7 +491,9 @@ impl Session {
                 attempts += 1;
                 if be.redispatch_now(attempts) {
                     avoid = Some(slot.idx());
+                    rl.redispatched = true;
                 }
+                rl.retries = attempts;
                 sbuf = IoBuf::new();
                 continue;
             }
@@ -418,18 +507,27 @@ impl Session {
                 fe.counters.inc(C::CliAbrt);
             }
             match result {
-                Ok(resp) => break (conn, slot, resp),
+                Ok(resp) => {
+                    rl.response_done = Some(Instant::now());
+                    break (conn, slot, resp);
+                }
                 Err(Fail::Retry) | Err(Fail::Status(502)) => {
+                    rl.end(Who::Server, Phase::Headers);
                     pool::give_out(out);
-                    self.send_error(502).await;
+                    self.send_error(502, rl).await;
                     return None;
                 }
                 Err(Fail::Status(s)) => {
+                    match s {
+                        504 => rl.end(Who::ServerTimeout, Phase::Headers),
+                        _ => rl.end(Who::Proxy, Phase::Request),
+                    }
                     pool::give_out(out);
-                    self.send_error(s).await;
+                    self.send_error(s, rl).await;
                     return None;
                 }
                 Err(Fail::Abort) => {
+                    rl.end(Who::Client, Phase::Data);
                     pool::give_out(out);
                     return None;
                 }
@@ -438,6 +536,7 @@ impl Session {
         drop(key_data);
         // Request bytes: the head as received plus the body forwarded.
         let bin = head.head_len as u64 + req_bytes.get();
+        rl.bytes_in = bin;
         fe.counters.add(C::Bin, bin);
         be.counters.add(C::Bin, bin);
         slot.server().counters.add(C::Bin, bin);
@@ -445,7 +544,7 @@ impl Session {
         slot.server().counters.inc(C::ReqTot);
         pool::give_out(out);
         let request_done = framer.is_done();
-        self.respond(head, conn, slot, resp, sbuf, request_done, persist, bt)
+        self.respond(head, conn, slot, resp, sbuf, request_done, persist, bt, rl)
             .await
     }
 
@@ -549,7 +648,9 @@ impl Session {
         request_done: bool,
         persist: Persist,
         bt: &fairlead_config::Timeouts,
+        rl: &mut ReqLog,
     ) -> Option<Outcome> {
+        rl.status = Some(resp.status);
         let ctx = self.ctx.clone();
         let ct = ctx.front.timeouts.client;
         if resp.status == 101 && head.upgrade {
@@ -608,6 +709,7 @@ impl Session {
         .await;
         drop(slot);
         let sent = head_bytes + first as u64 + body_res.as_ref().map_or(0, |n| *n);
+        rl.bytes_out = sent;
         for c in [fc, bc, sc] {
             c.add(C::Bout, sent);
         }
@@ -617,6 +719,14 @@ impl Session {
                 BodyError::Dest(_) => C::CliAbrt,
                 _ => C::SrvAbrt,
             };
+            rl.end(
+                if who == C::CliAbrt {
+                    Who::Client
+                } else {
+                    Who::Server
+                },
+                Phase::Data,
+            );
             for c in [fc, bc, sc] {
                 c.inc(who);
             }

@@ -138,6 +138,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         backends.push(Arc::new(Backend::new(b, &resolve, &mut next_id, fullconn)?));
     }
     let bufsize = cfg.global.bufsize.max(2048);
+    let logs = start_logging(cfg)?;
     let mut frontends = Vec::new();
     for f in cfg.frontends.iter().filter(|f| !f.disabled) {
         let backend = match &f.default_backend {
@@ -183,6 +184,10 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                 forwardfor: f.options.forwardfor.clone(),
                 max_head: bufsize - MAXREWRITE,
                 counters: Arc::new(fairlead_backend::counters::Counters::new()),
+                log: logs
+                    .iter()
+                    .find(|(n, _)| n == &f.name)
+                    .map(|(_, l)| l.clone()),
             },
             limit: Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn)),
             client_timeout: t.client,
@@ -205,6 +210,70 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             n => n as usize,
         },
     })
+}
+
+/// Starts the logger when some frontend has log targets, and returns each
+/// such frontend's logging set-up.
+fn start_logging(cfg: &Config) -> Result<Vec<(String, Arc<fairlead_l7::logging::LogSetup>)>> {
+    let logging: Vec<&fairlead_config::Frontend> = cfg
+        .frontends
+        .iter()
+        .filter(|f| !f.disabled && !f.options.log.targets.is_empty())
+        .collect();
+    if logging.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sinks = logging
+        .iter()
+        .map(|f| fairlead_log::Sink {
+            targets: f
+                .options
+                .log
+                .targets
+                .iter()
+                .map(|t| t.spec.clone())
+                .collect(),
+            tag: f.options.log.tag.clone(),
+        })
+        .collect();
+    let send_hostname = cfg.global.log_send_hostname.as_ref().map(|h| {
+        if h.is_empty() {
+            fairlead_log::system_hostname()
+        } else {
+            h.clone()
+        }
+    });
+    let opts = fairlead_log::LoggerOptions {
+        tag: cfg
+            .global
+            .log_tag
+            .clone()
+            .unwrap_or_else(|| "fairlead".to_string()),
+        hostname: send_hostname,
+        ..Default::default()
+    };
+    let logger = fairlead_log::Logger::start(opts, sinks)?;
+    let hostname = fairlead_log::system_hostname();
+    Ok(logging
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let l = &f.options.log;
+            let setup = fairlead_l7::logging::LogSetup {
+                logger: logger.clone(),
+                sink: fairlead_log::SinkId(i),
+                format: l.style.compile(),
+                json: l.json,
+                dontlognull: l.dontlognull,
+                dontlog_normal: l.dontlog_normal,
+                separate_errors: l.separate_errors,
+                pid: std::process::id(),
+                hostname: hostname.clone(),
+                connect_only: matches!(l.style, fairlead_config::LogStyle::Connect),
+            };
+            (f.name.clone(), Arc::new(setup))
+        })
+        .collect())
 }
 
 /// The longest timeout in the configuration, used to bound a soft stop

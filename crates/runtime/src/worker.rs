@@ -123,6 +123,15 @@ async fn accept_loop(
                 let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
                 fe.smax.fetch_max(cur, Ordering::Relaxed);
                 fe.http.counters.inc(fairlead_backend::counters::C::Stot);
+                if let Some(l) = fe.http.log.as_deref() {
+                    fairlead_l7::logging::emit_connect(
+                        l,
+                        peer,
+                        stream.local_addr().ok(),
+                        &fe.name,
+                        fe.mode == Mode::Http,
+                    );
+                }
                 // Each mode gets its own task type, so an HTTP connection's
                 // task is only as large as the HTTP state machine.
                 let guard = ConnGuard(account.clone());

@@ -1,0 +1,225 @@
+//! Per-request log data (`option httplog`, `log-format`), filled by the
+//! session's phases and rendered by `fairlead-log` when the request ends.
+//!
+//! The data lives in the request phase's state (a pooled slot), not in the
+//! idle connection. The request line is copied into a pooled vector only
+//! when the frontend logs.
+
+use fairlead_log::{LogFormat, LogRecord, Logger, Phase, SinkId, TermState, Who};
+use fairlead_net::pool;
+use std::net::SocketAddr;
+use std::time::SystemTime;
+use tokio::time::Instant;
+
+/// A frontend's logging set-up, built once at start-up.
+pub struct LogSetup {
+    pub logger: Logger,
+    pub sink: SinkId,
+    pub format: LogFormat,
+    /// `option httplog-json`.
+    pub json: bool,
+    /// `option dontlognull`: no log for a connection that sent nothing.
+    pub dontlognull: bool,
+    /// `option dontlog-normal`: log only errors.
+    pub dontlog_normal: bool,
+    /// `option log-separate-errors`: errors at level `err`.
+    pub separate_errors: bool,
+    pub pid: u32,
+    pub hostname: String,
+    /// No log option: HAProxy's "Connect from" line at accept time instead
+    /// of a line per request.
+    pub connect_only: bool,
+}
+
+impl std::fmt::Debug for LogSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogSetup")
+            .field("sink", &self.sink)
+            .field("format", &self.format.source())
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Milliseconds between two instants.
+fn ms(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from).as_millis() as u64
+}
+
+/// What happened to one request, for its log line.
+pub(crate) struct ReqLog {
+    /// Accept time (first request) or end of the previous response.
+    pub start: Instant,
+    pub start_wall: SystemTime,
+    pub first_byte: Option<Instant>,
+    pub head_done: Option<Instant>,
+    pub queue_done: Option<Instant>,
+    pub connect_done: Option<Instant>,
+    pub response_done: Option<Instant>,
+    pub status: Option<u16>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub server: Option<usize>,
+    pub retries: u32,
+    pub redispatched: bool,
+    pub term: TermState,
+    /// The request line, when the frontend logs.
+    pub line: Option<Vec<u8>>,
+}
+
+impl ReqLog {
+    pub fn new(start: Instant, start_wall: SystemTime) -> ReqLog {
+        ReqLog {
+            start,
+            start_wall,
+            first_byte: None,
+            head_done: None,
+            queue_done: None,
+            connect_done: None,
+            response_done: None,
+            status: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            server: None,
+            retries: 0,
+            redispatched: false,
+            term: TermState::NORMAL,
+            line: None,
+        }
+    }
+
+    /// Records the termination state unless one was already set (the
+    /// first cause wins).
+    pub fn end(&mut self, who: Who, phase: Phase) {
+        if self.term == TermState::NORMAL {
+            self.term = TermState::new(who, phase);
+        }
+    }
+
+    /// Keeps a copy of the request line (`buf` starts with it).
+    pub fn keep_line(&mut self, buf: &[u8]) {
+        let end = buf
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(buf.len());
+        let mut v = pool::take_out();
+        v.extend_from_slice(&buf[..end]);
+        self.line = Some(v);
+    }
+}
+
+impl Drop for ReqLog {
+    fn drop(&mut self) {
+        if let Some(v) = self.line.take() {
+            pool::give_out(v);
+        }
+    }
+}
+
+/// Gauges sampled when the line is written.
+pub(crate) struct Gauges {
+    pub actconn: u32,
+    pub feconn: u32,
+    pub beconn: u32,
+    pub srv_conn: u32,
+    pub srv_queue: u32,
+    pub backend_queue: u32,
+}
+
+/// Writes the log line of a finished request.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit(
+    setup: &LogSetup,
+    rl: &ReqLog,
+    client: SocketAddr,
+    frontend: &str,
+    backend: &str,
+    server: Option<&str>,
+    gauges: &Gauges,
+    counter: u64,
+) {
+    if setup.connect_only {
+        return;
+    }
+    let end = Instant::now();
+    // dontlognull: a connection that never sent a request.
+    if setup.dontlognull && rl.bytes_in == 0 && rl.first_byte.is_none() {
+        return;
+    }
+    let since = |t: Option<Instant>| t.map(|t| ms(rl.start, t));
+    let rec = LogRecord {
+        client: Some(client),
+        accept_date: rl.start_wall,
+        frontend,
+        backend,
+        server,
+        idle: since(rl.first_byte),
+        request_done: since(rl.head_done),
+        queue_done: since(rl.queue_done),
+        connect_done: since(rl.connect_done),
+        response_done: since(rl.response_done),
+        total: ms(rl.start, end),
+        status: rl.status,
+        bytes_in: rl.bytes_in,
+        bytes_out: rl.bytes_out,
+        term: rl.term,
+        actconn: gauges.actconn,
+        feconn: gauges.feconn,
+        beconn: gauges.beconn,
+        srv_conn: gauges.srv_conn,
+        retries: rl.retries,
+        redispatched: rl.redispatched,
+        srv_queue: gauges.srv_queue,
+        backend_queue: gauges.backend_queue,
+        request_line: rl.line.as_deref(),
+        pid: setup.pid,
+        hostname: &setup.hostname,
+        request_counter: counter,
+        log_counter: counter,
+        http: true,
+        ..Default::default()
+    };
+    let error = rec.is_error();
+    if setup.dontlog_normal && !error {
+        return;
+    }
+    let level = if setup.separate_errors && error {
+        fairlead_log::Level::Err
+    } else {
+        fairlead_log::Level::Info
+    };
+    setup
+        .logger
+        .log(setup.sink, level, &setup.format, setup.json, &rec);
+}
+
+/// Writes HAProxy's "Connect from" line for a new connection (frontends
+/// without a log option).
+pub fn emit_connect(
+    setup: &LogSetup,
+    client: SocketAddr,
+    local: Option<SocketAddr>,
+    frontend: &str,
+    http: bool,
+) {
+    if !setup.connect_only {
+        return;
+    }
+    let rec = LogRecord {
+        client: Some(client),
+        frontend_addr: local,
+        accept_date: SystemTime::now(),
+        frontend,
+        pid: setup.pid,
+        hostname: &setup.hostname,
+        http,
+        ..Default::default()
+    };
+    setup.logger.log(
+        setup.sink,
+        fairlead_log::Level::Info,
+        &setup.format,
+        false,
+        &rec,
+    );
+}

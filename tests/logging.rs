@@ -1,0 +1,137 @@
+//! Logs end to end: the real binary sends syslog datagrams to a UDP socket
+//! of the test, in HAProxy's formats.
+
+mod common;
+use common::*;
+use std::net::UdpSocket;
+use std::time::Duration;
+
+fn syslog(ip: std::net::IpAddr) -> (UdpSocket, std::net::SocketAddr) {
+    let s = UdpSocket::bind((ip, 0)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let a = s.local_addr().unwrap();
+    (s, a)
+}
+
+fn recv(s: &UdpSocket) -> String {
+    let mut buf = [0u8; 8192];
+    let n = s.recv(&mut buf).expect("a log datagram");
+    String::from_utf8_lossy(&buf[..n]).trim_end().to_string()
+}
+
+/// The message part after the syslog header (`... fairlead[pid]: `).
+fn message(line: &str) -> &str {
+    line.split_once("]: ").map_or(line, |(_, m)| m)
+}
+
+#[test]
+fn httplog_line_has_haproxy_fields() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = http_cfg(
+        bind,
+        &format!("    log {log_addr} local0\n    option httplog"),
+        &format!("    server s1 {a}"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let s = connect(bind);
+    let client_port = s.local_addr().unwrap().port();
+    let client_ip = s.local_addr().unwrap().ip();
+    let mut w = s.try_clone().unwrap();
+    std::io::Write::write_all(
+        &mut w,
+        b"GET /?s=3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let r = read_response(&mut std::io::BufReader::new(s), false).unwrap();
+    assert_eq!(r.status, 200);
+    let line = recv(&sock);
+    assert!(line.starts_with("<134>"), "local0.info priority: {line}");
+    let msg = message(&line);
+    // 127.0.0.1:34082 [22/Nov/2026:02:58:15.123] fe bk/s1 0/0/1/2/3 200 123 - - ---- 1/1/0/0/0 0/0 "GET /?s=3 HTTP/1.1"
+    let f: Vec<&str> = msg.split(' ').collect();
+    assert_eq!(f[0], format!("{client_ip}:{client_port}"), "{msg}");
+    assert!(
+        f[1].starts_with('[') && f[1].ends_with(']') && f[1].len() == 26,
+        "{msg}"
+    );
+    assert_eq!(f[2], "fe");
+    assert_eq!(f[3], "bk/s1");
+    let timers: Vec<i64> = f[4].split('/').map(|t| t.parse().unwrap()).collect();
+    assert_eq!(timers.len(), 5, "{msg}");
+    assert!(timers.iter().all(|&t| t >= 0), "{msg}");
+    assert_eq!(f[5], "200");
+    assert!(f[6].parse::<u64>().unwrap() > 3, "bytes: {msg}");
+    assert_eq!((f[7], f[8], f[9]), ("-", "-", "----"), "{msg}");
+    assert!(msg.ends_with("\"GET /?s=3 HTTP/1.1\""), "{msg}");
+}
+
+#[test]
+fn errors_are_logged_with_termination_state() {
+    let ip = test_ip();
+    let (sock, log_addr) = syslog(ip);
+    let dead = free_addr(ip);
+    let bind = free_addr(ip);
+    let cfg = http_cfg(
+        bind,
+        &format!("    log {log_addr} local0\n    option httplog\n    retries 0"),
+        &format!("    server s1 {dead}"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    assert_eq!(get(bind, "/x").status, 503);
+    let msg = recv(&sock);
+    assert!(msg.contains(" fe bk/s1 "), "{msg}");
+    assert!(msg.contains(" 503 "), "{msg}");
+    assert!(msg.contains(" SC-- "), "connection refused = SC: {msg}");
+    // A bad request: PR-- and <BADREQ>-style request field.
+    let mut s = connect(bind);
+    std::io::Write::write_all(&mut s, b"NOT A REQUEST\r\n\r\n").unwrap();
+    let _ = read_all(&mut s);
+    let msg = recv(&sock);
+    assert!(msg.contains(" 400 "), "{msg}");
+    assert!(msg.contains(" PR-- "), "{msg}");
+}
+
+#[test]
+fn tcplog_and_json_formats() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = http_cfg(
+        bind,
+        &format!("    log {log_addr} local0\n    option httplog-json"),
+        &format!("    server s1 {a}"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    assert_eq!(get(bind, "/j").status, 200);
+    let msg = recv(&sock);
+    let json = message(&msg);
+    assert!(json.starts_with('{') && json.ends_with('}'), "{json}");
+    assert!(
+        json.contains("\"status_code\":200") || json.contains("200"),
+        "{json}"
+    );
+    // dontlognull: a connection that sends nothing leaves no line.
+    let bind2 = free_addr(ip);
+    let cfg2 = http_cfg(
+        bind2,
+        &format!("    log {log_addr} local0\n    option httplog\n    option dontlognull\n    timeout http-request 100ms"),
+        &format!("    server s1 {a}"),
+    );
+    let _p2 = Proxy::start(&cfg2, &[bind2]);
+    let mut empty = connect(bind2);
+    let _ = read_all(&mut empty);
+    assert_eq!(get(bind2, "/after").status, 200);
+    let msg = recv(&sock);
+    assert!(
+        msg.contains("/after"),
+        "the empty connection was logged first: {msg}"
+    );
+    sock.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 512];
+    assert!(sock.recv(&mut buf).is_err(), "one line per request only");
+}
