@@ -108,10 +108,10 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("log", G, I, "stdout, stderr, UDP syslog and unix datagram targets; 'ring@', 'tcp@' and 'sample' are not implemented yet"),
     // ---- global: warnings ----
     kw!("chroot", G, W, "chroot is not applied yet"),
-    kw!("stats socket", G, W, "the runtime API is not implemented yet; 'stats socket' is ignored"),
-    kw!("stats timeout", G, W, "the runtime API is not implemented yet; 'stats timeout' is ignored"),
-    kw!("stats maxconn", G, W, "the runtime API is not implemented yet; 'stats maxconn' is ignored"),
-    kw!("stats bind-process", G, W, "the runtime API is not implemented yet; 'stats bind-process' is ignored"),
+    kw!("stats socket", G, I, "the runtime API; parsed by the admin crate"),
+    kw!("stats timeout", G, I),
+    kw!("stats maxconn", G, I),
+    kw!("stats bind-process", G, W, "Fairlead runs a single process; 'stats bind-process' is ignored"),
     kw!("master-worker", G, W, "master-worker mode is not implemented yet; Fairlead runs as a single process"),
     kw!("log-send-hostname", G, I),
     kw!("log-tag", G | P, I),
@@ -271,6 +271,17 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("http-reuse", DLB, I),
     kw!("disabled", P, I),
     kw!("enabled", P, I),
+    kw!("stats enable", P, I),
+    kw!("stats uri", P, I),
+    kw!("stats realm", P, I),
+    kw!("stats auth", P, I),
+    kw!("stats refresh", P, I),
+    kw!("stats admin", FLB, I, "only 'if TRUE' and 'if LOCALHOST'"),
+    kw!("stats hide-version", P, I),
+    kw!("stats show-legends", P, I),
+    kw!("stats show-node", P, I),
+    kw!("stats scope", P, I),
+    kw!("http-request use-service", FL, I, "only 'prometheus-exporter', unconditionally or 'if { path <p> }' / 'if { path_beg <p> }'; other actions are not implemented yet"),
     // ---- proxies: warnings ----
     kw!("log", P, I, "stdout, stderr, UDP syslog and unix datagram targets; 'ring@', 'tcp@' and 'sample' are not implemented yet"),
     kw!("log-format", DFL, I, "'%[...]' sample expressions and TLS variables are not implemented yet"),
@@ -322,7 +333,9 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("tcp-response", DLB, N),
     kw!("stick-table", FLB, N),
     kw!("stick", LB, N),
-    kw!("stats", P, N),
+    kw!("stats http-request", FLB, N),
+    kw!("stats show-desc", P, N),
+    kw!("stats show-modules", P, N),
     kw!("dynamic-cookie-key", DLB, N),
     kw!("capture", FL, N),
     kw!("declare", FL, N),
@@ -421,7 +434,7 @@ fn name_matches(pattern: &str, name: &str) -> bool {
 
 /// Keywords whose second word is part of their name.
 pub(crate) fn is_two_word(first: &str) -> bool {
-    matches!(first, "option" | "timeout" | "stats")
+    matches!(first, "option" | "timeout" | "stats" | "http-request")
 }
 
 /// Finds the catalog entry for a line's words, preferring two-word names.
@@ -443,7 +456,7 @@ pub(crate) fn lookup(words: &[String], global: bool) -> Option<&'static Kw> {
         {
             return Some(k);
         }
-        if words[0] == "option" || words[0] == "timeout" || (global && words[0] == "stats") {
+        if words[0] == "option" || words[0] == "timeout" || words[0] == "stats" {
             return None;
         }
     }
@@ -580,11 +593,31 @@ mod tests {
         );
         assert_eq!(
             lookup(&w("stats socket /x"), true).unwrap().status,
+            Status::Implemented
+        );
+        assert_eq!(
+            lookup(&w("stats bind-process 1"), true).unwrap().status,
             Status::Warning
         );
         assert_eq!(
             lookup(&w("stats enable"), false).unwrap().status,
+            Status::Implemented
+        );
+        assert!(lookup(&w("stats enable"), true).is_none());
+        assert!(lookup(&w("stats nope"), false).is_none());
+        assert_eq!(
+            lookup(&w("stats show-desc x"), false).unwrap().status,
             Status::NotYet
+        );
+        assert_eq!(
+            lookup(&w("http-request use-service prometheus-exporter"), false)
+                .unwrap()
+                .name,
+            "http-request use-service"
+        );
+        assert_eq!(
+            lookup(&w("http-request deny"), false).unwrap().name,
+            "http-request"
         );
         assert_eq!(
             lookup(&w("tune.ssl.cachesize 1"), true).unwrap().status,

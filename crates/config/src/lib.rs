@@ -62,3 +62,5 @@ mod tests;
 mod tests_lb;
 #[cfg(test)]
 mod tests_log;
+#[cfg(test)]
+mod tests_stats;

@@ -192,6 +192,16 @@ pub struct Global {
     /// `spread-checks`: random +/- percentage on check intervals, 0..=50.
     /// Default is 0.
     pub spread_checks: u32,
+    /// Each `stats socket` line: its location and the words after `stats
+    /// socket` (address first, then bind-style options), parsed by the
+    /// runtime API (`fairlead_admin::parse_stats_socket`). Default is none.
+    pub stats_sockets: Vec<(Location, Vec<String>)>,
+    /// `stats timeout`: idle timeout of a runtime API connection. Default
+    /// is none (the runtime's default, 10s in HAProxy).
+    pub stats_timeout: Option<Duration>,
+    /// `stats maxconn`: concurrent runtime API connections. Default is
+    /// none (the runtime's default, 10 in HAProxy).
+    pub stats_maxconn: Option<u32>,
 }
 
 impl Default for Global {
@@ -214,6 +224,9 @@ impl Default for Global {
             maxaccept: 64,
             hard_stop_after: None,
             spread_checks: 0,
+            stats_sockets: Vec::new(),
+            stats_timeout: None,
+            stats_maxconn: None,
         }
     }
 }
@@ -366,6 +379,82 @@ pub struct ProxyOptions {
     /// Logging (`log`, `log-format`, `option httplog`, ...). Default is
     /// no logging.
     pub log: ProxyLog,
+    /// The statistics page (`stats enable`, `stats uri`, ...). `None`
+    /// unless a `stats` keyword appears in the proxy or in the defaults
+    /// section it inherits from. As in HAProxy, the first `stats` keyword
+    /// of a proxy discards the inherited settings instead of adding to
+    /// them, and a proxy that is not in `mode http` drops them with a
+    /// warning.
+    pub stats: Option<StatsConfig>,
+    /// `http-request use-service prometheus-exporter [if { path|path_beg
+    /// <p> }]` in a frontend or listen section. Default is none. Dropped
+    /// with a warning when the proxy is not in `mode http`.
+    pub prometheus: Option<PrometheusService>,
+}
+
+/// `stats ...` in a frontend/backend/listen/defaults section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatsConfig {
+    /// Always true once parsed: `stats enable` or any other `stats`
+    /// keyword enables the page, as in HAProxy.
+    pub enabled: bool,
+    /// `stats uri <prefix>`. Default is `/haproxy?stats`.
+    pub uri: String,
+    /// `stats realm <realm>` (spaces escaped with a backslash, as in
+    /// HAProxy). Default is `HAProxy Statistics`.
+    pub realm: String,
+    /// `stats auth <user>:<password>` (repeatable), as (user, password).
+    /// Default is none: no authentication.
+    pub users: Vec<(String, String)>,
+    /// `stats refresh <delay>` (default unit: seconds). Default is none;
+    /// `stats refresh 0` is none too.
+    pub refresh: Option<Duration>,
+    /// `stats admin if TRUE` or `stats admin if LOCALHOST` (the only two
+    /// conditions supported). Default is false.
+    pub admin: bool,
+    /// Admin level only for clients from 127.0.0.0/8 or ::1 (`if
+    /// LOCALHOST`). Only meaningful when `admin` is true; false as soon
+    /// as one `stats admin if TRUE` line is present.
+    pub admin_localhost_only: bool,
+    /// `stats hide-version`. Default is false.
+    pub hide_version: bool,
+    /// `stats show-legends`. Default is false.
+    pub show_legends: bool,
+    /// `stats show-node [<name>]`. `Some("")` when no name is given: the
+    /// global `node` name, else the host name. Default is none.
+    pub show_node: Option<String>,
+    /// `stats scope <proxy>` (repeatable; `.` is the proxy itself).
+    /// Default is empty: every proxy is shown.
+    pub scope: Vec<String>,
+}
+
+impl Default for StatsConfig {
+    fn default() -> Self {
+        StatsConfig {
+            enabled: true,
+            uri: "/haproxy?stats".into(),
+            realm: "HAProxy Statistics".into(),
+            users: Vec::new(),
+            refresh: None,
+            admin: false,
+            admin_localhost_only: false,
+            hide_version: false,
+            show_legends: false,
+            show_node: None,
+            scope: Vec::new(),
+        }
+    }
+}
+
+/// `http-request use-service prometheus-exporter [if { path|path_beg <p> }]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrometheusService {
+    /// `None`: every request of the frontend is answered by the exporter.
+    /// `Some(p)`: only requests whose path is `p` (`if { path <p> }`), or
+    /// starts with `p` when `prefix` is set (`if { path_beg <p> }`).
+    pub path: Option<String>,
+    /// The condition was `path_beg`. Default is false.
+    pub prefix: bool,
 }
 
 /// `balance <algorithm>`.

@@ -449,11 +449,9 @@ userlist users
     let w = warns(&p);
     assert!(!has(&w, "t.cfg:2:"));
     assert!(has(&w, "t.cfg:3: 'chroot': chroot is not applied yet"));
-    assert!(has(
-        &w,
-        "t.cfg:4: 'stats socket': the runtime API is not implemented yet"
-    ));
-    assert!(has(&w, "t.cfg:5:"));
+    assert!(!has(&w, "t.cfg:4:"));
+    assert!(!has(&w, "t.cfg:5:"));
+    assert_eq!(p.config.global.stats_sockets.len(), 1);
     assert!(has(&w, "t.cfg:6: 'master-worker'"));
     assert!(has(
         &w,

@@ -833,6 +833,7 @@ mod tests {
                     forwardfor: None,
                     max_head: 1000,
                     counters: Default::default(),
+                    log: None,
                 },
                 be: std::sync::Arc::new(
                     fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
@@ -855,6 +856,9 @@ mod tests {
                 attached: None,
                 first: true,
                 accepted_at: tokio::time::Instant::now(),
+                last_end: tokio::time::Instant::now(),
+                last_end_wall: std::time::SystemTime::now(),
+                first_byte: tokio::time::Instant::now(),
             };
             let request = std::mem::size_of_val(&super::request_phase(s));
             eprintln!("idle task state {size} bytes, request phase {request} bytes");

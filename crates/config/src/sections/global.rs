@@ -47,7 +47,7 @@ pub(crate) fn keyword(p: &mut Parser, words: &[String], loc: &Location) {
         _ => {}
     }
     if let Err(e) = implemented(p, words, loc) {
-        p.diags.alert(loc, format!("'{kw}': {e}"));
+        p.diags.alert(loc, format!("'{}': {e}", k.name));
     }
 }
 
@@ -171,6 +171,41 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             p.env_over.keep = Some(keep);
         }
         "description" => {}
+        "stats" => match words[1].as_str() {
+            "socket" => {
+                if words.len() < 3 || words[2].is_empty() {
+                    return Err("requires a path or an address".into());
+                }
+                g.stats_sockets.push((loc.clone(), words[2..].to_vec()));
+            }
+            "timeout" => {
+                let [_, _, a] = words else {
+                    return Err(format!(
+                        "expects exactly one argument (got {})",
+                        words.len() - 2
+                    ));
+                };
+                let t = parse_time(a)?;
+                if t.is_zero() {
+                    return Err("expects a positive value".into());
+                }
+                g.stats_timeout = Some(t);
+            }
+            "maxconn" => {
+                let [_, _, a] = words else {
+                    return Err(format!(
+                        "expects exactly one argument (got {})",
+                        words.len() - 2
+                    ));
+                };
+                let n: u32 = parse_uint(a, "stats maxconn")?;
+                if n == 0 {
+                    return Err("expects a positive value".into());
+                }
+                g.stats_maxconn = Some(n);
+            }
+            _ => return Err("is not implemented yet in Fairlead".into()),
+        },
         _ => return Err("is not implemented yet in Fairlead".into()),
     }
     Ok(())

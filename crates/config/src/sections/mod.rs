@@ -96,6 +96,14 @@ pub(crate) struct Draft {
     pub cookie_loc: Option<Location>,
     /// Where the log format (`option httplog`, `log-format`, ...) was set.
     pub log_style_loc: Option<Location>,
+    /// A `stats` line of this section was seen: the settings inherited
+    /// from the defaults section have been discarded.
+    pub stats_own: bool,
+    /// Where the `stats` settings were first set (this section or its
+    /// defaults), for the mode check.
+    pub stats_loc: Option<Location>,
+    /// Where `http-request use-service prometheus-exporter` was set.
+    pub prometheus_loc: Option<Location>,
 }
 
 impl Draft {
@@ -119,6 +127,9 @@ impl Draft {
             balance_loc: None,
             cookie_loc: None,
             log_style_loc: None,
+            stats_own: false,
+            stats_loc: None,
+            prometheus_loc: None,
         }
     }
 
@@ -132,6 +143,8 @@ impl Draft {
         self.balance_loc = from.balance_loc.clone();
         self.cookie_loc = from.cookie_loc.clone();
         self.log_style_loc = from.log_style_loc.clone();
+        self.stats_loc = from.stats_loc.clone();
+        self.prometheus_loc = from.prometheus_loc.clone();
     }
 }
 
@@ -446,6 +459,7 @@ impl<'a> Parser<'a> {
         }
         for d in self.proxies.iter_mut() {
             finish_log(d, &self.global.logs, &mut self.diags);
+            finish_http_only(d, &mut self.diags);
         }
         let mut config = Config {
             global: self.global.clone(),
@@ -575,6 +589,33 @@ fn finish_log(d: &mut Draft, global: &[LogTarget], diags: &mut Diags) {
             }
         }
         LogStyle::Connect | LogStyle::Tcp => {}
+    }
+}
+
+/// Drops the HTTP-only services of a proxy that is not in `mode http`,
+/// with HAProxy's warnings.
+fn finish_http_only(d: &mut Draft, diags: &mut Diags) {
+    if d.opts.mode == Mode::Http {
+        return;
+    }
+    let sec = d.kind.word();
+    if d.opts.stats.take().is_some() {
+        diags.warn(
+            d.stats_loc.as_ref().unwrap_or(&d.loc),
+            format!(
+                "'stats' statement ignored for {sec} '{}' as it requires HTTP mode.",
+                d.name
+            ),
+        );
+    }
+    if d.opts.prometheus.take().is_some() {
+        diags.warn(
+            d.prometheus_loc.as_ref().unwrap_or(&d.loc),
+            format!(
+                "'http-request' rules ignored for {sec} '{}' as they require HTTP mode.",
+                d.name
+            ),
+        );
     }
 }
 

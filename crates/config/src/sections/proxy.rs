@@ -30,11 +30,26 @@ pub(crate) fn keyword(
         return;
     }
     let kw = words[0].as_str();
-    let Some(k) = lookup(words, false) else {
+    let k = match lookup(words, false) {
+        // Only frontends and listen sections run the one implemented
+        // `http-request` action; elsewhere every action is "not yet".
+        Some(k) if k.name == "http-request use-service" && k.secs & d.kind.flag() == 0 => {
+            lookup(&words[..1], false)
+        }
+        k => k,
+    };
+    let Some(k) = k else {
         let hint = suggest_keyword(words, d.kind.flag())
             .map(|s| format!("; did you mean '{s}'?"))
             .unwrap_or_default();
         match kw {
+            "stats" => diags.alert(
+                loc,
+                match words.get(1) {
+                    Some(p) => format!("unknown stats parameter '{p}', expects {STATS_KEYWORDS}."),
+                    None => format!("missing keyword in 'stats', expects {STATS_KEYWORDS}."),
+                },
+            ),
             "option" if words.len() < 2 => diags.alert(loc, "'option' expects an option name"),
             "option" => diags.alert(
                 loc,
@@ -87,13 +102,10 @@ pub(crate) fn keyword(
         }
         return;
     }
-    let mut shown = match prefix {
+    let shown = match prefix {
         Some(p) => format!("{p} {name}"),
         None => name.to_string(),
     };
-    if name == "stats" && words.len() > 1 {
-        shown = format!("stats {}", words[1]);
-    }
     match k.status {
         Status::Removed => diags.alert(loc, k.note),
         Status::NotYet if prefix.is_some() => diags.warn(
@@ -247,6 +259,31 @@ fn implemented(
             d.disabled = false;
         }
         "description" => {}
+        s if s.starts_with("stats ") => {
+            if d.kind != Kind::Defaults && !d.stats_own {
+                // As HAProxy: the first `stats` line of a proxy detaches it
+                // from the defaults section's settings.
+                d.stats_own = true;
+                o.stats = None;
+            }
+            if d.stats_loc.is_none() || o.stats.is_none() {
+                d.stats_loc = Some(loc.clone());
+            }
+            let st = o.stats.get_or_insert_with(StatsConfig::default);
+            for w in parse_stats(st, words)? {
+                diags.warn(loc, format!("'{name}': {w}"));
+            }
+        }
+        "http-request use-service" => {
+            let svc = parse_use_service(words)?;
+            if let Some(prev) = &d.prometheus_loc {
+                return Err(format!(
+                    "more than one 'http-request use-service' rule per proxy is not implemented yet in Fairlead (previous one at {prev})"
+                ));
+            }
+            o.prometheus = Some(svc);
+            d.prometheus_loc = Some(loc.clone());
+        }
         t if t.starts_with("timeout ") => {
             let v = parse_time(&args(words, 2, 1)?[0])?;
             let tm = &mut o.timeouts;
@@ -387,6 +424,149 @@ fn implemented(
         _ => return Err("is not implemented yet in Fairlead".into()),
     }
     Ok(())
+}
+
+/// The `stats` parameters, as HAProxy lists them in its error message.
+const STATS_KEYWORDS: &str = "'admin', 'uri', 'realm', 'auth', 'scope', 'enable', 'hide-version', 'show-node', 'show-desc' or 'show-legends'";
+
+/// Applies one `stats <param> ...` line (`words[0]` is `stats`). Returns
+/// warnings.
+fn parse_stats(st: &mut StatsConfig, words: &[String]) -> Result<Vec<String>, String> {
+    let mut warns = Vec::new();
+    st.enabled = true;
+    match words[1].as_str() {
+        "enable" => {
+            args(words, 2, 0)?;
+        }
+        "hide-version" => {
+            args(words, 2, 0)?;
+            st.hide_version = true;
+        }
+        "show-legends" => {
+            args(words, 2, 0)?;
+            st.show_legends = true;
+        }
+        "uri" => {
+            let u = &args(words, 2, 1)?[0];
+            if u.is_empty() {
+                return Err("'uri' needs an URI prefix.".into());
+            }
+            st.uri = u.clone();
+        }
+        "realm" => {
+            let Some(r) = words.get(2).filter(|r| !r.is_empty()) else {
+                return Err("'realm' needs an realm name.".into());
+            };
+            if words.len() > 3 {
+                warns.push(format!(
+                    "only the first word ('{r}') is used as the realm; escape spaces with a backslash ('\\ ')"
+                ));
+            }
+            st.realm = r.clone();
+        }
+        "auth" => {
+            let a = &args(words, 2, 1)
+                .map_err(|_| "'auth' needs a user:password account.".to_string())?[0];
+            let Some((user, pass)) = a.split_once(':') else {
+                return Err(format!("expects <user>:<password> (got '{a}', without ':')"));
+            };
+            if user.is_empty() {
+                return Err(format!("expects <user>:<password> (got '{a}', an empty user name)"));
+            }
+            st.users.push((user.to_string(), pass.to_string()));
+        }
+        "refresh" => {
+            let a = &args(words, 2, 1)?[0];
+            let t = crate::units::parse_time_secs(a)
+                .map_err(|e| format!("invalid stats refresh interval: {e}"))?;
+            st.refresh = (!t.is_zero()).then_some(t);
+        }
+        "admin" => {
+            match words.get(2).map(String::as_str) {
+                Some("if" | "unless") => {}
+                _ => {
+                    return Err(
+                        "'stats admin' requires either 'if' or 'unless' followed by a condition."
+                            .into(),
+                    )
+                }
+            }
+            let cond = words[2..].join(" ");
+            let localhost = match cond.as_str() {
+                "if TRUE" => false,
+                "if LOCALHOST" => true,
+                _ => {
+                    return Err(format!(
+                        "the condition '{cond}' is not implemented yet in Fairlead; only 'if TRUE' and 'if LOCALHOST' are supported"
+                    ))
+                }
+            };
+            // Several rules: the admin level is granted when any matches.
+            st.admin_localhost_only = if st.admin {
+                st.admin_localhost_only && localhost
+            } else {
+                localhost
+            };
+            st.admin = true;
+        }
+        "show-node" => {
+            let node = match words.len() {
+                2 => String::new(),
+                3 => {
+                    let n = &words[2];
+                    if n.is_empty()
+                        || !n
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                    {
+                        return Err(format!(
+                            "invalid node name '{n}': should be a string with digits (0-9), letters (A-Z, a-z), hyphen (-), dot (.) or underscore (_)"
+                        ));
+                    }
+                    n.clone()
+                }
+                n => return Err(format!("expects at most one argument (got {})", n - 2)),
+            };
+            st.show_node = Some(node);
+        }
+        "scope" => {
+            let s = &args(words, 2, 1)
+                .map_err(|_| "'scope' needs a proxy name.".to_string())?[0];
+            if s.is_empty() {
+                return Err("'scope' needs a proxy name.".into());
+            }
+            st.scope.push(s.clone());
+        }
+        other => return Err(format!("unknown stats parameter '{other}'")),
+    }
+    Ok(warns)
+}
+
+/// `http-request use-service prometheus-exporter [if { path|path_beg <p> }]`
+/// (`words[0]` is `http-request`).
+fn parse_use_service(words: &[String]) -> Result<PrometheusService, String> {
+    let unsupported = || {
+        format!(
+            "'{}' is not implemented yet in Fairlead; only 'prometheus-exporter', unconditionally or followed by 'if {{ path <path> }}' or 'if {{ path_beg <path> }}', is",
+            words[2..].join(" ")
+        )
+    };
+    match words.get(2).map(String::as_str) {
+        Some("prometheus-exporter") => {}
+        Some(_) => return Err(unsupported()),
+        None => return Err("expects a service name".into()),
+    }
+    let rest: Vec<&str> = words[3..].iter().map(String::as_str).collect();
+    match rest.as_slice() {
+        [] => Ok(PrometheusService::default()),
+        ["if", "{", fetch @ ("path" | "path_beg"), p, "}"] if !p.is_empty() => {
+            Ok(PrometheusService {
+                path: Some(p.to_string()),
+                prefix: *fetch == "path_beg",
+            })
+        }
+        _ => Err(unsupported()),
+    }
 }
 
 fn parse_forwardfor(a: &[String]) -> Result<ForwardFor, String> {
