@@ -68,7 +68,10 @@ pub(crate) struct ReqLog {
 }
 
 impl ReqLog {
-    pub fn new(start: Instant, start_wall: SystemTime) -> ReqLog {
+    /// A request whose connection became ready for it at `start`.
+    pub fn new(start: Instant) -> ReqLog {
+        // The wall-clock date of `start`, from the monotonic clock.
+        let start_wall = SystemTime::now() - start.elapsed();
         ReqLog {
             start,
             start_wall,

@@ -52,7 +52,6 @@ struct Session {
     accepted_at: Instant,
     /// End of the previous request (or accept), for the next log line.
     last_end: Instant,
-    last_end_wall: std::time::SystemTime,
     /// When the current request's first byte arrived.
     first_byte: Instant,
 }
@@ -77,7 +76,6 @@ pub async fn serve_http(client: TcpStream, peer: SocketAddr, ctx: Rc<HttpCtx>) {
         first: true,
         accepted_at: Instant::now(),
         last_end: Instant::now(),
-        last_end_wall: std::time::SystemTime::now(),
         first_byte: Instant::now(),
     };
     loop {
@@ -188,7 +186,7 @@ impl Session {
             }
             Err(e) if e.kind() == ErrorKind::TimedOut => {
                 if self.first {
-                    let mut rl = ReqLog::new(self.last_end, self.last_end_wall);
+                    let mut rl = ReqLog::new(self.last_end);
                     rl.end(Who::ClientTimeout, Phase::Request);
                     self.send_error(408, &mut rl).await;
                     self.log(&rl);
@@ -235,12 +233,11 @@ impl Session {
 
     /// One request/response exchange, logged when it ends.
     async fn one_request(&mut self) -> Next {
-        let mut rl = ReqLog::new(self.last_end, self.last_end_wall);
+        let mut rl = ReqLog::new(self.last_end);
         rl.first_byte = Some(self.first_byte);
         let next = self.one_request_inner(&mut rl).await;
         self.log(&rl);
         self.last_end = Instant::now();
-        self.last_end_wall = std::time::SystemTime::now();
         next
     }
 
@@ -857,7 +854,6 @@ mod tests {
                 first: true,
                 accepted_at: tokio::time::Instant::now(),
                 last_end: tokio::time::Instant::now(),
-                last_end_wall: std::time::SystemTime::now(),
                 first_byte: tokio::time::Instant::now(),
             };
             let request = std::mem::size_of_val(&super::request_phase(s));

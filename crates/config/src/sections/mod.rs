@@ -521,7 +521,15 @@ impl<'a> Parser<'a> {
             }
             let routes_to_self =
                 d.kind == Kind::Backend || (d.kind == Kind::Listen && d.default_backend.is_none());
-            if d.kind.is_backend() && d.servers.is_empty() && routes_to_self && !d.disabled {
+            // A proxy serving the statistics page or the Prometheus
+            // exporter commonly has no server, as in HAProxy.
+            let serves_itself = d.opts.stats.is_some() || d.opts.prometheus.is_some();
+            if d.kind.is_backend()
+                && d.servers.is_empty()
+                && routes_to_self
+                && !d.disabled
+                && !serves_itself
+            {
                 self.diags.warn(
                     &d.loc,
                     format!(

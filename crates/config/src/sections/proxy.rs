@@ -468,10 +468,14 @@ fn parse_stats(st: &mut StatsConfig, words: &[String]) -> Result<Vec<String>, St
             let a = &args(words, 2, 1)
                 .map_err(|_| "'auth' needs a user:password account.".to_string())?[0];
             let Some((user, pass)) = a.split_once(':') else {
-                return Err(format!("expects <user>:<password> (got '{a}', without ':')"));
+                return Err(format!(
+                    "expects <user>:<password> (got '{a}', without ':')"
+                ));
             };
             if user.is_empty() {
-                return Err(format!("expects <user>:<password> (got '{a}', an empty user name)"));
+                return Err(format!(
+                    "expects <user>:<password> (got '{a}', an empty user name)"
+                ));
             }
             st.users.push((user.to_string(), pass.to_string()));
         }
@@ -530,8 +534,7 @@ fn parse_stats(st: &mut StatsConfig, words: &[String]) -> Result<Vec<String>, St
             st.show_node = Some(node);
         }
         "scope" => {
-            let s = &args(words, 2, 1)
-                .map_err(|_| "'scope' needs a proxy name.".to_string())?[0];
+            let s = &args(words, 2, 1).map_err(|_| "'scope' needs a proxy name.".to_string())?[0];
             if s.is_empty() {
                 return Err("'scope' needs a proxy name.".into());
             }
