@@ -49,11 +49,35 @@ pub struct HttpFront {
     pub log: Option<std::sync::Arc<logging::LogSetup>>,
 }
 
+/// A request a frontend answers itself (stats page, Prometheus exporter).
+pub struct ServiceRequest<'a> {
+    pub method: &'a [u8],
+    pub uri: &'a [u8],
+    pub authorization: Option<&'a [u8]>,
+    pub client: std::net::IpAddr,
+}
+
+/// The response of a local service.
+pub struct ServiceResponse {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Services answered by the proxy itself, provided by the runtime.
+pub trait LocalService {
+    /// `Some` when this request is for a local service.
+    fn handle(&self, req: &ServiceRequest<'_>) -> Option<ServiceResponse>;
+}
+
 /// Everything a session needs, built once per worker and frontend and
 /// shared by that worker's connections through an `Rc` (no atomic
 /// reference counting on the request path).
 pub struct HttpCtx {
     pub front: HttpFront,
+    /// The frontend's own services (stats page, Prometheus), if any.
+    pub service: Option<std::sync::Arc<dyn LocalService + Send + Sync>>,
     pub be: std::sync::Arc<fairlead_backend::Backend>,
     pub stop: std::rc::Rc<fairlead_net::Stop>,
 }

@@ -261,6 +261,9 @@ impl Session {
                 return Next::Close;
             }
         };
+        if let Some(next) = self.local_service(&head, rl).await {
+            return next;
+        }
         let outcome = self.exchange(&head, rl).await;
         let Some(outcome) = outcome else {
             return Next::Close;
@@ -276,6 +279,55 @@ impl Session {
             fairlead_net::shutdown_write(&self.client);
             Next::Close
         }
+    }
+
+    /// Answers a request for one of the frontend's own services (stats
+    /// page, Prometheus exporter). `None`: not for a local service.
+    async fn local_service(&mut self, head: &RequestHead, rl: &mut ReqLog) -> Option<Next> {
+        let svc = self.ctx.service.clone()?;
+        let buf = self.cbuf.filled();
+        let req = crate::ServiceRequest {
+            method: &buf[head.method.0..head.method.1],
+            uri: &buf[head.uri.0..head.uri.1],
+            authorization: fairlead_http::cookie::header_value(buf, head.head_len, "authorization"),
+            client: self.peer.ip(),
+        };
+        let resp = svc.handle(&req)?;
+        // A request body is not used by these services: close afterwards
+        // rather than parse it.
+        let keep = head.keep_alive && head.body == BodyKind::None && !self.stopping();
+        self.cbuf.consume(head.head_len);
+        let mut out = pool::take_out();
+        use std::io::Write as _;
+        let _ = write!(
+            out,
+            "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\ncache-control: no-cache\r\n",
+            resp.status,
+            reason(resp.status),
+            resp.content_type,
+            resp.body.len()
+        );
+        for (n, v) in &resp.headers {
+            let _ = write!(out, "{n}: {v}\r\n");
+        }
+        out.extend_from_slice(if keep {
+            b"\r\n"
+        } else {
+            b"connection: close\r\n\r\n"
+        });
+        rl.status = Some(resp.status);
+        rl.bytes_out = (out.len() + resp.body.len()) as u64;
+        self.ctx.front.counters.status(resp.status);
+        let ct = self.ctx.front.timeouts.client;
+        let wrote = write_all2(&self.client, &out, &resp.body, ct).await;
+        pool::give_out(out);
+        self.first = false;
+        Some(if wrote.is_ok() && keep {
+            Next::KeepGoing
+        } else {
+            fairlead_net::shutdown_write(&self.client);
+            Next::Close
+        })
     }
 
     /// Writes the log line of a request, if the frontend logs.
@@ -788,6 +840,18 @@ impl Session {
     }
 }
 
+/// Reason phrases of the statuses local services answer with.
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        303 => "See Other",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        _ => "Unknown",
+    }
+}
+
 /// Responses that count as errors for `observe layer7`: 5xx except 501
 /// and 505, as HAProxy.
 fn is_server_error(status: u16) -> bool {
@@ -823,6 +887,7 @@ mod tests {
                 .unwrap();
             let cfg = fairlead_config::Backend::default();
             let ctx = std::rc::Rc::new(crate::HttpCtx {
+                service: None,
                 front: crate::HttpFront {
                     name: "x".into(),
                     timeouts: Default::default(),

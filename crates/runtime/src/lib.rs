@@ -19,6 +19,7 @@ mod checks;
 pub mod inherit;
 pub mod master;
 pub mod os;
+pub mod stats;
 mod worker;
 
 use fairlead_backend::Backend;
@@ -449,10 +450,29 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
         os::drop_privileges(uid, gid)?;
     }
     let _checker = checks::start(&cfg, &shared)?;
+    let hub = Arc::new(stats::Hub {
+        shared: shared.clone(),
+        facts: stats::ProcessFacts {
+            started: std::time::Instant::now(),
+            started_wall: std::time::SystemTime::now(),
+            nbthread: workers as u32,
+            ulimit_n: os::nofile_limit().0,
+        },
+        checked: stats::checked_servers(&cfg),
+    });
+    let services: Vec<Option<worker::Service>> = cfg
+        .frontends
+        .iter()
+        .filter(|f| !f.disabled)
+        .map(|f| {
+            stats::Services::new(hub.clone(), &f.options).map(|s| Arc::new(s) as worker::Service)
+        })
+        .collect();
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
     for (i, l) in listeners.into_iter().enumerate() {
         let shared = shared.clone();
+        let services = services.clone();
         let stop = stop_rx.clone();
         let cpus = cpus_for_thread(&cfg, i + 1);
         let h = std::thread::Builder::new()
@@ -464,7 +484,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
                     }
                 }
                 fairlead_backend::counters::set_thread_slot(i);
-                worker::run(shared, l, stop)
+                worker::run(shared, l, services, stop)
             })?;
         handles.push(h);
     }

@@ -17,9 +17,13 @@ use tokio::sync::watch;
 /// 100 ms; a closing connection ends the pause earlier.
 const FD_EXHAUSTION_PAUSE: Duration = Duration::from_millis(100);
 
+/// A frontend's local services (stats page, Prometheus exporter).
+pub(crate) type Service = Arc<dyn fairlead_l7::LocalService + Send + Sync>;
+
 pub(crate) fn run(
     shared: Arc<Shared>,
     listeners: Vec<Vec<std::net::TcpListener>>,
+    services: Vec<Option<Service>>,
     stop: watch::Receiver<bool>,
 ) {
     fairlead_net::pool::init(shared.bufsize);
@@ -58,6 +62,7 @@ pub(crate) fn run(
                 };
                 let fe = shared.frontends[fe_idx].clone();
                 let ctx = Rc::new(HttpCtx {
+                    service: services.get(fe_idx).cloned().flatten(),
                     front: fe.http.clone(),
                     be: fe.backend.clone(),
                     stop: local_stop.clone(),

@@ -1,0 +1,292 @@
+//! Statistics: a snapshot of the live state for `fairlead-stats` (CSV, JSON,
+//! HTML, Prometheus), and the frontends' own services (stats page,
+//! Prometheus exporter).
+
+use crate::Shared;
+use fairlead_backend::counters::{Counters as Live, C};
+use fairlead_backend::{Backend, Server};
+use fairlead_config::PrometheusService;
+use fairlead_l7::{LocalService, ServiceRequest, ServiceResponse};
+use fairlead_stats::{
+    CheckInfo, Counters, Mode, ProcessInfo, ProxyKind, ProxyStats, ServerState, ServerStats,
+    Snapshot,
+};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+/// Process facts that do not change while running.
+pub struct ProcessFacts {
+    pub started: Instant,
+    pub started_wall: SystemTime,
+    pub nbthread: u32,
+    pub ulimit_n: u64,
+}
+
+fn counters(c: &Live) -> Counters {
+    Counters {
+        stot: c.get(C::Stot),
+        bin: c.get(C::Bin),
+        bout: c.get(C::Bout),
+        dreq: c.get(C::Dreq),
+        dresp: c.get(C::Dresp),
+        ereq: c.get(C::Ereq),
+        econ: c.get(C::Econ),
+        eresp: c.get(C::Eresp),
+        wretr: c.get(C::Wretr),
+        wredis: c.get(C::Wredis),
+        lbtot: c.get(C::Lbtot),
+        req_tot: c.get(C::ReqTot),
+        hrsp_1xx: c.get(C::Hrsp1xx),
+        hrsp_2xx: c.get(C::Hrsp2xx),
+        hrsp_3xx: c.get(C::Hrsp3xx),
+        hrsp_4xx: c.get(C::Hrsp4xx),
+        hrsp_5xx: c.get(C::Hrsp5xx),
+        hrsp_other: c.get(C::HrspOther),
+        cli_abrt: c.get(C::CliAbrt),
+        srv_abrt: c.get(C::SrvAbrt),
+        connect: c.get(C::ConnNew),
+        reuse: c.get(C::ConnReused),
+        ..Default::default()
+    }
+}
+
+fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
+    let state = if s.maint.load(Ordering::Relaxed) {
+        ServerState::Maint
+    } else if s.drain.load(Ordering::Relaxed) || s.health.is_drain() {
+        ServerState::Drain
+    } else if !checked {
+        ServerState::NoCheck
+    } else if s.health.is_up() {
+        ServerState::Up
+    } else {
+        ServerState::Down
+    };
+    let mut c = counters(&s.counters);
+    c.scur = u64::from(s.cur.load(Ordering::Relaxed));
+    c.qcur = be.queue.server_len(s.idx) as u64;
+    let maxconn = s.maxconn.load(Ordering::Relaxed);
+    ServerStats {
+        name: s.name.clone(),
+        sid: s.puid,
+        state,
+        weight: u64::from(s.eweight()),
+        uweight: u64::from(s.weight.load(Ordering::Relaxed)),
+        backup: s.backup,
+        check: checked.then(|| CheckInfo {
+            status: s.health.status_text(),
+            ..Default::default()
+        }),
+        lastchg_secs: s.health.last_change_secs(),
+        slim: (maxconn > 0).then_some(u64::from(maxconn)),
+        qlimit: (s.maxqueue > 0).then_some(u64::from(s.maxqueue)),
+        addr: Some(s.addr.load().to_string()),
+        cookie: s.cookie.clone(),
+        counters: c,
+        ..Default::default()
+    }
+}
+
+/// Takes a snapshot of every frontend, backend and server.
+pub fn snapshot(shared: &Shared, facts: &ProcessFacts, checked: &[Vec<bool>]) -> Snapshot {
+    let mut proxies = Vec::new();
+    let mut iid = 0u32;
+    let mut cum_conns = 0;
+    let mut cum_req = 0;
+    for fe in &shared.frontends {
+        iid += 1;
+        let live = &fe.http.counters;
+        cum_conns += live.get(C::Stot);
+        cum_req += live.get(C::ReqTot);
+        let mut c = counters(live);
+        c.scur = u64::from(fe.limit.cur.load(Ordering::Relaxed));
+        c.smax = u64::from(fe.smax.load(Ordering::Relaxed));
+        c.conn_tot = c.stot;
+        proxies.push(ProxyStats {
+            name: fe.name.clone(),
+            iid,
+            kind: ProxyKind::Frontend,
+            mode: match fe.mode {
+                fairlead_config::Mode::Http => Mode::Http,
+                fairlead_config::Mode::Tcp => Mode::Tcp,
+            },
+            status: if fe.limit.full() { "FULL" } else { "OPEN" }.into(),
+            slim: Some(u64::from(fe.limit.max)),
+            counters: c,
+            ..Default::default()
+        });
+    }
+    for (bi, be) in shared.backends.iter().enumerate() {
+        let id = proxies
+            .iter()
+            .find(|p| p.name == be.name)
+            .map(|p| p.iid)
+            .unwrap_or_else(|| {
+                iid += 1;
+                iid
+            });
+        let servers: Vec<ServerStats> = be
+            .servers
+            .iter()
+            .map(|s| {
+                let chk = checked
+                    .get(bi)
+                    .and_then(|v| v.get(s.idx))
+                    .copied()
+                    .unwrap_or(false);
+                server_stats(be, s, chk)
+            })
+            .collect();
+        let (act, bck) = be.usable_counts();
+        let mut c = counters(&be.counters);
+        c.scur = u64::from(be.sessions.load(Ordering::Relaxed));
+        c.qcur = be.queue.len() as u64;
+        proxies.push(ProxyStats {
+            name: be.name.clone(),
+            iid: id,
+            kind: ProxyKind::Backend,
+            mode: match be.options.mode {
+                fairlead_config::Mode::Http => Mode::Http,
+                fairlead_config::Mode::Tcp => Mode::Tcp,
+            },
+            status: if act + bck > 0 { "UP" } else { "DOWN" }.into(),
+            weight: servers
+                .iter()
+                .filter(|s| s.weight > 0)
+                .map(|s| s.weight)
+                .sum(),
+            uweight: servers.iter().map(|s| s.uweight).sum(),
+            act: act as u64,
+            bck: bck as u64,
+            algo: format!("{:?}", be.options.balance).to_lowercase(),
+            cookie: be.options.cookie.as_ref().map(|c| c.name.clone()),
+            counters: c,
+            servers,
+            ..Default::default()
+        });
+    }
+    let up = facts.started.elapsed().as_secs();
+    Snapshot {
+        process: ProcessInfo {
+            name: "Fairlead".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            pid: std::process::id(),
+            nbthread: facts.nbthread,
+            uptime_secs: up,
+            start_time_secs: facts
+                .started_wall
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            ulimit_n: facts.ulimit_n,
+            maxsock: facts.ulimit_n,
+            maxconn: u64::from(shared.global.max),
+            hard_maxconn: u64::from(shared.global.max),
+            curr_conns: u64::from(shared.global.cur.load(Ordering::Relaxed)),
+            cum_conns,
+            cum_req,
+            ..Default::default()
+        },
+        proxies,
+    }
+}
+
+/// Which servers run active checks, per backend (for `no check` states).
+pub fn checked_servers(cfg: &fairlead_config::Config) -> Vec<Vec<bool>> {
+    cfg.backends
+        .iter()
+        .map(|b| b.servers.iter().map(|s| s.check).collect())
+        .collect()
+}
+
+/// Snapshot source shared by the stats page, the exporter and the CLI.
+pub struct Hub {
+    pub shared: Arc<Shared>,
+    pub facts: ProcessFacts,
+    pub checked: Vec<Vec<bool>>,
+}
+
+impl fairlead_stats::StatsSource for Hub {
+    fn snapshot(&self) -> Snapshot {
+        snapshot(&self.shared, &self.facts, &self.checked)
+    }
+}
+
+/// A frontend's local services.
+pub struct Services {
+    pub hub: Arc<Hub>,
+    pub stats: Option<fairlead_stats::StatsConfig>,
+    pub prometheus: Option<PrometheusService>,
+}
+
+impl Services {
+    pub fn new(hub: Arc<Hub>, o: &fairlead_config::ProxyOptions) -> Option<Services> {
+        let stats = o
+            .stats
+            .as_ref()
+            .filter(|s| s.enabled)
+            .map(|s| fairlead_stats::StatsConfig {
+                uri: s.uri.clone(),
+                realm: s.realm.clone(),
+                users: s.users.clone(),
+                refresh: s.refresh.map(|r| r.as_secs() as u32),
+                admin: false,
+                show_legends: s.show_legends,
+                hide_version: s.hide_version,
+            });
+        if stats.is_none() && o.prometheus.is_none() {
+            return None;
+        }
+        Some(Services {
+            hub,
+            stats,
+            prometheus: o.prometheus.clone(),
+        })
+    }
+}
+
+fn path_of(uri: &[u8]) -> &[u8] {
+    let end = uri.iter().position(|&b| b == b'?').unwrap_or(uri.len());
+    &uri[..end]
+}
+
+impl LocalService for Services {
+    fn handle(&self, req: &ServiceRequest<'_>) -> Option<ServiceResponse> {
+        if let Some(p) = &self.prometheus {
+            let path = path_of(req.uri);
+            let hit = match &p.path {
+                None => true,
+                Some(want) if p.prefix => path.starts_with(want.as_bytes()),
+                Some(want) => path == want.as_bytes(),
+            };
+            if hit {
+                let snap = fairlead_stats::StatsSource::snapshot(&*self.hub);
+                let mut body = Vec::with_capacity(16 * 1024);
+                fairlead_stats::prometheus(&snap, &mut body);
+                return Some(ServiceResponse {
+                    status: 200,
+                    content_type: fairlead_stats::PROMETHEUS_CONTENT_TYPE,
+                    headers: Vec::new(),
+                    body,
+                });
+            }
+        }
+        let cfg = self.stats.as_ref()?;
+        let r = fairlead_stats::handle_stats_request(
+            &fairlead_stats::StatsRequest {
+                method: req.method,
+                uri: req.uri,
+                authorization: req.authorization,
+                body: &[],
+            },
+            cfg,
+            &*self.hub,
+        )?;
+        Some(ServiceResponse {
+            status: r.status,
+            content_type: r.content_type,
+            headers: r.headers,
+            body: r.body,
+        })
+    }
+}

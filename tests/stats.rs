@@ -1,0 +1,124 @@
+//! The stats page (HTML, CSV, JSON) and the Prometheus exporter, served by
+//! the real binary, with counters that reflect real traffic.
+
+mod common;
+use common::*;
+
+fn cfg(
+    bind: std::net::SocketAddr,
+    stats_bind: std::net::SocketAddr,
+    origin: std::net::SocketAddr,
+) -> String {
+    format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    default_backend bk\n\
+backend bk\n    server s1 {origin}\n    server s2 {origin} disabled\n\
+listen stats\n    bind {stats_bind}\n    stats enable\n    stats uri /stats\n    stats auth admin:secret\n    stats refresh 5s\n\
+    http-request use-service prometheus-exporter if {{ path /metrics }}\n"
+    )
+}
+
+fn authed(addr: std::net::SocketAddr, path: &str) -> Response {
+    // admin:secret
+    request(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46c2VjcmV0\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+#[test]
+fn stats_page_csv_and_counters() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let sb = free_addr(ip);
+    let _p = Proxy::start(&cfg(bind, sb, a), &[bind, sb]);
+    for _ in 0..7 {
+        assert_eq!(get(bind, "/?s=100").status, 200);
+    }
+    // Authentication is required.
+    let r = get(sb, "/stats");
+    assert_eq!(r.status, 401);
+    assert!(r
+        .header("www-authenticate")
+        .unwrap()
+        .contains("HAProxy Statistics"));
+    // HTML page.
+    let r = authed(sb, "/stats");
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-type").unwrap().starts_with("text/html"));
+    let html = r.body_str();
+    assert!(html.contains("bk") && html.contains("s1"), "{html}");
+    // CSV: HAProxy's header and our counters.
+    let r = authed(sb, "/stats;csv");
+    assert_eq!(r.status, 200);
+    let csv = r.body_str();
+    let header = csv.lines().next().unwrap();
+    assert!(header.starts_with("# pxname,svname,qcur,qmax,scur,smax,slim,stot,bin,bout,dreq,dresp,ereq,econ,eresp,wretr,wredis,status,weight,act,bck,chkfail,chkdown,lastchg,downtime,qlimit,pid,iid,sid,throttle,lbtot,tracked,type,rate,rate_lim,rate_max,check_status,check_code,check_duration,hrsp_1xx,hrsp_2xx,hrsp_3xx,hrsp_4xx,hrsp_5xx,hrsp_other,hanafail,req_rate,req_rate_max,req_tot,cli_abrt,srv_abrt,"), "{header}");
+    let col = |line: &str, name: &str| -> String {
+        let names: Vec<&str> = header.trim_start_matches("# ").split(',').collect();
+        let i = names.iter().position(|n| *n == name).unwrap();
+        line.split(',').nth(i).unwrap().to_string()
+    };
+    let fe = csv.lines().find(|l| l.starts_with("fe,FRONTEND,")).unwrap();
+    assert_eq!(col(fe, "req_tot"), "7", "{fe}");
+    assert_eq!(col(fe, "hrsp_2xx"), "7", "{fe}");
+    let s1 = csv.lines().find(|l| l.starts_with("bk,s1,")).unwrap();
+    assert_eq!(col(s1, "hrsp_2xx"), "7", "{s1}");
+    assert!(col(s1, "bout").parse::<u64>().unwrap() >= 700, "{s1}");
+    let s2 = csv.lines().find(|l| l.starts_with("bk,s2,")).unwrap();
+    assert_eq!(col(s2, "status"), "MAINT", "{s2}");
+    let be = csv.lines().find(|l| l.starts_with("bk,BACKEND,")).unwrap();
+    assert_eq!(col(be, "req_tot"), "7", "{be}");
+    // JSON.
+    let r = authed(sb, "/stats;json");
+    assert_eq!(r.status, 200);
+    assert!(r.body_str().trim_start().starts_with('['));
+}
+
+#[test]
+fn prometheus_exporter_is_parseable() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let sb = free_addr(ip);
+    let _p = Proxy::start(&cfg(bind, sb, a), &[bind, sb]);
+    for _ in 0..3 {
+        assert_eq!(get(bind, "/").status, 200);
+    }
+    let r = get(sb, "/metrics");
+    assert_eq!(r.status, 200);
+    assert!(r.header("content-type").unwrap().starts_with("text/plain"));
+    let text = r.body_str();
+    let mut samples = 0;
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            continue;
+        }
+        // name{labels} value
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("bad line: {line}"));
+        value
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("bad value: {line}"));
+        let name = series.split('{').next().unwrap();
+        assert!(name.starts_with("haproxy_"), "{line}");
+        assert!(
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+            "{line}"
+        );
+        samples += 1;
+    }
+    assert!(samples > 20, "{text}");
+    let req = text
+        .lines()
+        .find(|l| l.starts_with("haproxy_frontend_http_requests_total{proxy=\"fe\"}"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(req.ends_with(" 3"), "{req}");
+    assert!(
+        text.contains("haproxy_server_status{proxy=\"bk\",server=\"s2\""),
+        "{text}"
+    );
+}
