@@ -15,6 +15,7 @@
 //! for lack of file descriptors the listener pauses and retries.
 #![deny(unsafe_code)]
 
+pub mod admin;
 mod checks;
 pub mod inherit;
 pub mod master;
@@ -468,6 +469,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
             stats::Services::new(hub.clone(), &f.options).map(|s| Arc::new(s) as worker::Service)
         })
         .collect();
+    let _cli = start_cli(&cfg, &hub, is_worker)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
     for (i, l) in listeners.into_iter().enumerate() {
@@ -520,6 +522,35 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
         let _ = h.join();
     }
     Ok(())
+}
+
+/// Opens the runtime API sockets (`stats socket`).
+fn start_cli(
+    cfg: &Config,
+    hub: &Arc<stats::Hub>,
+    is_worker: bool,
+) -> Result<Vec<fairlead_admin::CliHandle>> {
+    let mut handles = Vec::new();
+    for (loc, words) in &cfg.global.stats_sockets {
+        let mut listen = fairlead_admin::parse_stats_socket(words)
+            .map_err(|e| Error::other(format!("{loc}: stats socket: {e}")))?;
+        if let Some(t) = cfg.global.stats_timeout {
+            listen.timeout = t;
+        }
+        if let Some(m) = cfg.global.stats_maxconn {
+            listen.maxconn = m;
+        }
+        // A new worker of a reload takes the path over; the previous one
+        // keeps serving the CLI connections it already has.
+        if let (true, fairlead_admin::CliAddr::Unix(path)) = (is_worker, &listen.addr) {
+            let _ = std::fs::remove_file(path);
+        }
+        let api = Arc::new(admin::Admin { hub: hub.clone() });
+        let h = fairlead_admin::start_cli(listen, api)
+            .map_err(|e| Error::new(e.kind(), format!("{loc}: stats socket: {e}")))?;
+        handles.push(h);
+    }
+    Ok(handles)
 }
 
 /// The CPUs of thread `n` (1-based) according to `cpu-map`.

@@ -290,3 +290,8 @@ impl LocalService for Services {
         })
     }
 }
+
+/// The host name (`node` in `show info` and the stats page).
+pub fn hostname() -> String {
+    fairlead_log::system_hostname()
+}

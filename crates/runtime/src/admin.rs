@@ -1,0 +1,216 @@
+//! The runtime API (`stats socket`): `fairlead-admin`'s commands executed
+//! against the live servers and counters.
+//!
+//! Supported: `show info`, `show stat`, `show servers state`, `get weight`,
+//! `enable/disable server`, `set server ... state|weight|addr`,
+//! `set maxconn server`. Not yet: `show sess`/`shutdown session` (no
+//! session registry), `show pools` per pool, `show errors` captures,
+//! `show profiling` (empty reports), forced health and agent states.
+
+use crate::stats::Hub;
+use fairlead_admin::{
+    admin_flags, check_flags, AdminApi, AdminState, BackendInfo, ErrorReport, OpState,
+    OutputFormat, PoolInfo, ProfilingReport, ServerChange, ServerInfo, ServerRef, SessionInfo,
+    StatRequest, TasksProfiling, TasksProfilingState,
+};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The process as the CLI sees it.
+pub struct Admin {
+    pub hub: Arc<Hub>,
+}
+
+impl AdminApi for Admin {
+    fn info(&self) -> Vec<(String, String)> {
+        let snap = fairlead_stats::StatsSource::snapshot(&*self.hub);
+        let p = &snap.process;
+        let up = p.uptime_secs;
+        let uptime = format!(
+            "{}d {}h{:02}m{:02}s",
+            up / 86400,
+            up / 3600 % 24,
+            up / 60 % 60,
+            up % 60
+        );
+        [
+            ("Name", "Fairlead".to_string()),
+            ("Version", p.version.clone()),
+            ("Release_date", String::new()),
+            ("Nbthread", p.nbthread.to_string()),
+            ("Nbproc", "1".into()),
+            ("Process_num", "1".into()),
+            ("Pid", p.pid.to_string()),
+            ("Uptime", uptime),
+            ("Uptime_sec", up.to_string()),
+            ("Memmax_MB", "0".into()),
+            ("PoolAlloc_MB", "0".into()),
+            ("PoolUsed_MB", "0".into()),
+            ("PoolFailed", "0".into()),
+            ("Ulimit-n", p.ulimit_n.to_string()),
+            ("Maxsock", p.maxsock.to_string()),
+            ("Maxconn", p.maxconn.to_string()),
+            ("Hard_maxconn", p.hard_maxconn.to_string()),
+            ("CurrConns", p.curr_conns.to_string()),
+            ("CumConns", p.cum_conns.to_string()),
+            ("CumReq", p.cum_req.to_string()),
+            (
+                "Stopping",
+                u8::from(self.hub.shared.stopping.load(Ordering::Relaxed)).to_string(),
+            ),
+            ("node", crate::stats::hostname()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    fn version(&self) -> String {
+        env!("CARGO_PKG_VERSION").to_string()
+    }
+
+    fn stat(&self, req: &StatRequest) -> Result<String, String> {
+        let snap = fairlead_stats::StatsSource::snapshot(&*self.hub);
+        let mut out = Vec::new();
+        match req.format {
+            OutputFormat::Json => fairlead_stats::json(&snap, &mut out),
+            OutputFormat::Default => fairlead_stats::csv(&snap, &mut out),
+            OutputFormat::Typed => return Err("'show stat typed' is not supported yet.".into()),
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn backends(&self) -> Vec<BackendInfo> {
+        let checked = &self.hub.checked;
+        self.hub
+            .shared
+            .backends
+            .iter()
+            .enumerate()
+            .map(|(bi, be)| BackendInfo {
+                id: bi as i32 + 1,
+                name: be.name.clone(),
+                forced_id: false,
+                dynamic_weights: !matches!(be.options.balance, fairlead_config::Balance::StaticRr),
+                servers: be
+                    .servers
+                    .iter()
+                    .map(|s| {
+                        let addr = **s.addr.load();
+                        let chk = checked
+                            .get(bi)
+                            .and_then(|v| v.get(s.idx))
+                            .copied()
+                            .unwrap_or(false);
+                        let mut admin = 0;
+                        if s.maint.load(Ordering::Relaxed) {
+                            admin |= admin_flags::FMAINT;
+                        }
+                        if s.drain.load(Ordering::Relaxed) {
+                            admin |= admin_flags::FDRAIN;
+                        }
+                        ServerInfo {
+                            id: s.puid,
+                            name: s.name.clone(),
+                            forced_id: false,
+                            addr: Some(addr.ip()),
+                            port: addr.port(),
+                            op_state: if s.health.is_up() {
+                                OpState::Running
+                            } else {
+                                OpState::Stopped
+                            },
+                            admin_state: admin,
+                            uweight: s.weight.load(Ordering::Relaxed),
+                            iweight: s.initial_weight,
+                            since_last_change: Duration::from_secs(s.health.last_change_secs()),
+                            check_status: 0,
+                            check_result: 0,
+                            check_health: s.health.check_health(),
+                            check_state: if chk {
+                                check_flags::CONFIGURED | check_flags::ENABLED
+                            } else {
+                                0
+                            },
+                            agent_state: 0,
+                            fqdn: None,
+                            use_ssl: false,
+                            check_port: 0,
+                            check_addr: None,
+                            agent_addr: None,
+                            agent_port: 0,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn server_change(&self, target: &ServerRef, change: ServerChange) -> Result<(), String> {
+        let be = self
+            .hub
+            .shared
+            .backends
+            .get(target.backend_idx)
+            .ok_or("No such backend.")?;
+        let s = be.servers.get(target.server_idx).ok_or("No such server.")?;
+        match change {
+            ServerChange::Admin(AdminState::Ready) => {
+                s.maint.store(false, Ordering::Relaxed);
+                s.drain.store(false, Ordering::Relaxed);
+            }
+            ServerChange::Admin(AdminState::Drain) => {
+                s.maint.store(false, Ordering::Relaxed);
+                s.drain.store(true, Ordering::Relaxed);
+            }
+            ServerChange::Admin(AdminState::Maint) => s.maint.store(true, Ordering::Relaxed),
+            ServerChange::Weight(w) => s.weight.store(w.min(256), Ordering::Relaxed),
+            ServerChange::Maxconn(n) => s.maxconn.store(n, Ordering::Relaxed),
+            ServerChange::Addr { ip, port } => {
+                let old = **s.addr.load();
+                s.addr.store(Arc::new(std::net::SocketAddr::new(
+                    ip,
+                    port.unwrap_or(old.port()),
+                )));
+            }
+            ServerChange::Health(_) | ServerChange::Agent { .. } => {
+                return Err(
+                    "Forcing the health or agent state is not supported by Fairlead yet.".into(),
+                )
+            }
+        }
+        be.refresh_weights();
+        Ok(())
+    }
+
+    fn sessions(&self) -> Vec<SessionInfo> {
+        Vec::new()
+    }
+
+    fn shutdown_session(&self, _id: u64) -> bool {
+        false
+    }
+
+    fn pools(&self) -> Vec<PoolInfo> {
+        Vec::new()
+    }
+
+    fn errors(&self) -> ErrorReport {
+        ErrorReport::default()
+    }
+
+    fn profiling(&self) -> ProfilingReport {
+        ProfilingReport {
+            tasks: TasksProfilingState::Off,
+            memory: false,
+            measured: Duration::ZERO,
+            stopped_ago: Duration::ZERO,
+            rows: Vec::new(),
+        }
+    }
+
+    fn set_profiling_tasks(&self, _mode: TasksProfiling) -> Result<(), String> {
+        Err("Task profiling is not implemented in Fairlead yet.".into())
+    }
+}

@@ -1,0 +1,83 @@
+//! The runtime API (`stats socket`) against the real binary.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+
+fn ask(sock: &std::path::Path, cmd: &str) -> String {
+    let mut s = UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn served(bind: std::net::SocketAddr, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| get(bind, "/").header("x-served-by").unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn show_and_set_commands() {
+    let ip = test_ip();
+    let (_t1, a1) = term(ip, "s1");
+    let (_t2, a2) = term(ip, "s2");
+    let bind = free_addr(ip);
+    let dir = std::env::temp_dir().join(format!("fairlead-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("admin.sock");
+    let user_sock = dir.join("user.sock");
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a1}\n    server s2 {a2}")).replace(
+        "global\n",
+        &format!(
+            "global\n    stats socket {} mode 600 level admin\n    stats socket {} level user\n",
+            sock.display(),
+            user_sock.display()
+        ),
+    );
+    let p = Proxy::start(&cfg, &[bind]);
+    wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
+    assert_eq!(
+        std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    let info = ask(&sock, "show info");
+    assert!(info.contains("Name: Fairlead\n"), "{info}");
+    assert!(info.contains(&format!("Pid: {}\n", p.pid())), "{info}");
+
+    let stat = ask(&sock, "show stat");
+    assert!(stat.starts_with("# pxname,svname,qcur,qmax,"), "{stat}");
+
+    let state = ask(&sock, "show servers state bk");
+    assert!(
+        state.starts_with(
+            "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state"
+        ),
+        "{state}"
+    );
+    assert!(state.contains(" bk 1 s1 "), "{state}");
+
+    // Maintenance takes a server out of rotation, and back.
+    assert_eq!(ask(&sock, "disable server bk/s1").trim(), "");
+    assert!(served(bind, 6).iter().all(|s| s == "s2"));
+    ask(&sock, "enable server bk/s1");
+    assert!(served(bind, 6).iter().any(|s| s == "s1"));
+    // Drain, then weights.
+    ask(&sock, "set server bk/s2 state drain");
+    assert!(served(bind, 6).iter().all(|s| s == "s1"));
+    ask(&sock, "set server bk/s2 state ready");
+    ask(&sock, "set server bk/s1 weight 3");
+    assert_eq!(ask(&sock, "get weight bk/s1").trim(), "3 (initial 1)");
+    let picks = served(bind, 40);
+    assert_eq!(picks.iter().filter(|s| *s == "s1").count(), 30, "{picks:?}");
+    // Errors and levels.
+    assert!(ask(&sock, "disable server bk/nope").contains("No such server."));
+    assert!(ask(&user_sock, "disable server bk/s1").contains("Permission denied"));
+    assert!(ask(&user_sock, "show info").contains("Name: Fairlead"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
