@@ -135,3 +135,28 @@ fn tcplog_and_json_formats() {
     let mut buf = [0u8; 512];
     assert!(sock.recv(&mut buf).is_err(), "one line per request only");
 }
+
+#[test]
+fn tcplog_line() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "defaults\n    mode tcp\n    timeout connect 2s\n    timeout client 5s\n    timeout server 5s\n    log {log_addr} local0\n    option tcplog\n    option dontlognull\n\
+listen app\n    bind {bind}\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    assert_eq!(get(bind, "/?s=10").status, 200);
+    let msg = recv(&sock);
+    let m = message(&msg);
+    // 127.0.0.1:38920 [22/Nov/2026:03:30:00.123] app app/s1 0/0/5 123 -- 0/0/0/0/0 0/0
+    let f: Vec<&str> = m.split(' ').collect();
+    assert!(f[0].contains(':'), "{m}");
+    assert!(f[1].starts_with('[') && f[1].ends_with(']'), "{m}");
+    assert_eq!(f[2], "app", "{m}");
+    assert_eq!(f[3], "app/s1", "{m}");
+    assert_eq!(f[4].split('/').count(), 3, "{m}");
+    assert!(f[5].parse::<u64>().unwrap() > 10, "{m}");
+    assert_eq!(f[6], "--", "{m}");
+}

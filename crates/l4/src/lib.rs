@@ -243,6 +243,36 @@ pub async fn tunnel(client: &TcpStream, server: &TcpStream, t: &TunnelTimeouts) 
     }
 }
 
+/// A frontend's logging set-up, built once at start-up.
+pub struct LogSetup {
+    pub logger: fairlead_log::Logger,
+    pub sink: fairlead_log::SinkId,
+    pub format: fairlead_log::LogFormat,
+    /// `option httplog-json`.
+    pub json: bool,
+    /// `option dontlognull`: no log for a connection that sent nothing.
+    pub dontlognull: bool,
+    /// `option dontlog-normal`: log only errors.
+    pub dontlog_normal: bool,
+    /// `option log-separate-errors`: errors at level `err`.
+    pub separate_errors: bool,
+    pub pid: u32,
+    pub hostname: String,
+    /// No log option: HAProxy's "Connect from" line at accept time instead
+    /// of a line per request.
+    pub connect_only: bool,
+}
+
+impl std::fmt::Debug for LogSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogSetup")
+            .field("sink", &self.sink)
+            .field("format", &self.format.source())
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What a TCP stream needs from the frontend that accepted it.
 #[derive(Debug, Clone)]
 pub struct FrontTimeouts {
@@ -250,6 +280,12 @@ pub struct FrontTimeouts {
     pub client_fin: Option<Duration>,
     /// The frontend's traffic counters.
     pub counters: Arc<fairlead_backend::counters::Counters>,
+    /// The frontend's name (logs).
+    pub name: Arc<str>,
+    /// Logging, when the frontend has log targets.
+    pub log: Option<Arc<LogSetup>>,
+    /// When the connection was accepted.
+    pub accepted: std::time::SystemTime,
 }
 
 /// Serves one TCP-mode client: connect to a server of `be` (with retries
@@ -267,14 +303,84 @@ pub async fn serve_tcp(
         src: be.lb_needs().src.then_some(peer.ip()),
         ..Default::default()
     };
-    let Ok(slot) = be.assign(&key, None, None).await else {
-        return Ok(());
+    let start = Instant::now();
+    let log = |term: fairlead_log::TermState,
+               server: Option<&fairlead_backend::Server>,
+               t: [Option<u64>; 2],
+               bytes: (u64, u64),
+               retries: u32| {
+        let Some(setup) = front.log.as_deref().filter(|l| !l.connect_only) else {
+            return;
+        };
+        let ms = |d: Duration| d.as_millis() as u64;
+        let rec = fairlead_log::LogRecord {
+            client: Some(peer),
+            accept_date: front.accepted,
+            frontend: &front.name,
+            backend: &be.name,
+            server: server.map(|s| s.name.as_str()),
+            request_done: Some(0),
+            queue_done: t[0],
+            connect_done: t[1],
+            total: ms(start.elapsed()),
+            bytes_in: bytes.0,
+            bytes_out: bytes.1,
+            term,
+            beconn: be.sessions.load(std::sync::atomic::Ordering::Relaxed),
+            srv_conn: server.map_or(0, |s| s.cur.load(std::sync::atomic::Ordering::Relaxed)),
+            backend_queue: be.queue.len() as u32,
+            retries,
+            pid: setup.pid,
+            hostname: &setup.hostname,
+            ..Default::default()
+        };
+        if setup.dontlognull && bytes.0 == 0 {
+            return;
+        }
+        let error = rec.is_error();
+        if setup.dontlog_normal && !error {
+            return;
+        }
+        let level = if setup.separate_errors && error {
+            fairlead_log::Level::Err
+        } else {
+            fairlead_log::Level::Info
+        };
+        setup
+            .logger
+            .log(setup.sink, level, &setup.format, false, &rec);
     };
+    use fairlead_log::{Phase, TermState, Who};
+    let slot = match be.assign(&key, None, None).await {
+        Ok(s) => s,
+        Err(_) => {
+            log(
+                TermState::new(Who::Server, Phase::Connect),
+                None,
+                [None, None],
+                (0, 0),
+                0,
+            );
+            return Ok(());
+        }
+    };
+    let queued = Some(start.elapsed().as_millis() as u64);
+    let server = slot.server().clone();
     let mut attempts = 0;
     let conn = match connect_server(be, slot, &key, &mut attempts).await {
         Ok(c) => c,
-        Err(_) => return Ok(()),
+        Err(_) => {
+            log(
+                TermState::new(Who::Server, Phase::Connect),
+                Some(&server),
+                [queued, None],
+                (0, 0),
+                attempts,
+            );
+            return Ok(());
+        }
     };
+    let connected = Some(start.elapsed().as_millis() as u64);
     let bt = &be.options.timeouts;
     let t = TunnelTimeouts::new(
         front.client,
@@ -295,6 +401,19 @@ pub async fn serve_tcp(
             _ => {}
         }
     }
+    let term = match stats.end {
+        TunnelEnd::Closed => TermState::NORMAL,
+        TunnelEnd::Timeout => TermState::new(Who::ClientTimeout, Phase::Data),
+        TunnelEnd::ClientError => TermState::new(Who::Client, Phase::Data),
+        TunnelEnd::ServerError => TermState::new(Who::Server, Phase::Data),
+    };
+    log(
+        term,
+        Some(&server),
+        [queued, connected],
+        (stats.client_to_server, stats.server_to_client),
+        attempts,
+    );
     drop(conn);
     Ok(())
 }

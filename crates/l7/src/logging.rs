@@ -5,41 +5,13 @@
 //! idle connection. The request line is copied into a pooled vector only
 //! when the frontend logs.
 
-use fairlead_log::{LogFormat, LogRecord, Logger, Phase, SinkId, TermState, Who};
+use fairlead_log::{LogRecord, Phase, TermState, Who};
 use fairlead_net::pool;
 use std::net::SocketAddr;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
-/// A frontend's logging set-up, built once at start-up.
-pub struct LogSetup {
-    pub logger: Logger,
-    pub sink: SinkId,
-    pub format: LogFormat,
-    /// `option httplog-json`.
-    pub json: bool,
-    /// `option dontlognull`: no log for a connection that sent nothing.
-    pub dontlognull: bool,
-    /// `option dontlog-normal`: log only errors.
-    pub dontlog_normal: bool,
-    /// `option log-separate-errors`: errors at level `err`.
-    pub separate_errors: bool,
-    pub pid: u32,
-    pub hostname: String,
-    /// No log option: HAProxy's "Connect from" line at accept time instead
-    /// of a line per request.
-    pub connect_only: bool,
-}
-
-impl std::fmt::Debug for LogSetup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogSetup")
-            .field("sink", &self.sink)
-            .field("format", &self.format.source())
-            .field("json", &self.json)
-            .finish_non_exhaustive()
-    }
-}
+pub use fairlead_l4::LogSetup;
 
 /// Milliseconds between two instants.
 fn ms(from: Instant, to: Instant) -> u64 {

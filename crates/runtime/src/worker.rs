@@ -156,6 +156,9 @@ async fn accept_loop(
                                 client: fe2.client_timeout,
                                 client_fin: fe2.client_fin,
                                 counters: fe2.http.counters.clone(),
+                                name: fe2.name.as_str().into(),
+                                log: fe2.http.log.clone(),
+                                accepted: std::time::SystemTime::now(),
                             };
                             let _ = fairlead_l4::serve_tcp(stream, peer, &fe2.backend, front).await;
                         });
