@@ -121,4 +121,21 @@ fn prometheus_exporter_is_parseable() {
         text.contains("haproxy_server_status{proxy=\"bk\",server=\"s2\""),
         "{text}"
     );
+    // Latency histograms (Fairlead's addition): cumulative buckets whose
+    // +Inf bucket and count equal the requests served.
+    for metric in ["response_time", "total_time"] {
+        let inf = format!("haproxy_backend_{metric}_seconds_bucket{{proxy=\"bk\",le=\"+Inf\"}} 3");
+        assert!(text.lines().any(|l| l == inf), "{inf} missing:\n{text}");
+        let count = format!("haproxy_backend_{metric}_seconds_count{{proxy=\"bk\"}} 3");
+        assert!(text.lines().any(|l| l == count), "{count} missing");
+    }
+    let buckets: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("haproxy_backend_response_time_seconds_bucket{proxy=\"bk\""))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse().unwrap())
+        .collect();
+    assert!(
+        buckets.len() > 10 && buckets.windows(2).all(|w| w[0] <= w[1]),
+        "{buckets:?}"
+    );
 }

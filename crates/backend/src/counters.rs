@@ -178,3 +178,23 @@ mod tests {
         assert_eq!(c.get(C::Hrsp5xx), 0);
     }
 }
+
+/// Latency histograms of a backend or server, for the Prometheus
+/// `_bucket` series HAProxy lacks.
+#[derive(Default)]
+pub struct Latencies {
+    /// Time in the queue (HAProxy's %Tw).
+    pub queue: fairlead_stats::LatencyHistogram,
+    /// Time to connect (or reuse) a server connection (%Tc).
+    pub connect: fairlead_stats::LatencyHistogram,
+    /// Request sent to response head received (%Tr).
+    pub response: fairlead_stats::LatencyHistogram,
+    /// First request byte to last response byte (%Ta).
+    pub total: fairlead_stats::LatencyHistogram,
+}
+
+impl std::fmt::Debug for Latencies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Latencies")
+    }
+}

@@ -68,6 +68,8 @@ pub struct Server {
     pub connects: AtomicU64,
     /// Traffic counters (per-thread slots).
     pub counters: counters::Counters,
+    /// Latency histograms.
+    pub latency: counters::Latencies,
 }
 
 impl Server {
@@ -149,6 +151,8 @@ pub struct Backend {
     fullconn: u32,
     /// Traffic counters (per-thread slots).
     pub counters: counters::Counters,
+    /// Latency histograms.
+    pub latency: counters::Latencies,
 }
 
 struct View<'a>(&'a Backend);
@@ -207,6 +211,7 @@ impl Backend {
                 connect_errors: AtomicU64::new(0),
                 connects: AtomicU64::new(0),
                 counters: counters::Counters::new(),
+                latency: Default::default(),
             }));
             *next_id += 1;
         }
@@ -229,6 +234,7 @@ impl Backend {
             sessions: AtomicU32::new(0),
             fullconn: o.fullconn.unwrap_or(fullconn),
             counters: counters::Counters::new(),
+            latency: Default::default(),
         };
         backend.refresh_weights();
         Ok(backend)

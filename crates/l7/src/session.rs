@@ -236,6 +236,7 @@ impl Session {
         let mut rl = ReqLog::new(self.last_end);
         rl.first_byte = Some(self.first_byte);
         let next = self.one_request_inner(&mut rl).await;
+        self.record_latency(&rl);
         self.log(&rl);
         self.last_end = Instant::now();
         next
@@ -328,6 +329,30 @@ impl Session {
             fairlead_net::shutdown_write(&self.client);
             Next::Close
         })
+    }
+
+    /// Feeds the backend's and server's latency histograms.
+    fn record_latency(&self, rl: &ReqLog) {
+        let Some(i) = rl.server else { return };
+        let be = &self.ctx.be;
+        let us = |a: Option<Instant>, b: Option<Instant>| {
+            Some(b?.saturating_duration_since(a?).as_micros() as u64)
+        };
+        let now = Some(Instant::now());
+        let times = [
+            us(rl.head_done, rl.queue_done),
+            us(rl.queue_done, rl.connect_done),
+            us(rl.connect_done, rl.response_done),
+            rl.response_done.and(us(rl.first_byte, now)),
+        ];
+        for l in [&be.latency, &be.servers[i].latency] {
+            let hs = [&l.queue, &l.connect, &l.response, &l.total];
+            for (h, t) in hs.into_iter().zip(times) {
+                if let Some(t) = t {
+                    h.record(t);
+                }
+            }
+        }
     }
 
     /// Writes the log line of a request, if the frontend logs.

@@ -51,6 +51,15 @@ fn counters(c: &Live) -> Counters {
     }
 }
 
+fn latency(l: &fairlead_backend::counters::Latencies) -> fairlead_stats::Latency {
+    fairlead_stats::Latency {
+        queue: Some(l.queue.snapshot()),
+        connect: Some(l.connect.snapshot()),
+        response: Some(l.response.snapshot()),
+        total: Some(l.total.snapshot()),
+    }
+}
+
 fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
     let state = if s.maint.load(Ordering::Relaxed) {
         ServerState::Maint
@@ -66,6 +75,7 @@ fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
     let mut c = counters(&s.counters);
     c.scur = u64::from(s.cur.load(Ordering::Relaxed));
     c.qcur = be.queue.server_len(s.idx) as u64;
+    c.latency = latency(&s.latency);
     let maxconn = s.maxconn.load(Ordering::Relaxed);
     ServerStats {
         name: s.name.clone(),
@@ -142,6 +152,7 @@ pub fn snapshot(shared: &Shared, facts: &ProcessFacts, checked: &[Vec<bool>]) ->
         let mut c = counters(&be.counters);
         c.scur = u64::from(be.sessions.load(Ordering::Relaxed));
         c.qcur = be.queue.len() as u64;
+        c.latency = latency(&be.latency);
         proxies.push(ProxyStats {
             name: be.name.clone(),
             iid: id,
