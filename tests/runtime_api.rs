@@ -81,3 +81,54 @@ fn show_and_set_commands() {
     assert!(ask(&user_sock, "show info").contains("Name: Fairlead"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sessions_and_errors() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let dir = std::env::temp_dir().join(format!("fairlead-cli2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("admin.sock");
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}")).replace(
+        "global\n",
+        &format!("global\n    stats socket {} level admin\n", sock.display()),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
+    // An idle keep-alive client shows up in `show sess`.
+    let mut held = connect(bind);
+    held.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut r = std::io::BufReader::new(held.try_clone().unwrap());
+    assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+    let local = held.local_addr().unwrap();
+    let mut sess = String::new();
+    wait_until("session listed", || {
+        sess = ask(&sock, "show sess");
+        sess.contains(&local.to_string())
+    });
+    let line = sess
+        .lines()
+        .find(|l| l.contains(&local.to_string()))
+        .unwrap();
+    let id = line.split(':').next().unwrap().trim_start_matches("0x");
+    // `shutdown session` closes it.
+    ask(&sock, &format!("shutdown session 0x{id}"));
+    let mut rest = Vec::new();
+    held.set_read_timeout(Some(DEADLINE)).unwrap();
+    let _ = r.read_to_end(&mut rest);
+    assert!(rest.is_empty());
+    wait_until("session gone", || {
+        !ask(&sock, "show sess").contains(&local.to_string())
+    });
+    // `show errors` captures the last invalid request.
+    let mut bad = connect(bind);
+    bad.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n")
+        .unwrap();
+    let _ = read_all(&mut bad);
+    let errors = ask(&sock, "show errors");
+    assert!(errors.contains("Total events captured"), "{errors}");
+    assert!(errors.contains("Bad Header Line"), "{errors}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,6 +47,51 @@ pub struct HttpFront {
     pub counters: std::sync::Arc<fairlead_backend::counters::Counters>,
     /// Logging, when the frontend has log targets.
     pub log: Option<std::sync::Arc<logging::LogSetup>>,
+    /// The last invalid request (`show errors`).
+    pub errors: std::sync::Arc<ErrorCapture>,
+}
+
+/// The last invalid request a frontend received, for `show errors`.
+#[derive(Debug, Default)]
+pub struct ErrorCapture {
+    pub total: std::sync::atomic::AtomicU32,
+    pub last: std::sync::Mutex<Option<CapturedRequest>>,
+}
+
+/// One captured invalid request.
+#[derive(Debug, Clone)]
+pub struct CapturedRequest {
+    pub when: std::time::SystemTime,
+    pub client: std::net::SocketAddr,
+    pub reason: &'static str,
+    /// Where the parser stopped, within `bytes`.
+    pub position: usize,
+    /// The start of the request as received (at most 16 KiB).
+    pub bytes: Vec<u8>,
+}
+
+impl ErrorCapture {
+    /// Records an invalid request (error path only: takes a lock).
+    pub fn capture(
+        &self,
+        client: std::net::SocketAddr,
+        reason: &'static str,
+        position: usize,
+        buf: &[u8],
+    ) {
+        self.total
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let bytes = buf[..buf.len().min(16384)].to_vec();
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some(CapturedRequest {
+                when: std::time::SystemTime::now(),
+                client,
+                reason,
+                position,
+                bytes,
+            });
+        }
+    }
 }
 
 /// A request a frontend answers itself (stats page, Prometheus exporter).

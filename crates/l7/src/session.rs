@@ -209,7 +209,15 @@ impl Session {
             match parse_request(self.cbuf.filled(), self.ctx.front.max_head) {
                 Ok(Some(h)) => return Ok(h),
                 Ok(None) => {}
-                Err(e) => return Err(Some(e.status)),
+                Err(e) => {
+                    self.ctx.front.errors.capture(
+                        self.peer,
+                        e.reason,
+                        e.offset,
+                        self.cbuf.filled(),
+                    );
+                    return Err(Some(e.status));
+                }
             }
             if self.cbuf.is_full() {
                 return Err(Some(431));
@@ -921,6 +929,7 @@ mod tests {
                     max_head: 1000,
                     counters: Default::default(),
                     log: None,
+                    errors: Default::default(),
                 },
                 be: std::sync::Arc::new(
                     fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),

@@ -3,9 +3,9 @@
 //!
 //! Supported: `show info`, `show stat`, `show servers state`, `get weight`,
 //! `enable/disable server`, `set server ... state|weight|addr`,
-//! `set maxconn server`. Not yet: `show sess`/`shutdown session` (no
-//! session registry), `show pools` per pool, `show errors` captures,
-//! `show profiling` (empty reports), forced health and agent states.
+//! `set maxconn server`, `show sess`, `shutdown session`, `show errors`
+//! (the last invalid request of each frontend). Not yet: `show pools` per
+//! pool, `show profiling` (empty reports), forced health and agent states.
 
 use crate::stats::Hub;
 use fairlead_admin::{
@@ -185,10 +185,36 @@ impl AdminApi for Admin {
     }
 
     fn sessions(&self) -> Vec<SessionInfo> {
-        Vec::new()
+        let shared = &self.hub.shared;
+        let mut out = Vec::new();
+        for reg in &shared.sessions {
+            let Ok(reg) = reg.lock() else { continue };
+            for (&id, e) in reg.iter() {
+                let fe = &shared.frontends[e.frontend];
+                out.push(SessionInfo {
+                    id,
+                    proto: if e.client.is_ipv4() { "tcpv4" } else { "tcpv6" }.into(),
+                    client: Some(e.client),
+                    frontend: fe.name.clone(),
+                    backend: Some(fe.backend.name.clone()),
+                    server: None,
+                    age: e.since.elapsed(),
+                    state: "EST".into(),
+                });
+            }
+        }
+        out.sort_by_key(|s| s.id);
+        out
     }
 
-    fn shutdown_session(&self, _id: u64) -> bool {
+    fn shutdown_session(&self, id: u64) -> bool {
+        for reg in &self.hub.shared.sessions {
+            let Ok(reg) = reg.lock() else { continue };
+            if let Some(e) = reg.get(&id) {
+                e.abort.abort();
+                return true;
+            }
+        }
         false
     }
 
@@ -197,7 +223,29 @@ impl AdminApi for Admin {
     }
 
     fn errors(&self) -> ErrorReport {
-        ErrorReport::default()
+        let mut report = ErrorReport::default();
+        for (i, fe) in self.hub.shared.frontends.iter().enumerate() {
+            let cap = &fe.http.errors;
+            report.total += cap.total.load(Ordering::Relaxed);
+            let Ok(last) = cap.last.lock() else { continue };
+            if let Some(c) = last.as_ref() {
+                report.errors.push(fairlead_admin::CapturedError {
+                    when: c.when,
+                    proxy: fe.name.clone(),
+                    proxy_id: i as i32 + 1,
+                    side: fairlead_admin::ErrorSide::Request,
+                    other: Some((fe.backend.name.clone(), -1)),
+                    server: None,
+                    event: report.total,
+                    client: Some(c.client),
+                    offset: 0,
+                    position: c.position,
+                    reason: c.reason.to_string(),
+                    bytes: c.bytes.clone(),
+                });
+            }
+        }
+        report
     }
 
     fn profiling(&self) -> ProfilingReport {

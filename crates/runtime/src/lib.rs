@@ -87,6 +87,15 @@ pub struct FrontendRt {
     pub smax: AtomicU32,
 }
 
+/// One open client connection, for the runtime API.
+pub struct SessionEntry {
+    pub frontend: usize,
+    pub client: SocketAddr,
+    pub since: std::time::Instant,
+    /// Aborts the connection's task (`shutdown session`).
+    pub abort: tokio::task::AbortHandle,
+}
+
 /// State shared by every worker.
 pub struct Shared {
     pub frontends: Vec<Arc<FrontendRt>>,
@@ -99,6 +108,9 @@ pub struct Shared {
     /// listener is closed (so no connection is accepted after the drain
     /// check) and every connection has ended.
     pub listeners_open: std::sync::atomic::AtomicUsize,
+    /// Open connections per worker (`show sess`, `shutdown session`).
+    pub sessions: Vec<std::sync::Mutex<std::collections::HashMap<u64, SessionEntry>>>,
+    pub next_session: std::sync::atomic::AtomicU64,
     pub quiet: bool,
     pub bufsize: usize,
     pub maxaccept: usize,
@@ -125,6 +137,7 @@ fn resolve(addr: &fairlead_config::ServerAddr) -> Result<SocketAddr> {
 /// Builds the shared run-time state (resolves server names, computes
 /// limits). Does not bind anything.
 pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
+    let workers = worker_count(cfg);
     let mut next_id = 0;
     let mut backends = Vec::new();
     for b in &cfg.backends {
@@ -190,6 +203,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                     .iter()
                     .find(|(n, _)| n == &f.name)
                     .map(|(_, l)| l.clone()),
+                errors: Default::default(),
             },
             limit: Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn)),
             client_timeout: t.client,
@@ -205,6 +219,8 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         freed: Notify::new(),
         stopping: AtomicBool::new(false),
         listeners_open: std::sync::atomic::AtomicUsize::new(0),
+        sessions: (0..workers).map(|_| Default::default()).collect(),
+        next_session: std::sync::atomic::AtomicU64::new(1),
         quiet,
         bufsize,
         maxaccept: match cfg.global.maxaccept {
@@ -486,7 +502,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
                     }
                 }
                 fairlead_backend::counters::set_thread_slot(i);
-                worker::run(shared, l, services, stop)
+                worker::run(i, shared, l, services, stop)
             })?;
         handles.push(h);
     }

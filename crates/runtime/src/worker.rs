@@ -21,6 +21,7 @@ const FD_EXHAUSTION_PAUSE: Duration = Duration::from_millis(100);
 pub(crate) type Service = Arc<dyn fairlead_l7::LocalService + Send + Sync>;
 
 pub(crate) fn run(
+    worker: usize,
     shared: Arc<Shared>,
     listeners: Vec<Vec<std::net::TcpListener>>,
     services: Vec<Option<Service>>,
@@ -70,7 +71,7 @@ pub(crate) fn run(
                 shared.listeners_open.fetch_add(1, Ordering::SeqCst);
                 let shared2 = shared.clone();
                 accepts.push(tokio::task::spawn_local(async move {
-                    accept_loop(shared2.clone(), fe, ctx, l).await;
+                    accept_loop(shared2.clone(), fe, ctx, l, worker, fe_idx).await;
                     // The listener is closed (dropped with the loop).
                     shared2.listeners_open.fetch_sub(1, Ordering::SeqCst);
                     shared2.freed.notify_waiters();
@@ -100,6 +101,8 @@ async fn accept_loop(
     fe: Arc<FrontendRt>,
     ctx: Rc<HttpCtx>,
     listener: TcpListener,
+    worker: usize,
+    fe_idx: usize,
 ) {
     let stop = ctx.stop.clone();
     let account = Rc::new((shared.clone(), fe.clone()));
@@ -139,14 +142,15 @@ async fn accept_loop(
                 }
                 // Each mode gets its own task type, so an HTTP connection's
                 // task is only as large as the HTTP state machine.
-                let guard = ConnGuard(account.clone());
-                match fe.mode {
+                let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
+                let guard = ConnGuard(account.clone(), worker, id);
+                let task = match fe.mode {
                     Mode::Http => {
                         let ctx2 = ctx.clone();
                         tokio::task::spawn_local(async move {
                             let _guard = guard;
                             fairlead_l7::serve_http(stream, peer, ctx2).await;
-                        });
+                        })
                     }
                     Mode::Tcp => {
                         let fe2 = fe.clone();
@@ -161,8 +165,19 @@ async fn accept_loop(
                                 accepted: std::time::SystemTime::now(),
                             };
                             let _ = fairlead_l4::serve_tcp(stream, peer, &fe2.backend, front).await;
-                        });
+                        })
                     }
+                };
+                if let Ok(mut reg) = shared.sessions[worker].lock() {
+                    reg.insert(
+                        id,
+                        crate::SessionEntry {
+                            frontend: fe_idx,
+                            client: peer,
+                            since: std::time::Instant::now(),
+                            abort: task.abort_handle(),
+                        },
+                    );
                 }
                 burst += 1;
                 if burst >= shared.maxaccept {
@@ -191,11 +206,14 @@ async fn accept_loop(
 
 /// Counts one accepted connection against the global and frontend limits
 /// until dropped, then wakes listeners paused on a limit.
-struct ConnGuard(Rc<(Arc<Shared>, Arc<FrontendRt>)>);
+struct ConnGuard(Rc<(Arc<Shared>, Arc<FrontendRt>)>, usize, u64);
 
 impl Drop for ConnGuard {
     fn drop(&mut self) {
         let (shared, fe) = &*self.0;
+        if let Ok(mut reg) = shared.sessions[self.1].lock() {
+            reg.remove(&self.2);
+        }
         let g = shared.global.cur.fetch_sub(1, Ordering::SeqCst);
         let f = fe.limit.cur.fetch_sub(1, Ordering::SeqCst);
         if g >= shared.global.max
