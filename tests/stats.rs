@@ -71,6 +71,16 @@ fn stats_page_csv_and_counters() {
     assert_eq!(col(s2, "status"), "MAINT", "{s2}");
     let be = csv.lines().find(|l| l.starts_with("bk,BACKEND,")).unwrap();
     assert_eq!(col(be, "req_tot"), "7", "{be}");
+    // Rates: the once-per-second ticker sees the burst of requests.
+    wait_until("req_rate_max reflects the burst", || {
+        let csv = authed(sb, "/stats;csv").body_str();
+        let fe = csv
+            .lines()
+            .find(|l| l.starts_with("fe,FRONTEND,"))
+            .unwrap()
+            .to_string();
+        col(&fe, "req_rate_max").parse::<u64>().unwrap_or(0) >= 1
+    });
     // JSON.
     let r = authed(sb, "/stats;json");
     assert_eq!(r.status, 200);

@@ -476,7 +476,9 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
             ulimit_n: os::nofile_limit().0,
         },
         checked: stats::checked_servers(&cfg),
+        rates: stats::Rates::for_shared(&shared),
     });
+    stats::start_rate_ticker(hub.clone());
     let services: Vec<Option<worker::Service>> = cfg
         .frontends
         .iter()

@@ -99,7 +99,12 @@ fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
 }
 
 /// Takes a snapshot of every frontend, backend and server.
-pub fn snapshot(shared: &Shared, facts: &ProcessFacts, checked: &[Vec<bool>]) -> Snapshot {
+pub fn snapshot(
+    shared: &Shared,
+    facts: &ProcessFacts,
+    checked: &[Vec<bool>],
+    rates: &Rates,
+) -> Snapshot {
     let mut proxies = Vec::new();
     let mut iid = 0u32;
     let mut cum_conns = 0;
@@ -113,6 +118,9 @@ pub fn snapshot(shared: &Shared, facts: &ProcessFacts, checked: &[Vec<bool>]) ->
         c.scur = u64::from(fe.limit.cur.load(Ordering::Relaxed));
         c.smax = u64::from(fe.smax.load(Ordering::Relaxed));
         c.conn_tot = c.stot;
+        if let Some(r) = rates.frontends.get(iid as usize - 1) {
+            r.fill(&mut c);
+        }
         proxies.push(ProxyStats {
             name: fe.name.clone(),
             iid,
@@ -153,6 +161,9 @@ pub fn snapshot(shared: &Shared, facts: &ProcessFacts, checked: &[Vec<bool>]) ->
         c.scur = u64::from(be.sessions.load(Ordering::Relaxed));
         c.qcur = be.queue.len() as u64;
         c.latency = latency(&be.latency);
+        if let Some(r) = rates.backends.get(bi) {
+            r.fill(&mut c);
+        }
         proxies.push(ProxyStats {
             name: be.name.clone(),
             iid: id,
@@ -210,16 +221,102 @@ pub fn checked_servers(cfg: &fairlead_config::Config) -> Vec<Vec<bool>> {
         .collect()
 }
 
+/// Per-second rates of one frontend, backend or server.
+#[derive(Default)]
+pub struct Rate {
+    pub sess: std::sync::atomic::AtomicU64,
+    pub sess_max: std::sync::atomic::AtomicU64,
+    pub req: std::sync::atomic::AtomicU64,
+    pub req_max: std::sync::atomic::AtomicU64,
+}
+
+impl Rate {
+    fn fill(&self, c: &mut Counters) {
+        c.rate = self.sess.load(Ordering::Relaxed);
+        c.rate_max = self.sess_max.load(Ordering::Relaxed);
+        c.req_rate = self.req.load(Ordering::Relaxed);
+        c.req_rate_max = self.req_max.load(Ordering::Relaxed);
+        c.conn_rate = c.rate;
+        c.conn_rate_max = c.rate_max;
+    }
+}
+
+/// Rates of every object, in snapshot order: frontends, then backends,
+/// each followed by nothing; servers are in `servers[backend][server]`.
+#[derive(Default)]
+pub struct Rates {
+    pub frontends: Vec<Rate>,
+    pub backends: Vec<Rate>,
+    pub servers: Vec<Vec<Rate>>,
+}
+
+impl Rates {
+    pub fn for_shared(shared: &Shared) -> Rates {
+        Rates {
+            frontends: shared.frontends.iter().map(|_| Rate::default()).collect(),
+            backends: shared.backends.iter().map(|_| Rate::default()).collect(),
+            servers: shared
+                .backends
+                .iter()
+                .map(|b| b.servers.iter().map(|_| Rate::default()).collect())
+                .collect(),
+        }
+    }
+}
+
+/// Updates the rates once per second from the counters' totals, on its own
+/// thread (HAProxy's rates are events over the last second).
+pub fn start_rate_ticker(hub: Arc<Hub>) {
+    let _ = std::thread::Builder::new()
+        .name("fairlead-rates".into())
+        .spawn(move || {
+            let sh = &hub.shared;
+            let totals = |c: &Live| (c.get(C::Stot), c.get(C::ReqTot));
+            let all = || -> Vec<(u64, u64)> {
+                let mut v: Vec<(u64, u64)> = sh
+                    .frontends
+                    .iter()
+                    .map(|f| totals(&f.http.counters))
+                    .collect();
+                v.extend(sh.backends.iter().map(|b| totals(&b.counters)));
+                for b in &sh.backends {
+                    v.extend(b.servers.iter().map(|s| totals(&s.counters)));
+                }
+                v
+            };
+            let mut prev = all();
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                let now = all();
+                let rates = hub
+                    .rates
+                    .frontends
+                    .iter()
+                    .chain(hub.rates.backends.iter())
+                    .chain(hub.rates.servers.iter().flatten());
+                for ((r, n), p) in rates.zip(&now).zip(&prev) {
+                    let (s, q) = (n.0.saturating_sub(p.0), n.1.saturating_sub(p.1));
+                    r.sess.store(s, Ordering::Relaxed);
+                    r.sess_max.fetch_max(s, Ordering::Relaxed);
+                    r.req.store(q, Ordering::Relaxed);
+                    r.req_max.fetch_max(q, Ordering::Relaxed);
+                }
+                prev = now;
+            }
+        });
+}
+
 /// Snapshot source shared by the stats page, the exporter and the CLI.
 pub struct Hub {
     pub shared: Arc<Shared>,
     pub facts: ProcessFacts,
     pub checked: Vec<Vec<bool>>,
+    pub rates: Rates,
 }
 
 impl fairlead_stats::StatsSource for Hub {
     fn snapshot(&self) -> Snapshot {
-        snapshot(&self.shared, &self.facts, &self.checked)
+        snapshot(&self.shared, &self.facts, &self.checked, &self.rates)
     }
 }
 
