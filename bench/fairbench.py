@@ -477,6 +477,9 @@ class Ctx:
         self.tmp = tempfile.mkdtemp(prefix="fairbench-")
         self.origin = None
         self.quiet_wait = None
+        self.retries = getattr(args, "retries", None)
+        if self.retries is None:
+            self.retries = int(env("FAIRBENCH_RETRIES", "2"))
         self.seq = 0
 
     def bin(self, name):
@@ -722,6 +725,23 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
     return r
 
 
+def clean_run(ctx, proxy, entry, *a, **kw):
+    """measured_run, measured again (up to ctx.retries times) when someone else took more than
+    DISTURBED_PCT of a CPU during it; the disturbed runs are kept in entry["discarded"]."""
+    attempt = 0
+    while True:
+        r = measured_run(ctx, proxy, *a, **kw)
+        other = (r.get("machine_cpu") or {}).get("other_pct")
+        if other is None or other <= DISTURBED_PCT or attempt >= ctx.retries or not r.get("proxy_alive", True):
+            if attempt and other is not None and other > DISTURBED_PCT:
+                log("   still disturbed after %d retries: kept" % attempt)
+            return r
+        attempt += 1
+        entry.setdefault("discarded", []).append(r)
+        log("   disturbed (other CPU %.0f%% of one CPU, %.0f req/s): discarded, measuring again (%d/%d)" % (
+            other, r["req_per_s"], attempt, ctx.retries))
+
+
 def proxied_rounds(ctx, case, mode, url, conns, duration, rounds, close=False, rate_for=None,
                    ramp=0.0, warmup=0.0, wrk=False, maxconn=9500):
     """Interleaved rounds; fills case['runs'] with one entry per (round, proxy)."""
@@ -739,8 +759,8 @@ def proxied_rounds(ctx, case, mode, url, conns, duration, rounds, close=False, r
                 case.setdefault("proxy_cmds", {})[name] = " ".join(
                     ["taskset", "-c", ctx.proxy_cpus] + [os.path.basename(proxy.cmdline[0])]
                     + [os.path.basename(a) if a.startswith(ctx.tmp) else a for a in proxy.cmdline[1:]])
-                entry.update(measured_run(ctx, proxy, url, conns, duration, rate=rate, close=close,
-                                          ramp=ramp, warmup=warmup, wrk=wrk))
+                entry.update(clean_run(ctx, proxy, entry, url, conns, duration, rate=rate, close=close,
+                                       ramp=ramp, warmup=warmup, wrk=wrk))
             except BenchError as e:
                 entry["error"] = str(e)
                 log("ERROR:", e)
@@ -1209,8 +1229,8 @@ def sc_servers(ctx, args):
                     try:
                         proxy = RunningProxy(ctx, name, "http", 9500, balance=a, servers=servers)
                         case.setdefault("configs", {})[name] = proxy.config_text
-                        entry.update(measured_run(ctx, proxy, url, args.conns, args.duration,
-                                                  warmup=args.warmup))
+                        entry.update(clean_run(ctx, proxy, entry, url, args.conns, args.duration,
+                                               warmup=args.warmup))
                         entry["servers_with_conns"] = origin_ports_in_use(
                             ctx.origin_host, ctx.origin_port + 1, ctx.origin_port + n)
                     except BenchError as e:
@@ -1881,11 +1901,25 @@ def rounds_line(summary, key="req_per_s_all", unit="req/s"):
     return "Per round (%s): %s." % (unit, "; ".join(parts)) if parts else ""
 
 
+def other_line(case):
+    """Per-round CPU taken by others during each proxy's runs (disturbed runs in bold)."""
+    parts = []
+    for name in PROXIES:
+        vals = [r["machine_cpu"]["other_pct"] for r in case.get("runs", [])
+                if r.get("proxy") == name and r.get("machine_cpu")]
+        if vals:
+            parts.append("%s %s" % (PRETTY[name], ", ".join(("**%.0f**" if v > DISTURBED_PCT else "%.0f") % v
+                                                             for v in vals)))
+    return ("Per round (other CPU %%, disturbed over %g%% in bold): %s." % (DISTURBED_PCT, "; ".join(parts))
+            if parts else "")
+
+
 def machine_line(m):
     return ("%s × %s, kernel %s; %s; %s; %s (%s); CPUs proxy %s / client %s / origin %s, "
             "proxy threads %s; load average at start %s." % (
                 m["nproc"], m["cpu_model"] or "?", m["kernel"], m["haproxy"], m["nginx"],
-                m["fairlead"], m.get("fairlead_git", "?"), m["cpus"]["proxy"], m["cpus"]["client"],
+                m["fairlead"], ("binary from " + m["build"]["commit"][:10]) if m.get("build") else
+                m.get("fairlead_git", "?"), m["cpus"]["proxy"], m["cpus"]["client"],
                 m["cpus"]["origin"], m["threads"]["proxy"], " ".join(m.get("loadavg_at_start", []))))
 
 
@@ -1917,12 +1951,16 @@ def run_entries(res):
     return out
 
 
+DISTURBED_PCT = 25.0  # "other" CPU above this (% of one CPU) during a run: someone else was busy
+
+
 def load_summary(res):
     """Load average at start, the 1-minute load around the measured runs, and CPU not ours."""
     l1 = [v for r in run_entries(res) for v in (r.get("loadavg1") or []) if v is not None]
     other = [r["machine_cpu"]["other_pct"] for r in run_entries(res)
              if r.get("machine_cpu") and r["machine_cpu"].get("other_pct") is not None]
     return {"start": res["machine"].get("loadavg_at_start"), "l1_min": min(l1) if l1 else None,
+            "disturbed": sum(1 for o in other if o > DISTURBED_PCT), "runs_acct": len(other),
             "l1_max": max(l1) if l1 else None, "other_med": med(other),
             "other_max": max(other) if other else None, "wait": res.get("quiet_wait")}
 
@@ -1940,7 +1978,8 @@ def load_line(res):
     if ls["other_med"] is not None:
         parts.append("CPU used by anything else than the proxy, the client, the origin and this script "
                      "(other people's work, and kernel time charged to no process): median %.0f%%, max "
-                     "%.0f%% of one CPU" % (ls["other_med"], ls["other_max"]))
+                     "%.0f%% of one CPU; %d of %d measured runs disturbed (over %g%%)" % (
+                         ls["other_med"], ls["other_max"], ls["disturbed"], ls["runs_acct"], DISTURBED_PCT))
     return "Load: " + "; ".join(parts) + "."
 
 
@@ -1982,7 +2021,7 @@ def report_keepalive(path, res, md):
     md += ["%d connections, `GET %s`, %s rounds × %s s per proxy (medians across rounds)." % (
         case["conns"], case["path"], res["params"]["rounds"], res["params"]["duration_s"]), ""]
     md += proxy_table(s, extra_wrk=any("wrk_req_per_s" in m for m in s.values()))
-    md += ["", rounds_line(s), rounds_line(s, "cpu_us_per_req_all", "CPU µs/req"), ""]
+    md += ["", rounds_line(s), rounds_line(s, "cpu_us_per_req_all", "CPU µs/req"), other_line(case), ""]
     cn = chart_name(path, "rate")
     vals = {"req/s": {n: m.get("req_per_s") for n, m in s.items()}}
     if svg_bars(os.path.join(RESULTS, cn), "keep-alive: req/s (median)", "req/s", ["req/s"], list(s), vals):
@@ -2003,7 +2042,7 @@ def report_close(path, res, md):
             case["conns"], case["path"], res["params"]["rounds"], res["params"]["duration_s"]), ""]
         md += proxy_table(case["summary"], rate_label="conn/s (= req/s)")
         md += ["", rounds_line(case["summary"]), rounds_line(case["summary"], "cpu_us_per_req_all",
-                                                              "CPU µs/conn"), ""]
+                                                              "CPU µs/conn"), other_line(case), ""]
         if client_cmd_of(case):
             md += ["Client: `%s`" % client_cmd_of(case), ""]
         md += config_block(case)
@@ -2228,7 +2267,7 @@ def report_servers(path, res, md):
                 m = case["summary"].get(name, {}) if name else {}
                 tab[k] = row + " %s |" % (("%d/%d" % (m["servers_with_conns"], n))
                                           if m.get("servers_with_conns") is not None else "")
-            md += tab + ["", rounds_line(case["summary"], "cpu_us_per_req_all", "CPU µs/req"), ""]
+            md += tab + ["", rounds_line(case["summary"], "cpu_us_per_req_all", "CPU µs/req"), other_line(case), ""]
     if client_cmd_of(res["cases"][0]):
         md += ["Client: `%s`" % client_cmd_of(res["cases"][0]), ""]
     md += header_block(res, path)
@@ -2319,8 +2358,12 @@ def series_block():
            "100), so req/s says more about the client and origin than about the proxy. *Proxy CPU µs per "
            "request* does not depend on who the bottleneck was: it is the number to compare.",
            "* The machine has 2 vCPUs and is shared: the load average and the CPU used by anything else "
-           "than the benchmark are recorded around every run (below, and in each section's *Load* line). "
-           "Look at the per-round values in the JSON before drawing conclusions from a small difference.",
+           "than the benchmark (*other CPU*) are recorded around every run (below, and in each section's "
+           "*Load* line). A run with *other* above %g%% of one CPU was *disturbed*: someone else's work "
+           "took CPU from the client, the origin or the proxy; its req/s is lower and its CPU µs/req "
+           "somewhat higher (cache and scheduling interference), which is why every number is a median "
+           "across rounds. Look at the per-round values in the JSON before drawing conclusions from a "
+           "small difference." % DISTURBED_PCT,
            "* The `crosscheck` section validates the client itself (fairlead-load against wrk with the "
            "target as the bottleneck, and its counts against a counting origin).", ""]
     m0 = got[0][2]["machine"]
@@ -2335,11 +2378,14 @@ def series_block():
         out += ["**The scenarios below did not all run the same binaries**: see each one's *Binaries* line.", ""]
     b = m0.get("build")
     if b:
-        out += ["Build: `%s` then `python3 bench/fairbench.py build` (the same `cargo build`, plus a private "
-                "copy of the three binaries so that a rebuild of the shared `target/` during the series cannot "
-                "change them)." % b.get("command", "cargo build --release"), ""]
+        frm = "git archive" in (b.get("source") or "")
+        out += ["Build: `python3 bench/fairbench.py build%s`: `%s`%s, then a private copy of the three binaries "
+                "so that a rebuild of the shared `target/` during the series cannot change them." % (
+                    " --from-head" if frm else "", b.get("command", "cargo build --release"),
+                    " on a `git archive` export of the commit (the shared working tree held other people's "
+                    "uncommitted work)" if frm else ""), ""]
     cols = ["scenario", "started (UTC)", "commit", "fairlead sha256", "load at start",
-            "1-min load during runs", "other CPU (median)", "command"]
+            "1-min load during runs", "other CPU (median)", "disturbed runs", "command"]
     out += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for scen, p, r in got:
         m = r["machine"]
@@ -2348,12 +2394,13 @@ def series_block():
         commit = (bb.get("commit") or (m.get("repo_at_run") or {}).get("commit") or "")[:10] \
             or m.get("fairlead_git", "?")
         dirty = bool(bb.get("dirty_outside_bench")) if bb else "dirty" in str(m.get("fairlead_git", ""))
-        out.append("| %s | %s | `%s`%s | %s | %s | %s | %s | `%s` |" % (
+        out.append("| %s | %s | `%s`%s | %s | %s | %s | %s | %s | `%s` |" % (
             scen, r["started"], commit, " (dirty)" if dirty and "dirty" not in commit else "",
             ((m.get("binaries") or {}).get("fairlead") or m.get("fairlead_binary") or {}).get("sha256", "?"),
             " ".join(ls["start"] or []),
             "%.2f–%.2f" % (ls["l1_min"], ls["l1_max"]) if ls["l1_min"] is not None else "–",
-            "%.0f%%" % ls["other_med"] if ls["other_med"] is not None else "–", r["command"]))
+            "%.0f%%" % ls["other_med"] if ls["other_med"] is not None else "–",
+            "%d/%d" % (ls["disturbed"], ls["runs_acct"]) if ls["runs_acct"] else "–", r["command"]))
     out += [""]
     return out
 
@@ -2440,6 +2487,9 @@ def main():
     ap.add_argument("--quiet-max", type=float, default=1200.0,
                     help="wait at most this many seconds for --quiet-load (default %(default)s); "
                          "the result records the load it started with")
+    ap.add_argument("--retries", type=int, help="measure a run again, at most this many times, when other "
+                                                "processes took more than %g%% of a CPU during it (env "
+                                                "FAIRBENCH_RETRIES, default 2; 0: never)" % DISTURBED_PCT)
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs, logs and raw client JSON")
     ap.add_argument("--no-save", action="store_true", help="do not write a result file")
     sub = ap.add_subparsers(dest="cmd", required=True)
