@@ -50,6 +50,11 @@ fn show_and_set_commands() {
     assert!(info.contains("Name: Fairlead\n"), "{info}");
     assert!(info.contains(&format!("Pid: {}\n", p.pid())), "{info}");
 
+    let pools = ask(&sock, "show pools");
+    assert!(
+        pools.contains("buffer") && pools.contains("16384"),
+        "{pools}"
+    );
     let stat = ask(&sock, "show stat");
     assert!(stat.starts_with("# pxname,svname,qcur,qmax,"), "{stat}");
 

@@ -7,6 +7,8 @@
 //! the peak number of connections that were moving data at the same time.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Default buffer size when [`init`] was not called. Default is 16384, as
 /// HAProxy's `tune.bufsize`.
@@ -20,10 +22,48 @@ struct Pool {
     size: usize,
     free: Vec<Vec<u8>>,
     allocated: usize,
+    /// This thread's figures as other threads may read them (`show pools`).
+    public: Option<std::sync::Arc<Published>>,
+}
+
+/// A thread's pool figures, written only by that thread.
+#[derive(Debug, Default)]
+pub struct Published {
+    pub size: AtomicUsize,
+    /// Buffers that exist (in use or free).
+    pub allocated: AtomicUsize,
+    /// Buffers waiting in the pool.
+    pub free: AtomicUsize,
+}
+
+static REGISTRY: Mutex<Vec<std::sync::Arc<Published>>> = Mutex::new(Vec::new());
+
+impl Pool {
+    fn publish(&self) {
+        if let Some(p) = &self.public {
+            p.allocated.store(self.allocated, Ordering::Relaxed);
+            p.free.store(self.free.len(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The buffer pools of every worker thread, summed: (buffer size,
+/// buffers allocated, buffers in use).
+pub fn totals() -> (usize, usize, usize) {
+    let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let size = reg
+        .first()
+        .map_or(DEFAULT_BUFSIZE, |p| p.size.load(Ordering::Relaxed));
+    let allocated: usize = reg
+        .iter()
+        .map(|p| p.allocated.load(Ordering::Relaxed))
+        .sum();
+    let free: usize = reg.iter().map(|p| p.free.load(Ordering::Relaxed)).sum();
+    (size, allocated, allocated.saturating_sub(free))
 }
 
 thread_local! {
-    static POOL: RefCell<Pool> = const { RefCell::new(Pool { size: DEFAULT_BUFSIZE, free: Vec::new(), allocated: 0 }) };
+    static POOL: RefCell<Pool> = const { RefCell::new(Pool { size: DEFAULT_BUFSIZE, free: Vec::new(), allocated: 0, public: None }) };
     static OUT: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -57,7 +97,20 @@ pub fn init(bufsize: usize) {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         p.size = bufsize.max(1024);
+        p.allocated -= p.free.len().min(p.allocated);
         p.free.clear();
+        if p.public.is_none() {
+            let public = std::sync::Arc::new(Published::default());
+            REGISTRY
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(public.clone());
+            p.public = Some(public);
+        }
+        if let Some(public) = &p.public {
+            public.size.store(p.size, Ordering::Relaxed);
+        }
+        p.publish();
     });
 }
 
@@ -70,13 +123,15 @@ pub fn bufsize() -> usize {
 pub fn take() -> Vec<u8> {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        match p.free.pop() {
+        let b = match p.free.pop() {
             Some(b) => b,
             None => {
                 p.allocated += 1;
                 vec![0u8; p.size]
             }
-        }
+        };
+        p.publish();
+        b
     })
 }
 
@@ -86,7 +141,10 @@ pub fn give(buf: Vec<u8>) {
         let mut p = p.borrow_mut();
         if buf.len() == p.size && p.free.len() < MAX_POOLED {
             p.free.push(buf);
+        } else {
+            p.allocated = p.allocated.saturating_sub(1);
         }
+        p.publish();
     })
 }
 

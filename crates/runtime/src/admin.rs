@@ -4,8 +4,9 @@
 //! Supported: `show info`, `show stat`, `show servers state`, `get weight`,
 //! `enable/disable server`, `set server ... state|weight|addr`,
 //! `set maxconn server`, `show sess`, `shutdown session`, `show errors`
-//! (the last invalid request of each frontend). Not yet: `show pools` per
-//! pool, `show profiling` (empty reports), forced health and agent states.
+//! (the last invalid request of each frontend), `show pools` (the I/O
+//! buffer pools of all workers). Not yet: `show profiling` (empty report),
+//! forced health and agent states.
 
 use crate::stats::Hub;
 use fairlead_admin::{
@@ -219,7 +220,14 @@ impl AdminApi for Admin {
     }
 
     fn pools(&self) -> Vec<PoolInfo> {
-        Vec::new()
+        let (size, allocated, used) = fairlead_net::pool::totals();
+        vec![PoolInfo {
+            name: "buffer".into(),
+            size: size as u64,
+            allocated: allocated as u64,
+            used: used as u64,
+            failed: 0,
+        }]
     }
 
     fn errors(&self) -> ErrorReport {
