@@ -127,6 +127,20 @@ fn sessions_and_errors() {
     wait_until("session gone", || {
         !ask(&sock, "show sess").contains(&local.to_string())
     });
+    // Task profiling: off by default, counts polls once on.
+    assert!(ask(&sock, "set profiling tasks on").trim().is_empty());
+    for _ in 0..5 {
+        assert_eq!(get(bind, "/").status, 200);
+    }
+    let prof = ask(&sock, "show profiling");
+    assert!(prof.contains("Tasks activity"), "{prof}");
+    let row = prof
+        .lines()
+        .find(|l| l.trim_start().starts_with("http_session"))
+        .unwrap_or_else(|| panic!("{prof}"));
+    let calls: u64 = row.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(calls >= 5, "{row}");
+    ask(&sock, "set profiling tasks off");
     // `show errors` captures the last invalid request.
     let mut bad = connect(bind);
     bad.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n")

@@ -11,6 +11,7 @@
 pub mod buf;
 pub mod io;
 pub mod pool;
+pub mod profile;
 pub mod reuse;
 pub mod stop;
 

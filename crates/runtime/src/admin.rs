@@ -5,8 +5,9 @@
 //! `enable/disable server`, `set server ... state|weight|addr`,
 //! `set maxconn server`, `show sess`, `shutdown session`, `show errors`
 //! (the last invalid request of each frontend), `show pools` (the I/O
-//! buffer pools of all workers). Not yet: `show profiling` (empty report),
-//! forced health and agent states.
+//! buffer pools of all workers), `set profiling tasks on|off|auto` and
+//! `show profiling` (calls, CPU time and scheduling latency per task
+//! kind). Not yet: forced health and agent states.
 
 use crate::stats::Hub;
 use fairlead_admin::{
@@ -257,16 +258,32 @@ impl AdminApi for Admin {
     }
 
     fn profiling(&self) -> ProfilingReport {
+        use fairlead_net::profile;
+        let on = profile::enabled();
         ProfilingReport {
-            tasks: TasksProfilingState::Off,
+            tasks: if on {
+                TasksProfilingState::On
+            } else {
+                TasksProfilingState::Off
+            },
             memory: false,
-            measured: Duration::ZERO,
+            measured: profile::started().map_or(Duration::ZERO, |s| s.elapsed()),
             stopped_ago: Duration::ZERO,
-            rows: Vec::new(),
+            rows: profile::report()
+                .into_iter()
+                .map(|(name, calls, cpu_ns, lat_ns)| fairlead_admin::TaskStat {
+                    name: name.to_string(),
+                    calls,
+                    cpu_ns,
+                    lat_ns,
+                })
+                .collect(),
         }
     }
 
-    fn set_profiling_tasks(&self, _mode: TasksProfiling) -> Result<(), String> {
-        Err("Task profiling is not implemented in Fairlead yet.".into())
+    fn set_profiling_tasks(&self, mode: TasksProfiling) -> Result<(), String> {
+        // `auto` (HAProxy turns it on under high latency) is treated as on.
+        fairlead_net::profile::set_enabled(!matches!(mode, TasksProfiling::Off));
+        Ok(())
     }
 }

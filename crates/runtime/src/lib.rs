@@ -504,6 +504,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
                     }
                 }
                 fairlead_backend::counters::set_thread_slot(i);
+                fairlead_net::profile::set_thread_slot(i);
                 worker::run(i, shared, l, services, stop)
             })?;
         handles.push(h);

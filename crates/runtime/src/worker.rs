@@ -5,6 +5,7 @@
 use crate::{FrontendRt, Shared};
 use fairlead_config::Mode;
 use fairlead_l7::HttpCtx;
+use fairlead_net::profile::{Profiled, TaskKind};
 use fairlead_net::Stop;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -70,12 +71,15 @@ pub(crate) fn run(
                 });
                 shared.listeners_open.fetch_add(1, Ordering::SeqCst);
                 let shared2 = shared.clone();
-                accepts.push(tokio::task::spawn_local(async move {
-                    accept_loop(shared2.clone(), fe, ctx, l, worker, fe_idx).await;
-                    // The listener is closed (dropped with the loop).
-                    shared2.listeners_open.fetch_sub(1, Ordering::SeqCst);
-                    shared2.freed.notify_waiters();
-                }));
+                accepts.push(tokio::task::spawn_local(Profiled::new(
+                    TaskKind::Accept,
+                    async move {
+                        accept_loop(shared2.clone(), fe, ctx, l, worker, fe_idx).await;
+                        // The listener is closed (dropped with the loop).
+                        shared2.listeners_open.fetch_sub(1, Ordering::SeqCst);
+                        shared2.freed.notify_waiters();
+                    },
+                )));
             }
         }
         for a in accepts {
@@ -147,14 +151,14 @@ async fn accept_loop(
                 let task = match fe.mode {
                     Mode::Http => {
                         let ctx2 = ctx.clone();
-                        tokio::task::spawn_local(async move {
+                        tokio::task::spawn_local(Profiled::new(TaskKind::HttpSession, async move {
                             let _guard = guard;
                             fairlead_l7::serve_http(stream, peer, ctx2).await;
-                        })
+                        }))
                     }
                     Mode::Tcp => {
                         let fe2 = fe.clone();
-                        tokio::task::spawn_local(async move {
+                        tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {
                             let _guard = guard;
                             let front = fairlead_l4::FrontTimeouts {
                                 client: fe2.client_timeout,
@@ -165,7 +169,7 @@ async fn accept_loop(
                                 accepted: std::time::SystemTime::now(),
                             };
                             let _ = fairlead_l4::serve_tcp(stream, peer, &fe2.backend, front).await;
-                        })
+                        }))
                     }
                 };
                 if let Ok(mut reg) = shared.sessions[worker].lock() {
