@@ -65,6 +65,10 @@ fn httplog_line_has_haproxy_fields() {
     assert_eq!(f[5], "200");
     assert!(f[6].parse::<u64>().unwrap() > 3, "bytes: {msg}");
     assert_eq!((f[7], f[8], f[9]), ("-", "-", "----"), "{msg}");
+    // %ac/%fc/%bc/%sc/%rc: the logging connection itself is counted.
+    let conns: Vec<u32> = f[10].split('/').map(|c| c.parse().unwrap()).collect();
+    assert_eq!(conns.len(), 5, "{msg}");
+    assert!(conns[0] >= 1 && conns[1] >= 1, "actconn/feconn: {msg}");
     assert!(msg.ends_with("\"GET /?s=3 HTTP/1.1\""), "{msg}");
 }
 

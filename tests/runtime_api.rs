@@ -80,6 +80,28 @@ fn show_and_set_commands() {
     assert_eq!(ask(&sock, "get weight bk/s1").trim(), "3 (initial 1)");
     let picks = served(bind, 40);
     assert_eq!(picks.iter().filter(|s| *s == "s1").count(), 30, "{picks:?}");
+    // set maxconn server shows in the stats' slim column.
+    ask(&sock, "set maxconn server bk/s2 7");
+    let csv = ask(&sock, "show stat");
+    let names: Vec<&str> = csv
+        .lines()
+        .next()
+        .unwrap()
+        .trim_start_matches("# ")
+        .split(',')
+        .collect();
+    let slim = names.iter().position(|n| *n == "slim").unwrap();
+    let s2 = csv.lines().find(|l| l.starts_with("bk,s2,")).unwrap();
+    assert_eq!(s2.split(',').nth(slim), Some("7"), "{s2}");
+    // set server addr moves s2 to another origin.
+    let (_t3, a3) = term(ip, "s3");
+    ask(
+        &sock,
+        &format!("set server bk/s2 addr {} port {}", a3.ip(), a3.port()),
+    );
+    ask(&sock, "disable server bk/s1");
+    assert!(served(bind, 4).iter().all(|s| s == "s3"));
+    ask(&sock, "enable server bk/s1");
     // Errors and levels.
     assert!(ask(&sock, "disable server bk/nope").contains("No such server."));
     assert!(ask(&user_sock, "disable server bk/s1").contains("Permission denied"));

@@ -122,6 +122,20 @@ fn prometheus_exporter_is_parseable() {
         samples += 1;
     }
     assert!(samples > 20, "{text}");
+    // The same text through a real exposition parser.
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+        .expect("prometheus-parse accepts the scrape");
+    // (It folds each histogram's bucket lines into one sample.)
+    assert!(scrape.samples.len() > 20, "{}", scrape.samples.len());
+    assert!(scrape.samples.iter().any(|s| matches!(
+        s.value,
+        prometheus_parse::Value::Histogram(_)
+    ) && s.metric
+        == "haproxy_backend_response_time_seconds"));
+    assert!(scrape
+        .samples
+        .iter()
+        .any(|s| s.metric == "haproxy_frontend_http_requests_total"));
     let req = text
         .lines()
         .find(|l| l.starts_with("haproxy_frontend_http_requests_total{proxy=\"fe\"}"))
@@ -133,12 +147,18 @@ fn prometheus_exporter_is_parseable() {
     );
     // Latency histograms (Fairlead's addition): cumulative buckets whose
     // +Inf bucket and count equal the requests served.
-    for metric in ["response_time", "total_time"] {
-        let inf = format!("haproxy_backend_{metric}_seconds_bucket{{proxy=\"bk\",le=\"+Inf\"}} 3");
-        assert!(text.lines().any(|l| l == inf), "{inf} missing:\n{text}");
-        let count = format!("haproxy_backend_{metric}_seconds_count{{proxy=\"bk\"}} 3");
-        assert!(text.lines().any(|l| l == count), "{count} missing");
-    }
+    // Latency is recorded once the response is written: poll for the last
+    // request.
+    let mut text = text;
+    wait_until("histograms count all 3 requests", || {
+        text = get(sb, "/metrics").body_str();
+        ["response_time", "total_time"].iter().all(|metric| {
+            let inf =
+                format!("haproxy_backend_{metric}_seconds_bucket{{proxy=\"bk\",le=\"+Inf\"}} 3");
+            let count = format!("haproxy_backend_{metric}_seconds_count{{proxy=\"bk\"}} 3");
+            text.lines().any(|l| l == inf) && text.lines().any(|l| l == count)
+        })
+    });
     let buckets: Vec<f64> = text
         .lines()
         .filter(|l| l.starts_with("haproxy_backend_response_time_seconds_bucket{proxy=\"bk\""))

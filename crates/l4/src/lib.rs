@@ -286,6 +286,9 @@ pub struct FrontTimeouts {
     pub log: Option<Arc<LogSetup>>,
     /// When the connection was accepted.
     pub accepted: std::time::SystemTime,
+    /// Connections of the process and of this frontend (`%ac`, `%fc`).
+    pub actconn: Arc<std::sync::atomic::AtomicU32>,
+    pub feconn: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// Serves one TCP-mode client: connect to a server of `be` (with retries
@@ -326,6 +329,8 @@ pub async fn serve_tcp(
             bytes_in: bytes.0,
             bytes_out: bytes.1,
             term,
+            actconn: front.actconn.load(std::sync::atomic::Ordering::Relaxed),
+            feconn: front.feconn.load(std::sync::atomic::Ordering::Relaxed),
             beconn: be.sessions.load(std::sync::atomic::Ordering::Relaxed),
             srv_conn: server.map_or(0, |s| s.cur.load(std::sync::atomic::Ordering::Relaxed)),
             backend_queue: be.queue.len() as u32,

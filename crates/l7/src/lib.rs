@@ -49,6 +49,9 @@ pub struct HttpFront {
     pub log: Option<std::sync::Arc<logging::LogSetup>>,
     /// The last invalid request (`show errors`).
     pub errors: std::sync::Arc<ErrorCapture>,
+    /// Connections of the process and of this frontend (`%ac`, `%fc`).
+    pub actconn: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    pub feconn: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// The last invalid request a frontend received, for `show errors`.

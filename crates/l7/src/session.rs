@@ -371,8 +371,16 @@ impl Session {
         let be = &self.ctx.be;
         let srv = rl.server.map(|i| &be.servers[i]);
         let gauges = Gauges {
-            actconn: 0,
-            feconn: 0,
+            actconn: self
+                .ctx
+                .front
+                .actconn
+                .load(std::sync::atomic::Ordering::Relaxed),
+            feconn: self
+                .ctx
+                .front
+                .feconn
+                .load(std::sync::atomic::Ordering::Relaxed),
             beconn: be.sessions.load(std::sync::atomic::Ordering::Relaxed),
             srv_conn: srv.map_or(0, |s| s.cur.load(std::sync::atomic::Ordering::Relaxed)),
             srv_queue: rl.server.map_or(0, |i| be.queue.server_len(i) as u32),
@@ -930,6 +938,8 @@ mod tests {
                     counters: Default::default(),
                     log: None,
                     errors: Default::default(),
+                    actconn: Default::default(),
+                    feconn: Default::default(),
                 },
                 be: std::sync::Arc::new(
                     fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),

@@ -56,14 +56,15 @@ pub struct RunOptions {
 
 /// A connection limit shared by all workers.
 pub struct Limit {
-    pub cur: AtomicU32,
+    /// Shared with the sessions (`%ac`/`%fc` in logs).
+    pub cur: Arc<AtomicU32>,
     pub max: u32,
 }
 
 impl Limit {
     fn new(max: u32) -> Limit {
         Limit {
-            cur: AtomicU32::new(0),
+            cur: Arc::new(AtomicU32::new(0)),
             max,
         }
     }
@@ -154,6 +155,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
     }
     let bufsize = cfg.global.bufsize.max(2048);
     let logs = start_logging(cfg)?;
+    let global = Limit::new(maxconn);
     let mut frontends = Vec::new();
     for f in cfg.frontends.iter().filter(|f| !f.disabled) {
         let backend = match &f.default_backend {
@@ -188,6 +190,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .flat_map(|b| b.addrs.iter().map(move |a| (*a, b.v6only)))
             .collect();
         let t = f.options.timeouts;
+        let limit = Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn));
         frontends.push(Arc::new(FrontendRt {
             name: f.name.clone(),
             mode: f.options.mode,
@@ -204,8 +207,10 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                     .find(|(n, _)| n == &f.name)
                     .map(|(_, l)| l.clone()),
                 errors: Default::default(),
+                actconn: global.cur.clone(),
+                feconn: limit.cur.clone(),
             },
-            limit: Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn)),
+            limit,
             client_timeout: t.client,
             client_fin: t.client_fin,
             smax: AtomicU32::new(0),
@@ -215,7 +220,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
     Ok(Shared {
         frontends,
         backends,
-        global: Limit::new(maxconn),
+        global,
         freed: Notify::new(),
         stopping: AtomicBool::new(false),
         listeners_open: std::sync::atomic::AtomicUsize::new(0),

@@ -167,6 +167,8 @@ async fn accept_loop(
                                 name: fe2.name.as_str().into(),
                                 log: fe2.http.log.clone(),
                                 accepted: std::time::SystemTime::now(),
+                                actconn: fe2.http.actconn.clone(),
+                                feconn: fe2.http.feconn.clone(),
                             };
                             let _ = fairlead_l4::serve_tcp(stream, peer, &fe2.backend, front).await;
                         }))
