@@ -18,7 +18,8 @@ Options:
   -S <path>      master CLI socket (`show proc`, `reload`), with -W
   -p <pidfile>   write the process id to this file
   -q             quiet: no notices
-  -sf <pid>...   once started, ask these old processes to finish (SIGUSR1)
+  -sf <pid>...   take over these old processes' listening sockets, then
+                 ask them to finish (SIGUSR1)
   -st <pid>...   once started, terminate these old processes (SIGTERM)
   -v, -vv        print the version and exit";
 

@@ -247,3 +247,44 @@ fn master_cli_shows_processes_and_reloads() {
     assert!(ask("frobnicate").contains("Unknown command"));
     let _ = std::fs::remove_file(&sock);
 }
+
+#[test]
+fn sf_takes_over_the_listening_sockets_under_load() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"));
+    let mut old = Proxy::start(&cfg, &[bind]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let mut load = Vec::new();
+    for i in 0..4 {
+        let (s, t) = (stop.clone(), tally.clone());
+        load.push(std::thread::spawn(move || {
+            if i % 2 == 0 {
+                new_connections(bind, s, t)
+            } else {
+                keep_alive(bind, s, t)
+            }
+        }));
+    }
+    wait_until("traffic", || tally.ok.load(Ordering::Relaxed) > 50);
+    // The new process takes the old one's sockets, then soft-stops it.
+    let new = Proxy::start_with(&cfg, &[bind], |c| c.arg("-sf").arg(old.pid().to_string()));
+    old.wait_exit();
+    let before = tally.ok.load(Ordering::Relaxed);
+    wait_until("traffic on the new process", || {
+        tally.ok.load(Ordering::Relaxed) > before + 50
+    });
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.join().unwrap();
+    }
+    assert!(!new.stderr().contains("cannot take"), "{}", new.stderr());
+    assert_eq!(tally.failed.load(Ordering::Relaxed), 0, "failed requests");
+    assert_eq!(
+        tally.refused.load(Ordering::Relaxed),
+        0,
+        "refused connections"
+    );
+}

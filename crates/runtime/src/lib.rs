@@ -342,17 +342,21 @@ fn bind_all(
         for &(addr, v6only) in &fe.addrs {
             // Sockets handed down by the master: the same kernel sockets
             // the previous worker used.
-            if let Some(fds) = inherited.and_then(|m| m.0.get(&addr)) {
-                if fds.len() < workers {
-                    return Err(Error::other(format!(
-                        "frontend '{}': the master passed {} socket(s) for {addr}, {workers} needed",
-                        fe.name,
-                        fds.len()
-                    )));
-                }
-                for (w, &fd) in out.iter_mut().zip(fds) {
+            if let Some(fds) = inherited
+                .and_then(|m| m.0.get(&addr))
+                .filter(|f| !f.is_empty())
+            {
+                // Every inherited socket is used (one left unused would hold
+                // connections nobody accepts): spread them over the workers,
+                // and give workers without one a new SO_REUSEPORT socket.
+                for (j, &fd) in fds.iter().enumerate() {
                     let l = os::listener_from_fd(fd, addr)?;
                     l.set_nonblocking(true)?;
+                    out[j % workers].last_mut().expect("pushed above").push(l);
+                }
+                for w in out.iter_mut().skip(fds.len()) {
+                    let l =
+                        fairlead_net::bind_reuseport(addr, v6only, fairlead_net::DEFAULT_BACKLOG)?;
                     w.last_mut().expect("pushed above").push(l);
                 }
                 continue;
@@ -437,7 +441,25 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
     let maxconn = setup_limits(&cfg);
     let shared = Arc::new(build(&cfg, opts.quiet, maxconn)?);
     let workers = worker_count(&cfg);
-    let inherited = inherit::FdMap::from_env().map_err(Error::other)?;
+    let mut inherited = inherit::FdMap::from_env().map_err(Error::other)?;
+    // `-sf`/`-st`: take over the old process's listening sockets themselves.
+    if inherited.is_none() {
+        if let Some(&old) = opts.old_pids.first() {
+            let addrs: Vec<SocketAddr> = shared
+                .frontends
+                .iter()
+                .flat_map(|f| f.addrs.iter().map(|(a, _)| *a))
+                .collect();
+            match os::take_listeners(old, &addrs) {
+                Ok(m) if !m.is_empty() => inherited = Some(inherit::FdMap(m)),
+                Ok(_) => {}
+                Err(e) => eprintln!(
+                    "[WARNING]  cannot take the listening sockets of process {old} ({e}); \
+                     sharing the ports with SO_REUSEPORT instead"
+                ),
+            }
+        }
+    }
     let is_worker = std::env::var_os(inherit::WORKER_ENV).is_some();
     if is_worker {
         os::die_with_parent();

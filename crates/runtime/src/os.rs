@@ -201,3 +201,132 @@ pub fn die_with_parent() {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
     }
 }
+
+/// Parses a `/proc/net/tcp{,6}` local address (`0100007F:1F90`).
+fn proc_net_addr(s: &str) -> Option<std::net::SocketAddr> {
+    let (ip, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let ip: std::net::IpAddr = match ip.len() {
+        8 => {
+            let v = u32::from_str_radix(ip, 16).ok()?;
+            std::net::Ipv4Addr::from(v.swap_bytes()).into()
+        }
+        32 => {
+            let mut b = [0u8; 16];
+            for w in 0..4 {
+                let word = u32::from_str_radix(&ip[w * 8..w * 8 + 8], 16).ok()?;
+                b[w * 4..w * 4 + 4].copy_from_slice(&word.to_le_bytes());
+            }
+            std::net::Ipv6Addr::from(b).into()
+        }
+        _ => return None,
+    };
+    Some(std::net::SocketAddr::new(ip, port))
+}
+
+/// Duplicates into this process the listening sockets that process `pid`
+/// has on `addrs` (`-sf`/`-st`), using pidfd_getfd(2): the same kernel
+/// sockets keep accepting, so a reload refuses and resets nothing.
+/// Needs the right to ptrace `pid` (same user, or CAP_SYS_PTRACE).
+pub fn take_listeners(
+    pid: i32,
+    addrs: &[std::net::SocketAddr],
+) -> Result<std::collections::HashMap<std::net::SocketAddr, Vec<std::os::fd::RawFd>>> {
+    use std::collections::HashMap;
+    // Listening sockets of the process's network namespace, by inode.
+    let mut by_inode: HashMap<u64, std::net::SocketAddr> = HashMap::new();
+    for table in ["tcp", "tcp6"] {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 9 && f[3] == "0A" {
+                if let (Some(a), Ok(inode)) = (proc_net_addr(f[1]), f[9].parse()) {
+                    if addrs.contains(&a) {
+                        by_inode.insert(inode, a);
+                    }
+                }
+            }
+        }
+    }
+    let mut found: Vec<(std::net::SocketAddr, i32)> = Vec::new();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))?.flatten() {
+        let Ok(target) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        let t = target.to_string_lossy();
+        let Some(inode) = t
+            .strip_prefix("socket:[")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(|n| n.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if let (Some(a), Ok(fd)) = (
+            by_inode.get(&inode),
+            e.file_name().to_string_lossy().parse(),
+        ) {
+            found.push((*a, fd));
+        }
+    }
+    let mut out: HashMap<std::net::SocketAddr, Vec<std::os::fd::RawFd>> = HashMap::new();
+    if found.is_empty() {
+        return Ok(out);
+    }
+    // SAFETY: raw syscalls with integer arguments; the returned descriptors
+    // are new and owned by this process.
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as i32;
+        if pidfd < 0 {
+            return Err(Error::last_os_error());
+        }
+        for (addr, fd) in found {
+            let ours = libc::syscall(libc::SYS_pidfd_getfd, pidfd, fd, 0) as i32;
+            if ours < 0 {
+                let e = Error::last_os_error();
+                libc::close(pidfd);
+                return Err(e);
+            }
+            out.entry(addr).or_default().push(ours);
+        }
+        libc::close(pidfd);
+    }
+    for fds in out.values_mut() {
+        fds.sort_unstable();
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_net_addresses() {
+        assert_eq!(
+            proc_net_addr("0100007F:1F90"),
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(
+            proc_net_addr("00000000:0050"),
+            Some("0.0.0.0:80".parse().unwrap())
+        );
+        assert_eq!(
+            proc_net_addr("00000000000000000000000001000000:01BB"),
+            Some("[::1]:443".parse().unwrap())
+        );
+        assert_eq!(proc_net_addr("zz:1"), None);
+    }
+
+    #[test]
+    fn takes_own_listeners() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let got = take_listeners(std::process::id() as i32, &[a]).unwrap();
+        let fds = &got[&a];
+        assert_eq!(fds.len(), 1);
+        let dup = listener_from_fd(fds[0], a).unwrap();
+        assert_eq!(dup.local_addr().unwrap(), a);
+    }
+}
