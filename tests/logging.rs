@@ -32,7 +32,7 @@ fn httplog_line_has_haproxy_fields() {
     let bind = free_addr(ip);
     let cfg = http_cfg(
         bind,
-        &format!("    log {log_addr} local0\n    option httplog"),
+        &format!("    log {log_addr} local0\n    option httplog\n    option dontlognull"),
         &format!("    server s1 {a}"),
     );
     let _p = Proxy::start(&cfg, &[bind]);
@@ -80,7 +80,9 @@ fn errors_are_logged_with_termination_state() {
     let bind = free_addr(ip);
     let cfg = http_cfg(
         bind,
-        &format!("    log {log_addr} local0\n    option httplog\n    retries 0"),
+        &format!(
+            "    log {log_addr} local0\n    option httplog\n    option dontlognull\n    retries 0"
+        ),
         &format!("    server s1 {dead}"),
     );
     let _p = Proxy::start(&cfg, &[bind]);
@@ -106,7 +108,7 @@ fn tcplog_and_json_formats() {
     let bind = free_addr(ip);
     let cfg = http_cfg(
         bind,
-        &format!("    log {log_addr} local0\n    option httplog-json"),
+        &format!("    log {log_addr} local0\n    option httplog-json\n    option dontlognull"),
         &format!("    server s1 {a}"),
     );
     let _p = Proxy::start(&cfg, &[bind]);
@@ -163,4 +165,23 @@ listen app\n    bind {bind}\n    server s1 {a}\n"
     assert_eq!(f[4].split('/').count(), 3, "{m}");
     assert!(f[5].parse::<u64>().unwrap() > 10, "{m}");
     assert_eq!(f[6], "--", "{m}");
+}
+
+#[test]
+fn empty_connections_are_logged_unless_dontlognull() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = http_cfg(
+        bind,
+        &format!("    log {log_addr} local0\n    option httplog"),
+        &format!("    server s1 {a}"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    // The harness's readiness probe, then ours: connect and close.
+    drop(connect(bind));
+    let msg = recv(&sock);
+    assert!(msg.contains(" CR-- "), "{msg}");
+    assert!(msg.contains("<BADREQ>"), "{msg}");
 }

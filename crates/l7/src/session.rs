@@ -179,7 +179,16 @@ impl Session {
             _ = stopped => return false,
         };
         match r {
-            Ok(0) => false,
+            Ok(0) => {
+                // A connection closed before sending anything: HAProxy logs
+                // it (`CR--`) unless `option dontlognull`.
+                if self.first {
+                    let mut rl = ReqLog::new(self.last_end);
+                    rl.end(Who::Client, Phase::Request);
+                    self.log(&rl);
+                }
+                false
+            }
             Ok(_) => {
                 self.first_byte = Instant::now();
                 true
