@@ -273,6 +273,23 @@ impl std::fmt::Debug for LogSetup {
     }
 }
 
+impl LogSetup {
+    /// Sends the line of a finished stream or request, honouring
+    /// `option dontlog-normal` and `option log-separate-errors`.
+    pub fn send(&self, rec: &fairlead_log::LogRecord<'_>, json: bool) {
+        let error = rec.is_error();
+        if self.dontlog_normal && !error {
+            return;
+        }
+        let level = if self.separate_errors && error {
+            fairlead_log::Level::Err
+        } else {
+            fairlead_log::Level::Info
+        };
+        self.logger.log(self.sink, level, &self.format, json, rec);
+    }
+}
+
 /// What a TCP stream needs from the frontend that accepted it.
 #[derive(Debug, Clone)]
 pub struct FrontTimeouts {
@@ -342,18 +359,7 @@ pub async fn serve_tcp(
         if setup.dontlognull && bytes.0 == 0 {
             return;
         }
-        let error = rec.is_error();
-        if setup.dontlog_normal && !error {
-            return;
-        }
-        let level = if setup.separate_errors && error {
-            fairlead_log::Level::Err
-        } else {
-            fairlead_log::Level::Info
-        };
-        setup
-            .logger
-            .log(setup.sink, level, &setup.format, false, &rec);
+        setup.send(&rec, false);
     };
     use fairlead_log::{Phase, TermState, Who};
     let slot = match be.assign(&key, None, None).await {

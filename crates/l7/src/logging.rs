@@ -154,18 +154,7 @@ pub(crate) fn emit(
         http: true,
         ..Default::default()
     };
-    let error = rec.is_error();
-    if setup.dontlog_normal && !error {
-        return;
-    }
-    let level = if setup.separate_errors && error {
-        fairlead_log::Level::Err
-    } else {
-        fairlead_log::Level::Info
-    };
-    setup
-        .logger
-        .log(setup.sink, level, &setup.format, setup.json, &rec);
+    setup.send(&rec, setup.json);
 }
 
 /// Writes HAProxy's "Connect from" line for a new connection (frontends
