@@ -687,8 +687,10 @@ def summarize_load(s):
 
 
 def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=0.0,
-                 warmup=0.0, wrk=False):
-    """One measured client run through a running proxy, with its CPU and memory."""
+                 warmup=0.0, wrk=False, sample=None):
+    """One measured client run through a running proxy, with its CPU and memory.
+    sample: (key, callable) called once in the middle of the measured run; its value is stored."""
+    import threading
     if warmup > 0:
         try:
             run_load(ctx, url, conns, warmup, close=close)
@@ -697,8 +699,17 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
     c0 = proxy.cpu_s()
     load1 = loadavg1()
     acct = CpuAccount(ctx)
+    sampled = {}
+    timer = None
+    if sample:
+        timer = threading.Timer(ramp + duration / 2.0, lambda: sampled.update({sample[0]: sample[1]()}))
+        timer.start()
     t0 = time.monotonic()
-    s, shown = run_load(ctx, url, conns, duration, rate=rate, close=close, ramp=ramp)
+    try:
+        s, shown = run_load(ctx, url, conns, duration, rate=rate, close=close, ramp=ramp)
+    finally:
+        if timer is not None:
+            timer.cancel()
     t1 = time.monotonic()
     alive = proxy.alive()
     c1 = proxy.cpu_s() if alive else c0
@@ -712,6 +723,7 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
     r["proxy_alive"] = alive
     r["loadavg1"] = [load1, loadavg1()]
     r["machine_cpu"] = acct.done(cpu)
+    r.update(sampled)
     if not alive:
         r["proxy_exit"] = proxy.proc.returncode
         r["proxy_log"] = proxy.log_tail()
@@ -1229,9 +1241,15 @@ def sc_servers(ctx, args):
                     try:
                         proxy = RunningProxy(ctx, name, "http", 9500, balance=a, servers=servers)
                         case.setdefault("configs", {})[name] = proxy.config_text
+                        # sampled in the middle of the measured run: after it, a proxy may already
+                        # have closed its idle server connections
                         entry.update(clean_run(ctx, proxy, entry, url, args.conns, args.duration,
-                                               warmup=args.warmup))
-                        entry["servers_with_conns"] = origin_ports_in_use(
+                                               warmup=args.warmup, sample=(
+                                                   "servers_with_conns",
+                                                   lambda n=n: origin_ports_in_use(
+                                                       ctx.origin_host, ctx.origin_port + 1,
+                                                       ctx.origin_port + n))))
+                        entry["servers_with_conns_after"] = origin_ports_in_use(
                             ctx.origin_host, ctx.origin_port + 1, ctx.origin_port + n)
                     except BenchError as e:
                         entry["error"] = str(e)
@@ -2213,10 +2231,14 @@ def report_servers(path, res, md):
            "`upstream` with the same servers, round-robin and `least_conn`). The servers are ports of one "
            "`fairlead-term` process (`%s`); backend N uses the first N ports. Within a round each proxy "
            "runs its %d-server and %d-server backends back to back, so the %d/%d ratio is taken a few "
-           "seconds apart. *Servers with connections*: backend servers the proxy still held an "
-           "established connection to at the end of the run (shows that the load was spread)." % (
+           "seconds apart. *Servers with connections*: backend servers the proxy held an established "
+           "connection to %s (shows that the load was spread)." % (
                p["conns"], p["path"], p["rounds"], p["duration_s"], "` / `balance ".join(p["algos"]),
-               p.get("origin_cmd", "fairlead-term"), lo, hi, hi, lo), ""]
+               p.get("origin_cmd", "fairlead-term"), lo, hi, hi, lo,
+               "in the middle of the measured run (median across rounds)"
+               if any("servers_with_conns_after" in r for c in res["cases"] for r in c.get("runs", []))
+               else "right after the run (median across rounds; a proxy that closes idle server "
+                    "connections quickly shows fewer: this result predates the mid-run sample)"), ""]
     sc = res.get("scaling", {})
     md += ["### %d servers vs %d: the ratios" % (hi, lo), "",
            "×1.00 = no growth. CPU µs/req is the number that matters (it does not depend on who the "
@@ -2299,21 +2321,27 @@ def report_crosscheck(path, res, md):
                p["path"], p["duration_s"], p["warmup_s"], p["rounds"],
                next((c.get("cap") for c in res["cases"] if c.get("cap")), "not run")), ""]
     cols = ["target", "fairlead-load req/s", "wrk req/s", "**median ratio**", "per-round ratios",
-            "target CPU % (load / wrk)", "client CPU µs/req (load / wrk)", "verdict"]
+            "target CPU % (load / wrk)", "client CPU % (load / wrk)", "client CPU µs/req (load / wrk)",
+            "verdict"]
     md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for case in res["cases"]:
         s = case.get("summary", {})
         r = s.get("ratio")
         bound = (s.get("load_target_cpu_pct") or 0) >= 90 and (s.get("wrk_target_cpu_pct") or 0) >= 90
+        client_sat = max(s.get("load_client_cpu_pct") or 0, s.get("wrk_client_cpu_pct") or 0) >= 90
         capped = case["target"] == "origin-capped"
         verdict = case.get("error", "") or (
             ("within 10%" if r is not None and abs(r - 1) <= 0.1 else "**outside 10%**")
-            + ("" if bound or capped else " (client-bound: not a test of the counts)")
-            + (" (noisy rounds)" if s.get("noisy") else ""))
-        md.append("| %s | %s | %s | **%s** | %s | %s / %s | %s / %s | %s |" % (
+            + (" (the clients were saturated too, client CPU %.0f%% / %.0f%%: the ratio follows the clients' "
+               "cost per request, not their counting)" % (s.get("load_client_cpu_pct") or 0,
+                                                          s.get("wrk_client_cpu_pct") or 0) if client_sat else
+               "" if bound or capped else " (client-bound: not a test of the counts)")
+            + (" (noisy rounds: spread over 0.2)" if s.get("noisy") else ""))
+        md.append("| %s | %s | %s | **%s** | %s | %s / %s | %s / %s | %s / %s | %s |" % (
             case["target"], f0(s.get("load_req_per_s")), f0(s.get("wrk_req_per_s")), f3(r),
             ", ".join("%.3f" % x for x in s.get("ratios", [])),
             f0(s.get("load_target_cpu_pct")), f0(s.get("wrk_target_cpu_pct")),
+            f0(s.get("load_client_cpu_pct")), f0(s.get("wrk_client_cpu_pct")),
             f2(s.get("load_client_cpu_us_per_req")), f2(s.get("wrk_client_cpu_us_per_req")), verdict))
     v = res.get("validation")
     if v:

@@ -10,7 +10,10 @@ use tokio::net::TcpStream;
 pub const MAX_IDLE_PER_SERVER: usize = 256;
 
 thread_local! {
-    static IDLE: RefCell<HashMap<usize, Vec<TcpStream>>> = RefCell::new(HashMap::new());
+    /// Per server: idle connections and when each was parked. Taking pops
+    /// the most recently parked one, so under steady load the same few
+    /// connections cycle and the others age.
+    static IDLE: RefCell<HashMap<usize, Vec<(TcpStream, std::time::Instant)>>> = RefCell::new(HashMap::new());
 }
 
 /// Takes a live idle connection to server `id`, discarding dead ones.
@@ -18,7 +21,7 @@ pub fn take(id: usize) -> Option<TcpStream> {
     IDLE.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.get_mut(&id)?;
-        while let Some(s) = list.pop() {
+        while let Some((s, _)) = list.pop() {
             if fairlead_net::io::idle_conn_alive(&s) {
                 return Some(s);
             }
@@ -33,7 +36,7 @@ pub fn put(id: usize, stream: TcpStream) {
         let mut m = m.borrow_mut();
         let list = m.entry(id).or_default();
         if list.len() < MAX_IDLE_PER_SERVER {
-            list.push(stream);
+            list.push((stream, std::time::Instant::now()));
         }
     })
 }
@@ -47,19 +50,18 @@ pub fn count(id: usize) -> usize {
 /// `pool-purge-delay`.
 pub const PURGE_DELAY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Closes the older half of every idle list of this thread (rounded up),
-/// so that connections nobody reused within a few purge periods go away,
-/// as HAProxy's periodic idle-connection purge does. Returns how many were
-/// closed.
+/// Closes the idle connections that nobody reused for a whole purge
+/// period (HAProxy's periodic purge of unused idle connections); busy ones
+/// keep cycling. Returns how many were closed.
 pub fn purge() -> usize {
+    let now = std::time::Instant::now();
     IDLE.with(|m| {
         let mut m = m.borrow_mut();
         let mut closed = 0;
         for list in m.values_mut() {
-            // Newest connections are at the end (put pushes, take pops).
-            let n = list.len().div_ceil(2);
-            list.drain(..n);
-            closed += n;
+            let before = list.len();
+            list.retain(|(_, parked)| now.duration_since(*parked) < PURGE_DELAY);
+            closed += before - list.len();
         }
         m.retain(|_, l| !l.is_empty());
         closed

@@ -176,3 +176,19 @@ fn redispatch_interval_rules() {
     let b = backend_with(&[(1, false)], |c| c.options.retries = 3);
     assert!(!(1..=3).any(|r| b.redispatch_now(r)));
 }
+
+#[test]
+fn purge_closes_only_connections_idle_for_a_whole_period() {
+    let rt = rt();
+    rt.block_on(async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = l.local_addr().unwrap();
+        let s1 = tokio::net::TcpStream::connect(a).await.unwrap();
+        let _peer = l.accept().await.unwrap();
+        idle::put(9001, s1);
+        // Just parked: kept.
+        assert_eq!(idle::purge(), 0);
+        assert_eq!(idle::count(9001), 1);
+        idle::clear();
+    });
+}
