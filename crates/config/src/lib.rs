@@ -57,6 +57,8 @@ pub fn parse(
 }
 
 #[cfg(test)]
+mod test_util;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_lb;

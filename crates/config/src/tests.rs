@@ -4,50 +4,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+#[allow(unused_imports)]
+use crate::test_util::*;
 use crate::*;
-
-fn no_env(_: &str) -> Option<String> {
-    None
-}
-
-fn src(text: &str) -> Vec<Source> {
-    vec![Source {
-        name: "t.cfg".into(),
-        text: text.into(),
-    }]
-}
-
-fn ok(text: &str) -> Parsed {
-    match parse(&src(text), &no_env) {
-        Ok(p) => p,
-        Err(d) => panic!(
-            "unexpected errors:\n{}",
-            d.iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("\n")
-        ),
-    }
-}
-
-fn errs(text: &str) -> Vec<String> {
-    match parse(&src(text), &no_env) {
-        Ok(p) => panic!("expected errors for {text:?}, got warnings {:?}", warns(&p)),
-        Err(d) => d
-            .iter()
-            .filter(|d| d.level == Level::Alert)
-            .map(|d| d.to_string())
-            .collect(),
-    }
-}
-
-fn warns(p: &Parsed) -> Vec<String> {
-    p.diagnostics.iter().map(|d| d.to_string()).collect()
-}
-
-fn has(list: &[String], needle: &str) -> bool {
-    list.iter().any(|l| l.contains(needle))
-}
 
 fn sa(s: &str) -> SocketAddr {
     s.parse().unwrap()

@@ -2,17 +2,9 @@
 //! `option httplog|tcplog|httplog-json|dontlognull|dontlog-normal|
 //! log-separate-errors`.
 
+#[allow(unused_imports)]
+use crate::test_util::*;
 use crate::*;
-
-fn parse_text(text: &str) -> Result<Parsed, Vec<Diagnostic>> {
-    parse(
-        &[Source {
-            name: "t.cfg".into(),
-            text: text.into(),
-        }],
-        &|_| None,
-    )
-}
 
 fn ok(text: &str) -> Parsed {
     parse_text(text).unwrap_or_else(|d| {
@@ -24,17 +16,6 @@ fn ok(text: &str) -> Parsed {
                 .join("\n")
         )
     })
-}
-
-fn alerts(text: &str) -> Vec<String> {
-    match parse_text(text) {
-        Ok(_) => panic!("expected errors for {text:?}"),
-        Err(d) => d
-            .iter()
-            .filter(|d| d.level == Level::Alert)
-            .map(|d| d.to_string())
-            .collect(),
-    }
 }
 
 #[test]

@@ -4,17 +4,9 @@
 
 use std::time::Duration;
 
+#[allow(unused_imports)]
+use crate::test_util::*;
 use crate::*;
-
-fn parse_text(text: &str) -> Result<Parsed, Vec<Diagnostic>> {
-    parse(
-        &[Source {
-            name: "t.cfg".into(),
-            text: text.into(),
-        }],
-        &|_| None,
-    )
-}
 
 fn ok(text: &str) -> Parsed {
     parse_text(text).unwrap_or_else(|d| {
@@ -26,25 +18,6 @@ fn ok(text: &str) -> Parsed {
                 .join("\n")
         )
     })
-}
-
-fn alerts(text: &str) -> Vec<String> {
-    match parse_text(text) {
-        Ok(_) => panic!("expected errors for {text:?}"),
-        Err(d) => d
-            .iter()
-            .filter(|d| d.level == Level::Alert)
-            .map(|d| d.to_string())
-            .collect(),
-    }
-}
-
-fn warns(p: &Parsed) -> Vec<String> {
-    p.diagnostics.iter().map(|d| d.to_string()).collect()
-}
-
-fn has(list: &[String], needle: &str) -> bool {
-    list.iter().any(|l| l.contains(needle))
 }
 
 /// One HTTP listen section with `lines` added.
