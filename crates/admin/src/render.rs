@@ -8,7 +8,7 @@ use crate::api::{
 };
 use std::fmt::Write;
 use std::net::IpAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// Header of `show servers state`, format version 1.
 pub const SERVERS_STATE_HEADER: &str = "# be_id be_name srv_id srv_name srv_addr srv_op_state \
@@ -79,40 +79,13 @@ pub fn time_short(ns: u64) -> String {
     "  inf  ".into()
 }
 
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
-
 /// `DD/Mon/YYYY:HH:MM:SS.mmm` in UTC (HAProxy prints local time; the CLI
-/// has no safe access to the time zone, so it uses UTC).
+/// has no safe access to the time zone, so it uses UTC), as the log lines
+/// write it.
 pub fn log_date(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (y, mo, day) = civil_from_days((secs / 86400) as i64);
-    let rem = secs % 86400;
-    format!(
-        "{day:02}/{}/{y:04}:{:02}:{:02}:{:02}.{:03}",
-        MONTHS[(mo - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
-/// Days since 1970-01-01 to (year, month 1..=12, day 1..=31), proleptic
-/// Gregorian calendar.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let mut out = Vec::with_capacity(24);
+    fairlead_log::write_log_date(&mut out, t);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The escaped form of one byte in a text dump.
@@ -345,6 +318,7 @@ mod tests {
 
     #[test]
     fn dates() {
+        use std::time::UNIX_EPOCH;
         let t = UNIX_EPOCH + Duration::from_millis(1_236_181_616_081);
         assert_eq!(log_date(t), "04/Mar/2009:15:46:56.081");
         assert_eq!(log_date(UNIX_EPOCH), "01/Jan/1970:00:00:00.000");

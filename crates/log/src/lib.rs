@@ -31,3 +31,4 @@ pub use format::{compile, LogFormat, DEFAULT_FORMAT, HTTPLOG_CLF, HTTPLOG_FORMAT
 pub use logger::{system_hostname, Logger, LoggerOptions, Sink, SinkId};
 pub use record::{CookieReq, CookieResp, LogRecord, Phase, TermState, Who};
 pub use target::{parse_target, Facility, Level, LogAddr, SyslogFormat, TargetSpec};
+pub use time::write_log_date;

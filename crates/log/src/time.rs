@@ -115,6 +115,12 @@ fn hms(out: &mut Vec<u8>, c: &Civil) {
     pad(out, c.sec.into(), 2);
 }
 
+/// Writes `t` as HAProxy's log date, `22/Nov/2026:02:58:15.123` (UTC),
+/// for other crates (the runtime API's `show errors`).
+pub fn write_log_date(out: &mut Vec<u8>, t: SystemTime) {
+    log_date(out, &Civil::from_system(t));
+}
+
 /// `%t` / `%tr`: `22/Nov/2026:02:58:15.123`.
 pub(crate) fn log_date(out: &mut Vec<u8>, c: &Civil) {
     clf_prefix(out, c);
