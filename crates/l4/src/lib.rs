@@ -104,9 +104,28 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// Forwards `src` to `dst` until EOF. `read_idle` and `fin_idle` pick the
-/// inactivity timeout before and after the other direction closed.
+/// Forwards `src` to `dst` until EOF, then shuts `dst`'s write side
+/// (half-close) and tells the other direction. `read_idle` and `read_fin`
+/// pick the inactivity timeout before and after the other direction closed.
 async fn pump(
+    src: &TcpStream,
+    dst: &TcpStream,
+    read_idle: Option<Duration>,
+    read_fin: Option<Duration>,
+    write_idle: Option<Duration>,
+    shared: &Shared,
+    count: &Cell<u64>,
+) -> PumpEnd {
+    let end = copy(src, dst, read_idle, read_fin, write_idle, shared, count).await;
+    if matches!(end, PumpEnd::Eof) {
+        fairlead_net::shutdown_write(dst);
+        shared.close_one();
+    }
+    end
+}
+
+/// The copy loop of [`pump`].
+async fn copy(
     src: &TcpStream,
     dst: &TcpStream,
     read_idle: Option<Duration>,
@@ -179,40 +198,24 @@ pub async fn tunnel(client: &TcpStream, server: &TcpStream, t: &TunnelTimeouts) 
     };
     let up = Cell::new(0u64);
     let down = Cell::new(0u64);
-    let c2s = async {
-        let end = pump(
-            client,
-            server,
-            t.client,
-            t.client_fin,
-            t.server,
-            &shared,
-            &up,
-        )
-        .await;
-        if matches!(end, PumpEnd::Eof) {
-            fairlead_net::shutdown_write(server);
-            shared.close_one();
-        }
-        end
-    };
-    let s2c = async {
-        let end = pump(
-            server,
-            client,
-            t.server,
-            t.server_fin,
-            t.client,
-            &shared,
-            &down,
-        )
-        .await;
-        if matches!(end, PumpEnd::Eof) {
-            fairlead_net::shutdown_write(client);
-            shared.close_one();
-        }
-        end
-    };
+    let c2s = pump(
+        client,
+        server,
+        t.client,
+        t.client_fin,
+        t.server,
+        &shared,
+        &up,
+    );
+    let s2c = pump(
+        server,
+        client,
+        t.server,
+        t.server_fin,
+        t.client,
+        &shared,
+        &down,
+    );
     // Both directions run until each finishes; an error on one side ends
     // the whole tunnel at once.
     tokio::pin!(c2s);
