@@ -551,6 +551,26 @@ pub struct CookieConfig {
     pub maxlife: Option<Duration>,
 }
 
+impl CookieConfig {
+    /// `cookie <name>` with no option: rewrite mode, every flag off, no
+    /// domain, no date limits.
+    pub fn new(name: &str) -> CookieConfig {
+        CookieConfig {
+            name: name.to_string(),
+            mode: CookieMode::Rewrite,
+            indirect: false,
+            nocache: false,
+            postonly: false,
+            preserve: false,
+            httponly: false,
+            secure: false,
+            domains: Vec::new(),
+            maxidle: None,
+            maxlife: None,
+        }
+    }
+}
+
 /// Default is `Rewrite` when no mode is given, as HAProxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CookieMode {

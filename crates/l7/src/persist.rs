@@ -189,17 +189,10 @@ mod tests {
 
     fn cookie_cfg(maxidle: Option<u64>, maxlife: Option<u64>) -> CookieConfig {
         CookieConfig {
-            name: "SRV".into(),
             mode: CookieMode::Insert,
-            indirect: false,
-            nocache: false,
-            postonly: false,
-            preserve: false,
-            httponly: false,
-            secure: false,
-            domains: Vec::new(),
             maxidle: maxidle.map(Duration::from_secs),
             maxlife: maxlife.map(Duration::from_secs),
+            ..CookieConfig::new("SRV")
         }
     }
 

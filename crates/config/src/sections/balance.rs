@@ -221,19 +221,7 @@ pub(crate) fn parse_cookie(words: &[String], warns: &mut Warnings) -> Result<Coo
     let Some(name) = words.get(1).filter(|n| !n.is_empty()) else {
         return Err("expects <cookie_name> as argument.".into());
     };
-    let mut c = CookieConfig {
-        name: name.clone(),
-        mode: CookieMode::Rewrite,
-        indirect: false,
-        nocache: false,
-        postonly: false,
-        preserve: false,
-        httponly: false,
-        secure: false,
-        domains: Vec::new(),
-        maxidle: None,
-        maxlife: None,
-    };
+    let mut c = CookieConfig::new(name);
     let mut modes: Vec<&str> = Vec::new();
     let mut i = 2;
     while i < words.len() {
