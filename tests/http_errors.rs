@@ -6,17 +6,6 @@ use common::*;
 use std::io::{BufReader, Write};
 use std::net::SocketAddr;
 
-fn setup(extra: &str) -> (fairlead_term::TermHandle, SocketAddr, Proxy) {
-    let ip = test_ip();
-    let (t, a) = term(ip, "o");
-    let bind = free_addr(ip);
-    let p = Proxy::start(
-        &http_cfg(bind, extra, &format!("    server s1 {a}")),
-        &[bind],
-    );
-    (t, bind, p)
-}
-
 /// Sends raw bytes and returns the status of the first response, checking
 /// that the proxy then closes the connection.
 fn status_and_close(bind: SocketAddr, raw: &[u8]) -> u16 {
@@ -33,7 +22,7 @@ fn status_and_close(bind: SocketAddr, raw: &[u8]) -> u16 {
 
 #[test]
 fn bad_requests_get_400_in_haproxy_style() {
-    let (t, bind, _p) = setup("");
+    let (t, bind, _p) = one_origin("", "s1");
     let mut s = connect(bind);
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
         .unwrap();
@@ -61,7 +50,7 @@ fn bad_requests_get_400_in_haproxy_style() {
 
 #[test]
 fn smuggling_vectors_are_rejected() {
-    let (t, bind, _p) = setup("");
+    let (t, bind, _p) = one_origin("", "s1");
     let vectors: [&[u8]; 5] = [
         b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
@@ -91,7 +80,7 @@ fn smuggling_vectors_are_rejected() {
 
 #[test]
 fn oversized_heads_get_414_or_431() {
-    let (_t, bind, _p) = setup("");
+    let (_t, bind, _p) = one_origin("", "s1");
     let long_uri = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(20000));
     assert_eq!(status_and_close(bind, long_uri.as_bytes()), 414);
     let many = format!(
@@ -105,7 +94,7 @@ fn oversized_heads_get_414_or_431() {
 
 #[test]
 fn slow_request_gets_408() {
-    let (_t, bind, _p) = setup("    timeout http-request 300ms");
+    let (_t, bind, _p) = one_origin("    timeout http-request 300ms", "s1");
     let mut s = connect(bind);
     s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
     let all = read_all(&mut s);

@@ -111,10 +111,7 @@ frontend fe\n    bind {bind}\n    default_backend bk\nbackend bk\n    http-reuse
 
 #[test]
 fn pipelined_requests_are_answered_in_order() {
-    let ip = test_ip();
-    let (_t, a) = term(ip, "o");
-    let bind = free_addr(ip);
-    let _p = Proxy::start(&http_cfg(bind, "", &format!("    server s1 {a}")), &[bind]);
+    let (_t, bind, _p) = one_origin("", "s1");
     let s = connect(bind);
     let mut w = s.try_clone().unwrap();
     let mut burst = String::new();
@@ -373,17 +370,7 @@ fn server_connection_close_is_honoured() {
 
 #[test]
 fn keep_alive_timeout_closes_idle_clients() {
-    let ip = test_ip();
-    let (_t, a) = term(ip, "o");
-    let bind = free_addr(ip);
-    let _p = Proxy::start(
-        &http_cfg(
-            bind,
-            "    timeout http-keep-alive 200ms",
-            &format!("    server s {a}"),
-        ),
-        &[bind],
-    );
+    let (_t, bind, _p) = one_origin("    timeout http-keep-alive 200ms", "s");
     let s = connect(bind);
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);

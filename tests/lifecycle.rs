@@ -44,10 +44,7 @@ fn sigusr1_drains_in_flight_requests() {
 
 #[test]
 fn sigterm_stops_immediately() {
-    let ip = test_ip();
-    let (_t, a) = term(ip, "o");
-    let bind = free_addr(ip);
-    let mut p = Proxy::start(&http_cfg(bind, "", &format!("    server s1 {a}")), &[bind]);
+    let (_t, bind, mut p) = one_origin("", "s1");
     let _held = connect(bind);
     p.signal("TERM");
     p.wait_exit();

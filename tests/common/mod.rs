@@ -356,3 +356,19 @@ pub fn read_head(r: &mut impl BufRead) -> Option<String> {
         }
     }
 }
+
+/// A fairlead-term origin on a fresh loopback address and a proxy in front
+/// of it: `http_cfg(bind, extra_defaults, "server <server> <origin>")`.
+pub fn one_origin(
+    extra_defaults: &str,
+    server: &str,
+) -> (fairlead_term::TermHandle, SocketAddr, Proxy) {
+    let ip = test_ip();
+    let (t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let p = Proxy::start(
+        &http_cfg(bind, extra_defaults, &format!("    server {server} {a}")),
+        &[bind],
+    );
+    (t, bind, p)
+}
