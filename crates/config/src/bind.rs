@@ -326,6 +326,7 @@ pub(crate) fn parse_bind(
     ok.then(|| Bind {
         addrs,
         v6only,
+        tls: None,
         location: loc.clone(),
     })
 }
