@@ -10,15 +10,15 @@
 //! - Each result feeds the server's passive check (`observe layer4`).
 
 use crate::counters::C;
-use crate::{AssignError, Backend, RequestKey, ServerSlot};
+use crate::{AssignError, Backend, RequestKey, Server, ServerSlot};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpStream;
+use fairlead_net::Conn;
 
 /// A new connection to a server, with the request's slot on it.
 pub struct Connected {
-    pub stream: TcpStream,
+    pub stream: Conn,
     pub slot: ServerSlot,
 }
 
@@ -37,6 +37,26 @@ impl From<AssignError> for ConnectFail {
     }
 }
 
+/// Names a TLS server connection may need: the client's SNI and the
+/// request's Host (without port), for `sni ssl_fc_sni` / `sni req.hdr(host)`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TlsNames<'a> {
+    pub client_sni: Option<&'a str>,
+    pub host: Option<&'a str>,
+}
+
+/// Opens a connection to `server`: TCP, then the TLS handshake when the
+/// server has `ssl`. The handshake shares `timeout connect`.
+async fn open(server: &Server, timeout: Option<Duration>, names: TlsNames<'_>) -> std::io::Result<Conn> {
+    let addr = **server.addr.load();
+    let tcp = fairlead_net::connect(addr, timeout).await?;
+    let Some(tls) = &server.tls else {
+        return Ok(Conn::plain(tcp));
+    };
+    let name = tls.server_name(names.client_sni, names.host, addr.ip());
+    fairlead_tls::stream::connect(tcp, tls.config(), name, timeout).await
+}
+
 /// Connects to the server of `slot`, retrying as configured. `attempts`
 /// counts the tries already spent on this request (HTTP retries share the
 /// `retries` budget) and is updated.
@@ -45,13 +65,13 @@ pub async fn connect_server(
     mut slot: ServerSlot,
     key: &RequestKey<'_>,
     attempts: &mut u32,
+    names: TlsNames<'_>,
 ) -> Result<Connected, ConnectFail> {
     let retries = be.options.retries;
     let connect_timeout = be.options.timeouts.connect;
     loop {
         let server = slot.server().clone();
-        let addr = **server.addr.load();
-        match fairlead_net::connect(addr, connect_timeout).await {
+        match open(&server, connect_timeout, names).await {
             Ok(stream) => {
                 server.connects.fetch_add(1, Ordering::Relaxed);
                 server.counters.inc(C::ConnNew);

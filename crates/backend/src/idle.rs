@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use tokio::net::TcpStream;
+use fairlead_net::Conn;
 
 /// Idle connections kept per server and thread at most. Default is 256.
 pub const MAX_IDLE_PER_SERVER: usize = 256;
@@ -13,16 +13,28 @@ thread_local! {
     /// Per server: idle connections and when each was parked. Taking pops
     /// the most recently parked one, so under steady load the same few
     /// connections cycle and the others age.
-    static IDLE: RefCell<HashMap<usize, Vec<(TcpStream, std::time::Instant)>>> = RefCell::new(HashMap::new());
+    static IDLE: RefCell<HashMap<usize, Vec<(Conn, std::time::Instant)>>> = RefCell::new(HashMap::new());
 }
 
 /// Takes a live idle connection to server `id`, discarding dead ones.
-pub fn take(id: usize) -> Option<TcpStream> {
+/// `sni`: for a TLS server whose SNI varies per request, only a
+/// connection made with that name fits (`None`: any).
+pub fn take(id: usize, sni: Option<&str>) -> Option<Conn> {
     IDLE.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.get_mut(&id)?;
+        if let Some(want) = sni {
+            let fits = |c: &Conn| c.tls_info().is_some_and(|i| i.sni.as_deref() == Some(want));
+            while let Some(pos) = list.iter().rposition(|(c, _)| fits(c)) {
+                let (c, _) = list.remove(pos);
+                if c.idle_alive() {
+                    return Some(c);
+                }
+            }
+            return None;
+        }
         while let Some((s, _)) = list.pop() {
-            if fairlead_net::io::idle_conn_alive(&s) {
+            if s.idle_alive() {
                 return Some(s);
             }
         }
@@ -31,7 +43,7 @@ pub fn take(id: usize) -> Option<TcpStream> {
 }
 
 /// Returns a connection to the idle pool of server `id`.
-pub fn put(id: usize, stream: TcpStream) {
+pub fn put(id: usize, stream: Conn) {
     IDLE.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.entry(id).or_default();

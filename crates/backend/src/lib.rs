@@ -15,7 +15,7 @@ pub mod error;
 pub mod idle;
 pub mod queue;
 
-pub use connect::{connect_server, ConnectFail, Connected};
+pub use connect::{connect_server, ConnectFail, Connected, TlsNames};
 pub use error::{ProxyError, Side};
 pub use fairlead_balance::RequestKey;
 
@@ -70,6 +70,11 @@ pub struct Server {
     pub counters: counters::Counters,
     /// Latency histograms.
     pub latency: counters::Latencies,
+    /// `ssl`: the client-side TLS context for this server. Default is none.
+    pub tls: Option<fairlead_tls::ServerContext>,
+    /// The SNI sent to this server depends on the request (`sni ssl_fc_sni`
+    /// or `sni req.hdr(host)`): pooled connections are matched by name.
+    pub tls_sni_varies: bool,
 }
 
 impl Server {
@@ -153,6 +158,11 @@ pub struct Backend {
     pub counters: counters::Counters,
     /// Latency histograms.
     pub latency: counters::Latencies,
+    /// Some server sends the request's Host as SNI (`sni req.hdr(host)`):
+    /// sessions must keep the Host value for the connection step.
+    pub tls_host_sni: bool,
+    /// Some server's SNI depends on the request (see [`Server::tls_sni_varies`]).
+    pub tls_sni_varies: bool,
 }
 
 struct View<'a>(&'a Backend);
@@ -189,6 +199,15 @@ impl Backend {
                     format!("{}: server {}/{}: {e}", s.location, cfg.name, s.name),
                 )
             })?;
+            let tls = match &s.tls {
+                Some(t) => Some(fairlead_tls::ServerContext::build(t).map_err(|e| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("{}: server {}/{}: {e}", s.location, cfg.name, s.name),
+                    )
+                })?),
+                None => None,
+            };
             servers.push(Arc::new(Server {
                 id: *next_id,
                 idx,
@@ -212,6 +231,13 @@ impl Backend {
                 connects: AtomicU64::new(0),
                 counters: counters::Counters::new(),
                 latency: Default::default(),
+                tls_sni_varies: s.tls.as_ref().is_some_and(|t| {
+                    matches!(
+                        t.sni,
+                        Some(config::SniSource::ClientSni | config::SniSource::HostHeader)
+                    )
+                }),
+                tls,
             }));
             *next_id += 1;
         }
@@ -235,7 +261,15 @@ impl Backend {
             fullconn: o.fullconn.unwrap_or(fullconn),
             counters: counters::Counters::new(),
             latency: Default::default(),
+            tls_host_sni: cfg.servers.iter().any(|s| {
+                s.tls
+                    .as_ref()
+                    .is_some_and(|t| t.sni == Some(config::SniSource::HostHeader))
+            }),
+            tls_sni_varies: false,
         };
+        let mut backend = backend;
+        backend.tls_sni_varies = backend.servers.iter().any(|s| s.tls_sni_varies);
         backend.refresh_weights();
         Ok(backend)
     }

@@ -12,14 +12,21 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use crate::diag::Diags;
 use crate::keywords::Support;
 use crate::model::{Bind, Location};
+use crate::tls::BindDraft;
 
 /// How a bind option is handled.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Opt {
     Impl,
+    /// An implemented TLS option (see [`crate::tls::BindDraft`]).
     Tls,
-    NotYet,
+    /// Accepted with this warning.
+    Warn(&'static str),
+    /// Rejected as not implemented yet (with a remark, or none).
+    NotYet(&'static str),
 }
+
+const NY: Opt = Opt::NotYet("");
 
 /// (name, takes an argument, handling)
 const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
@@ -29,68 +36,68 @@ const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
     ("crt", true, Opt::Tls),
     ("crt-list", true, Opt::Tls),
     ("alpn", true, Opt::Tls),
-    ("npn", true, Opt::Tls),
+    ("npn", true, Opt::Warn(crate::tls::NPN)),
     ("ca-file", true, Opt::Tls),
-    ("ca-ignore-err", true, Opt::Tls),
-    ("ca-sign-file", true, Opt::Tls),
-    ("ca-sign-pass", true, Opt::Tls),
-    ("ca-verify-file", true, Opt::Tls),
+    ("ca-ignore-err", true, NY),
+    ("ca-sign-file", true, NY),
+    ("ca-sign-pass", true, NY),
+    ("ca-verify-file", true, NY),
     ("ciphers", true, Opt::Tls),
     ("ciphersuites", true, Opt::Tls),
-    ("crl-file", true, Opt::Tls),
-    ("crt-ignore-err", true, Opt::Tls),
-    ("curves", true, Opt::Tls),
-    ("ecdhe", true, Opt::Tls),
-    ("sigalgs", true, Opt::Tls),
-    ("client-sigalgs", true, Opt::Tls),
+    ("crl-file", true, NY),
+    ("crt-ignore-err", true, NY),
+    ("curves", true, NY),
+    ("ecdhe", true, NY),
+    ("sigalgs", true, NY),
+    ("client-sigalgs", true, NY),
     ("force-sslv3", false, Opt::Tls),
     ("force-tlsv10", false, Opt::Tls),
     ("force-tlsv11", false, Opt::Tls),
     ("force-tlsv12", false, Opt::Tls),
     ("force-tlsv13", false, Opt::Tls),
-    ("generate-certificates", false, Opt::Tls),
-    ("no-ca-names", false, Opt::Tls),
+    ("generate-certificates", false, NY),
+    ("no-ca-names", false, Opt::Warn(crate::tls::NO_EFFECT)),
     ("no-sslv3", false, Opt::Tls),
     ("no-tls-tickets", false, Opt::Tls),
     ("no-tlsv10", false, Opt::Tls),
     ("no-tlsv11", false, Opt::Tls),
     ("no-tlsv12", false, Opt::Tls),
     ("no-tlsv13", false, Opt::Tls),
-    ("prefer-client-ciphers", false, Opt::Tls),
+    ("prefer-client-ciphers", false, Opt::Warn(crate::tls::NO_EFFECT)),
     ("ssl-max-ver", true, Opt::Tls),
     ("ssl-min-ver", true, Opt::Tls),
     ("strict-sni", false, Opt::Tls),
-    ("tls-ticket-keys", true, Opt::Tls),
+    ("tls-ticket-keys", true, NY),
     ("verify", true, Opt::Tls),
-    ("allow-0rtt", false, Opt::Tls),
-    ("accept-netscaler-cip", true, Opt::NotYet),
-    ("accept-proxy", false, Opt::NotYet),
-    ("backlog", true, Opt::NotYet),
-    ("defer-accept", false, Opt::NotYet),
-    ("expose-fd", true, Opt::NotYet),
-    ("gid", true, Opt::NotYet),
-    ("group", true, Opt::NotYet),
-    ("id", true, Opt::NotYet),
-    ("interface", true, Opt::NotYet),
-    ("level", true, Opt::NotYet),
-    ("severity-output", true, Opt::NotYet),
-    ("maxconn", true, Opt::NotYet),
-    ("mode", true, Opt::NotYet),
-    ("mss", true, Opt::NotYet),
-    ("name", true, Opt::NotYet),
-    ("namespace", true, Opt::NotYet),
-    ("nice", true, Opt::NotYet),
-    ("process", true, Opt::NotYet),
-    ("proto", true, Opt::NotYet),
-    ("quic-cc-algo", true, Opt::NotYet),
-    ("quic-force-retry", false, Opt::NotYet),
-    ("shards", true, Opt::NotYet),
-    ("tcp-ut", true, Opt::NotYet),
-    ("tfo", false, Opt::NotYet),
-    ("thread", true, Opt::NotYet),
-    ("transparent", false, Opt::NotYet),
-    ("uid", true, Opt::NotYet),
-    ("user", true, Opt::NotYet),
+    ("allow-0rtt", false, NY),
+    ("accept-netscaler-cip", true, NY),
+    ("accept-proxy", false, NY),
+    ("backlog", true, NY),
+    ("defer-accept", false, NY),
+    ("expose-fd", true, NY),
+    ("gid", true, NY),
+    ("group", true, NY),
+    ("id", true, NY),
+    ("interface", true, NY),
+    ("level", true, NY),
+    ("severity-output", true, NY),
+    ("maxconn", true, NY),
+    ("mode", true, NY),
+    ("mss", true, NY),
+    ("name", true, NY),
+    ("namespace", true, NY),
+    ("nice", true, NY),
+    ("process", true, NY),
+    ("proto", true, NY),
+    ("quic-cc-algo", true, NY),
+    ("quic-force-retry", false, NY),
+    ("shards", true, NY),
+    ("tcp-ut", true, NY),
+    ("tfo", false, NY),
+    ("thread", true, NY),
+    ("transparent", false, NY),
+    ("uid", true, NY),
+    ("user", true, NY),
 ];
 
 /// The bind options for [`crate::keyword_support`].
@@ -98,9 +105,9 @@ pub(crate) fn bind_option_support() -> Vec<(&'static str, Support, &'static str)
     BIND_OPTIONS
         .iter()
         .map(|(name, _, opt)| match opt {
-            Opt::Impl => (*name, Support::Implemented, ""),
-            Opt::Tls => (*name, Support::NotYet, "TLS is not implemented yet"),
-            Opt::NotYet => (*name, Support::NotYet, ""),
+            Opt::Impl | Opt::Tls => (*name, Support::Implemented, ""),
+            Opt::Warn(note) => (*name, Support::Warning, *note),
+            Opt::NotYet(note) => (*name, Support::NotYet, *note),
         })
         .collect()
 }
@@ -252,13 +259,15 @@ fn parse_one(item: &str, budget: &mut usize) -> Result<Vec<SocketAddr>, String> 
 
 /// Parses `bind <addr>[,<addr>...] [options]` (words include `bind`).
 /// `listen_budget`: listening addresses still allowed in the whole
-/// configuration (see [`MAX_LISTEN_ADDRS`]).
+/// configuration (see [`MAX_LISTEN_ADDRS`]). The TLS options come back as
+/// a draft, resolved into [`Bind::tls`] once the whole configuration is
+/// read (see [`crate::tls`]).
 pub(crate) fn parse_bind(
     words: &[String],
     loc: &Location,
     diags: &mut Diags,
     listen_budget: &mut usize,
-) -> Option<Bind> {
+) -> Option<(Bind, BindDraft)> {
     let Some(list) = words.get(1) else {
         diags.alert(
             loc,
@@ -278,7 +287,12 @@ pub(crate) fn parse_bind(
         }
     };
     let mut v6only = None;
-    let mut tls = Vec::new();
+    let mut tls = BindDraft {
+        list: list.clone(),
+        ..BindDraft::default()
+    };
+    // TLS options other than `ssl`, for the "ignored without 'ssl'" warning.
+    let mut tls_opts = Vec::new();
     let mut i = 2;
     while i < words.len() {
         let name = words[i].as_str();
@@ -299,35 +313,61 @@ pub(crate) fn parse_bind(
             ok = false;
             break;
         }
+        let arg = if takes_arg { words[i + 1].as_str() } else { "" };
         match kind {
             Opt::Impl => v6only = Some(name == "v6only"),
-            Opt::Tls => tls.push(name),
-            Opt::NotYet => {
+            Opt::Tls => {
+                if let Err(e) = tls.apply(name, arg) {
+                    diags.alert(loc, format!("'bind {list}': {e}"));
+                    ok = false;
+                }
+                if name != "ssl" && !tls_opts.contains(&name) {
+                    tls_opts.push(name);
+                }
+            }
+            Opt::Warn(note) => diags.warn(loc, format!("'bind {list}': '{name}' {note}")),
+            Opt::NotYet(note) => {
+                let note = if note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({note})")
+                };
                 diags.alert(
                     loc,
-                    format!("'bind {list}': option '{name}' is not implemented yet in Fairlead"),
+                    format!("'bind {list}': option '{name}' is not implemented yet in Fairlead{note}"),
                 );
                 ok = false;
             }
         }
         i += if takes_arg { 2 } else { 1 };
     }
-    if !tls.is_empty() {
-        let names: Vec<String> = tls.iter().map(|n| format!("'{n}'")).collect();
+    if tls.ssl && tls.crt.is_empty() && tls.crt_list.is_empty() {
         diags.alert(
             loc,
-            format!(
-                "'bind {list}': TLS is not implemented yet in Fairlead ({})",
-                names.join(", ")
-            ),
+            format!("'bind {list}': 'ssl' needs a certificate: add 'crt <file|dir>' or 'crt-list <file>'"),
         );
         ok = false;
     }
-    ok.then(|| Bind {
-        addrs,
-        v6only,
-        tls: None,
-        location: loc.clone(),
+    if !tls.ssl && !tls_opts.is_empty() {
+        let names: Vec<String> = tls_opts.iter().map(|n| format!("'{n}'")).collect();
+        diags.warn(
+            loc,
+            format!(
+                "'bind {list}': TLS options are ignored without 'ssl': {}",
+                names.join(", ")
+            ),
+        );
+    }
+    ok.then(|| {
+        (
+            Bind {
+                addrs,
+                v6only,
+                tls: None,
+                location: loc.clone(),
+            },
+            tls,
+        )
     })
 }
 

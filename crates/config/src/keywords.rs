@@ -60,7 +60,10 @@ pub(crate) struct Kw {
 use Status::{Implemented as I, NotYet as N, Removed as R, Warning as W};
 
 pub(crate) const LOG: &str = "this logging option is not implemented yet; ignored";
-const TLS: &str = "TLS is not implemented yet; this setting has no effect";
+const OPENSSL: &str = "an OpenSSL setting that does not apply to rustls, Fairlead's TLS stack; ignored";
+const DHE: &str = "DHE is not used by rustls (ECDHE only); ignored";
+const CURVES: &str = "curve lists are not implemented yet (rustls' defaults are used); ignored";
+const SIGALGS: &str = "signature algorithm lists are not implemented yet (rustls' defaults are used); ignored";
 const PERF: &str = "a low-level tuning that Fairlead does not apply; ignored";
 const UNUSED: &str = "applies to a feature Fairlead does not implement yet; ignored";
 const KA: &str = "TCP keep-alive settings are not applied yet; ignored";
@@ -117,34 +120,43 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("log-tag", G | P, I),
     kw!("description", G | FLB, I, "accepted; only informative"),
     kw!("node", G, W, "only shown by the statistics page, which is not implemented yet; ignored"),
-    kw!("ca-base", G, W, TLS),
-    kw!("crt-base", G, W, TLS),
-    kw!("key-base", G, W, TLS),
-    kw!("ssl-default-bind-ciphers", G, W, TLS),
-    kw!("ssl-default-bind-ciphersuites", G, W, TLS),
-    kw!("ssl-default-bind-curves", G, W, TLS),
-    kw!("ssl-default-bind-options", G, W, TLS),
-    kw!("ssl-default-bind-sigalgs", G, W, TLS),
-    kw!("ssl-default-bind-client-sigalgs", G, W, TLS),
-    kw!("ssl-default-server-ciphers", G, W, TLS),
-    kw!("ssl-default-server-ciphersuites", G, W, TLS),
-    kw!("ssl-default-server-curves", G, W, TLS),
-    kw!("ssl-default-server-options", G, W, TLS),
-    kw!("ssl-default-server-sigalgs", G, W, TLS),
-    kw!("ssl-default-server-client-sigalgs", G, W, TLS),
-    kw!("ssl-dh-param-file", G, W, TLS),
-    kw!("ssl-server-verify", G, W, TLS),
-    kw!("ssl-engine", G, W, TLS),
-    kw!("ssl-mode-async", G, W, TLS),
-    kw!("ssl-load-extra-files", G, W, TLS),
-    kw!("ssl-load-extra-del-ext", G, W, TLS),
-    kw!("ssl-skip-self-issued-ca", G, W, TLS),
-    kw!("ssl-propquery", G, W, TLS),
-    kw!("ssl-provider", G, W, TLS),
-    kw!("ssl-provider-path", G, W, TLS),
-    kw!("ssl-security-level", G, W, TLS),
-    kw!("issuers-chain-path", G, W, TLS),
-    kw!("tune.ssl.*", G, W, TLS),
+    kw!("ca-base", G, I),
+    kw!("crt-base", G, I),
+    kw!("key-base", G, W, "separate key files are not implemented yet; ignored"),
+    kw!("ssl-default-bind-ciphers", G, I),
+    kw!("ssl-default-bind-ciphersuites", G, I),
+    kw!("ssl-default-bind-curves", G, W, CURVES),
+    kw!("ssl-default-bind-options", G, I, "'prefer-client-ciphers' has no effect"),
+    kw!("ssl-default-bind-sigalgs", G, W, SIGALGS),
+    kw!("ssl-default-bind-client-sigalgs", G, W, SIGALGS),
+    kw!("ssl-default-server-ciphers", G, I),
+    kw!("ssl-default-server-ciphersuites", G, I),
+    kw!("ssl-default-server-curves", G, W, CURVES),
+    kw!("ssl-default-server-options", G, I),
+    kw!("ssl-default-server-sigalgs", G, W, SIGALGS),
+    kw!("ssl-default-server-client-sigalgs", G, W, SIGALGS),
+    kw!("ssl-dh-param-file", G, W, DHE),
+    kw!("ssl-server-verify", G, I),
+    kw!("ssl-engine", G, W, OPENSSL),
+    kw!("ssl-mode-async", G, W, OPENSSL),
+    kw!("ssl-load-extra-files", G, W, "extra certificate files (.key, .ocsp, .issuer, .sctl) are not loaded yet; ignored"),
+    kw!("ssl-load-extra-del-ext", G, W, "extra certificate files are not loaded yet; ignored"),
+    kw!("ssl-skip-self-issued-ca", G, W, "not implemented yet; ignored"),
+    kw!("ssl-propquery", G, W, OPENSSL),
+    kw!("ssl-provider", G, W, OPENSSL),
+    kw!("ssl-provider-path", G, W, OPENSSL),
+    kw!("ssl-security-level", G, W, OPENSSL),
+    kw!("issuers-chain-path", G, W, "completing certificate chains from a directory is not implemented yet; ignored"),
+    kw!("tune.ssl.cachesize", G, I, "size of the TLS session cache"),
+    kw!("tune.ssl.default-dh-param", G, W, DHE),
+    kw!("tune.ssl.lifetime", G, W, "the TLS session lifetime is not configurable yet; ignored"),
+    kw!("tune.ssl.maxrecord", G, W, "TLS record sizes are not configurable yet; ignored"),
+    kw!("tune.ssl.force-private-cache", G, W, "the TLS session cache is never shared between processes; ignored"),
+    kw!("tune.ssl.ssl-ctx-cache-size", G, W, "certificates are never generated on the fly ('generate-certificates' is not implemented yet); ignored"),
+    kw!("tune.ssl.capture-buffer-size", G, W, "ClientHello capture is not implemented yet; ignored"),
+    kw!("tune.ssl.capture-cipherlist-size", G, W, "ClientHello capture is not implemented yet; ignored"),
+    kw!("tune.ssl.keylog", G, W, "TLS key logging is not implemented yet; ignored"),
+    kw!("tune.ssl.*", G, W, OPENSSL),
     kw!("spread-checks", G, I),
     kw!("max-spread-checks", G, W, "the first checks are spread over one check interval; ignored"),
     kw!("noepoll", G, W, PERF),
@@ -289,7 +301,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("error-log-format", DFL, W, "connection error logs (TLS, PROXY protocol) are not implemented yet; ignored"),
     kw!("option httplog", DFL, I),
     kw!("option httplog-json", DFL, I, "Fairlead extension: the 'option httplog' fields as one JSON object per line"),
-    kw!("option httpslog", DFL, W, "TLS is not implemented yet; use 'option httplog'; ignored"),
+    kw!("option httpslog", DFL, W, "the TLS fields of 'option httpslog' are not implemented yet; use 'option httplog'; ignored"),
     kw!("option tcplog", DFL, I),
     kw!("option dontlognull", DFL, I),
     kw!("option dontlog-normal", DFL, I),
@@ -621,7 +633,15 @@ mod tests {
         );
         assert_eq!(
             lookup(&w("tune.ssl.cachesize 1"), true).unwrap().status,
-            Status::Warning
+            Status::Implemented
+        );
+        assert_eq!(
+            lookup(&w("tune.ssl.lifetime 1"), true).unwrap().name,
+            "tune.ssl.lifetime"
+        );
+        assert_eq!(
+            lookup(&w("tune.ssl.hard-maxrecord 1"), true).unwrap().name,
+            "tune.ssl.*"
         );
         assert!(lookup(&w("option nope"), false).is_none());
         assert!(lookup(&w("debug"), true).is_none());

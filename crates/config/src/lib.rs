@@ -7,7 +7,8 @@
 //! Modules: [`lexer`] (words, quotes, escapes, variables), `cond`
 //! (`.if` blocks), [`units`] (times and sizes), `keywords` (the catalog of
 //! HAProxy 2.6 keywords and what Fairlead does with each), `sections`
-//! (section driver, `global`, proxies), `bind` and `server`.
+//! (section driver, `global`, proxies), `bind`, `server` and `tls` (TLS
+//! options of both, and the global TLS defaults).
 #![forbid(unsafe_code)]
 
 mod bind;
@@ -18,6 +19,7 @@ pub mod lexer;
 pub mod model;
 mod sections;
 mod server;
+mod tls;
 pub mod units;
 
 pub use cond::COMPAT_VERSION;

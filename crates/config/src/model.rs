@@ -202,6 +202,22 @@ pub struct Global {
     /// `stats maxconn`: concurrent runtime API connections. Default is
     /// none (the runtime's default, 10 in HAProxy).
     pub stats_maxconn: Option<u32>,
+    /// `ca-base`: directory prefixed to relative `ca-file` paths (of
+    /// `bind` and `server` lines, and of crt-list entries). Default is
+    /// none. Already applied to the `ca_file` fields of the model.
+    pub ca_base: Option<String>,
+    /// `crt-base`: directory prefixed to relative `crt` and `crt-list`
+    /// paths. Default is none. Already applied to the `crt` and
+    /// `crt_list` fields of the model; also copied into
+    /// [`BindTls::crt_base`] for the paths inside crt-lists.
+    pub crt_base: Option<String>,
+    /// `ssl-server-verify none|required`: the `verify` of servers that do
+    /// not set one. Default is [`Verify::Required`]. Already applied to
+    /// [`ServerTls::verify`].
+    pub ssl_server_verify: Verify,
+    /// `tune.ssl.cachesize`: entries of the TLS session cache (server
+    /// side); 0 disables the cache. Default is none: 20000, as HAProxy.
+    pub ssl_cachesize: Option<usize>,
 }
 
 impl Default for Global {
@@ -227,6 +243,10 @@ impl Default for Global {
             stats_sockets: Vec::new(),
             stats_timeout: None,
             stats_maxconn: None,
+            ca_base: None,
+            crt_base: None,
+            ssl_server_verify: Verify::Required,
+            ssl_cachesize: None,
         }
     }
 }

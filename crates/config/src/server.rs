@@ -7,10 +7,12 @@
 //! `agent-port`, `agent-addr`, `agent-inter`, `agent-send`), `observe`,
 //! `error-limit`, `on-error`, `slowstart`, `minconn`, `maxqueue`, `cookie`
 //! and `id`. A `default-server` line passes every one of them on to the
-//! servers that follow (except `id`, which HAProxy refuses there). TLS
-//! options give one "TLS is not implemented yet" error per line; other
-//! known options are "not implemented yet" errors; anything else is an
-//! unknown keyword.
+//! servers that follow (except `id`, which HAProxy refuses there). The TLS
+//! options (`ssl`, `no-ssl`, `verify`, `ca-file`, `sni`, ...) are gathered
+//! into a [`ServerDraft`], inherited from `default-server` the same way,
+//! and resolved into [`Server::tls`] once the whole configuration is read
+//! (see [`crate::tls`]). Other known options are "not implemented yet"
+//! errors; anything else is an unknown keyword.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -19,6 +21,7 @@ use crate::bind::{parse_ip, split_host_port, strip_family, Family};
 use crate::diag::Diags;
 use crate::keywords::Support;
 use crate::model::{AgentCheck, Location, Observe, OnError, Server, ServerAddr};
+use crate::tls::ServerDraft;
 use crate::units::{parse_time, parse_uint};
 
 /// Agent settings as written; resolved into [`AgentCheck`] per server.
@@ -32,11 +35,13 @@ pub(crate) struct AgentDraft {
 }
 
 /// Settings a `default-server` line passes on to the following servers:
-/// a template server (its name and address are unused) and the agent.
+/// a template server (its name and address are unused), the agent and the
+/// TLS options.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerDefaults {
     pub srv: Server,
     pub agent: AgentDraft,
+    pub tls: ServerDraft,
 }
 
 impl Default for ServerDefaults {
@@ -44,6 +49,7 @@ impl Default for ServerDefaults {
         ServerDefaults {
             srv: Server::new("", ServerAddr::Name(String::new(), 0)),
             agent: AgentDraft::default(),
+            tls: ServerDraft::default(),
         }
     }
 }
@@ -51,9 +57,16 @@ impl Default for ServerDefaults {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Opt {
     Impl,
+    /// An implemented TLS option (see [`crate::tls::ServerDraft`]).
     Tls,
-    NotYet,
+    /// Accepted with this warning.
+    Warn(&'static str),
+    /// Rejected as not implemented yet (with a remark, or none).
+    NotYet(&'static str),
 }
+
+const NY: Opt = Opt::NotYet("");
+const CHECK_TLS: Opt = Opt::NotYet(crate::tls::CHECK_TLS);
 
 /// (name, number of arguments, handling)
 const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
@@ -87,25 +100,25 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("cookie", 1, Opt::Impl),
     ("id", 1, Opt::Impl),
     ("no-check-ssl", 0, Opt::Impl),
-    ("check-ssl", 0, Opt::Tls),
-    ("check-sni", 1, Opt::Tls),
-    ("check-alpn", 1, Opt::Tls),
-    ("check-send-proxy", 0, Opt::NotYet),
-    ("no-check-send-proxy", 0, Opt::NotYet),
-    ("check-proto", 1, Opt::NotYet),
-    ("check-via-socks4", 0, Opt::NotYet),
+    ("check-ssl", 0, CHECK_TLS),
+    ("check-sni", 1, CHECK_TLS),
+    ("check-alpn", 1, CHECK_TLS),
+    ("check-send-proxy", 0, NY),
+    ("no-check-send-proxy", 0, NY),
+    ("check-proto", 1, NY),
+    ("check-via-socks4", 0, NY),
     ("ssl", 0, Opt::Tls),
     ("no-ssl", 0, Opt::Tls),
     ("alpn", 1, Opt::Tls),
-    ("npn", 1, Opt::Tls),
+    ("npn", 1, Opt::Warn(crate::tls::NPN)),
     ("ca-file", 1, Opt::Tls),
-    ("crl-file", 1, Opt::Tls),
+    ("crl-file", 1, NY),
     ("crt", 1, Opt::Tls),
     ("ciphers", 1, Opt::Tls),
     ("ciphersuites", 1, Opt::Tls),
-    ("curves", 1, Opt::Tls),
-    ("sigalgs", 1, Opt::Tls),
-    ("client-sigalgs", 1, Opt::Tls),
+    ("curves", 1, NY),
+    ("sigalgs", 1, NY),
+    ("client-sigalgs", 1, NY),
     ("sni", 1, Opt::Tls),
     ("verify", 1, Opt::Tls),
     ("verifyhost", 1, Opt::Tls),
@@ -126,42 +139,42 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("ssl-min-ver", 1, Opt::Tls),
     ("ssl-reuse", 0, Opt::Tls),
     ("no-ssl-reuse", 0, Opt::Tls),
-    ("allow-0rtt", 0, Opt::Tls),
-    ("init-addr", 1, Opt::NotYet),
-    ("log-proto", 1, Opt::NotYet),
-    ("max-reuse", 1, Opt::NotYet),
-    ("namespace", 1, Opt::NotYet),
-    ("no-send-proxy", 0, Opt::NotYet),
-    ("no-send-proxy-v2", 0, Opt::NotYet),
-    ("no-send-proxy-v2-ssl", 0, Opt::NotYet),
-    ("no-send-proxy-v2-ssl-cn", 0, Opt::NotYet),
-    ("no-tfo", 0, Opt::NotYet),
-    ("non-stick", 0, Opt::NotYet),
-    ("on-marked-down", 1, Opt::NotYet),
-    ("on-marked-up", 1, Opt::NotYet),
-    ("pool-conn-name", 1, Opt::NotYet),
-    ("pool-low-conn", 1, Opt::NotYet),
-    ("pool-max-conn", 1, Opt::NotYet),
-    ("pool-purge-delay", 1, Opt::NotYet),
-    ("proto", 1, Opt::NotYet),
-    ("redir", 1, Opt::NotYet),
-    ("resolve-net", 1, Opt::NotYet),
-    ("resolve-opts", 1, Opt::NotYet),
-    ("resolve-prefer", 1, Opt::NotYet),
-    ("resolvers", 1, Opt::NotYet),
-    ("send-proxy", 0, Opt::NotYet),
-    ("send-proxy-v2", 0, Opt::NotYet),
-    ("send-proxy-v2-ssl", 0, Opt::NotYet),
-    ("send-proxy-v2-ssl-cn", 0, Opt::NotYet),
-    ("set-proxy-v2-tlv-fmt", 1, Opt::NotYet),
-    ("shard", 1, Opt::NotYet),
-    ("socks4", 1, Opt::NotYet),
-    ("source", 1, Opt::NotYet),
-    ("stick", 0, Opt::NotYet),
-    ("tcp-ut", 1, Opt::NotYet),
-    ("tfo", 0, Opt::NotYet),
-    ("track", 1, Opt::NotYet),
-    ("ws", 1, Opt::NotYet),
+    ("allow-0rtt", 0, NY),
+    ("init-addr", 1, NY),
+    ("log-proto", 1, NY),
+    ("max-reuse", 1, NY),
+    ("namespace", 1, NY),
+    ("no-send-proxy", 0, NY),
+    ("no-send-proxy-v2", 0, NY),
+    ("no-send-proxy-v2-ssl", 0, NY),
+    ("no-send-proxy-v2-ssl-cn", 0, NY),
+    ("no-tfo", 0, NY),
+    ("non-stick", 0, NY),
+    ("on-marked-down", 1, NY),
+    ("on-marked-up", 1, NY),
+    ("pool-conn-name", 1, NY),
+    ("pool-low-conn", 1, NY),
+    ("pool-max-conn", 1, NY),
+    ("pool-purge-delay", 1, NY),
+    ("proto", 1, NY),
+    ("redir", 1, NY),
+    ("resolve-net", 1, NY),
+    ("resolve-opts", 1, NY),
+    ("resolve-prefer", 1, NY),
+    ("resolvers", 1, NY),
+    ("send-proxy", 0, NY),
+    ("send-proxy-v2", 0, NY),
+    ("send-proxy-v2-ssl", 0, NY),
+    ("send-proxy-v2-ssl-cn", 0, NY),
+    ("set-proxy-v2-tlv-fmt", 1, NY),
+    ("shard", 1, NY),
+    ("socks4", 1, NY),
+    ("source", 1, NY),
+    ("stick", 0, NY),
+    ("tcp-ut", 1, NY),
+    ("tfo", 0, NY),
+    ("track", 1, NY),
+    ("ws", 1, NY),
 ];
 
 /// The server options for [`crate::keyword_support`].
@@ -174,9 +187,9 @@ pub(crate) fn server_option_support() -> Vec<(&'static str, Support, &'static st
                 Support::Implemented,
                 "checks are never ciphered; accepted",
             ),
-            (Opt::Impl, _) => (*name, Support::Implemented, ""),
-            (Opt::Tls, _) => (*name, Support::NotYet, "TLS is not implemented yet"),
-            (Opt::NotYet, _) => (*name, Support::NotYet, ""),
+            (Opt::Impl | Opt::Tls, _) => (*name, Support::Implemented, ""),
+            (Opt::Warn(note), _) => (*name, Support::Warning, *note),
+            (Opt::NotYet(note), _) => (*name, Support::NotYet, *note),
         })
         .collect()
 }
@@ -371,7 +384,10 @@ fn apply_options(
     diags: &mut Diags,
 ) -> bool {
     let mut ok = true;
-    let mut tls = Vec::new();
+    // TLS options of this line other than `ssl` / `no-ssl`, and whether
+    // `no-ssl` was given, for the "ignored without 'ssl'" warning.
+    let mut tls_opts = Vec::new();
+    let mut no_ssl = false;
     let mut i = 0;
     while i < words.len() {
         let name = words[i].as_str();
@@ -392,12 +408,22 @@ fn apply_options(
         let res = match kind {
             Opt::Impl => apply_one(name, arg, tmpl, label, default_server),
             Opt::Tls => {
-                tls.push(name);
+                match name {
+                    "ssl" => {}
+                    "no-ssl" => no_ssl = true,
+                    _ if !tls_opts.contains(&name) => tls_opts.push(name),
+                    _ => {}
+                }
+                tmpl.tls.apply(name, arg)
+            }
+            Opt::Warn(note) => {
+                diags.warn(loc, format!("{label}: '{name}' {note}"));
                 Ok(())
             }
-            Opt::NotYet => Err(format!(
+            Opt::NotYet("") => Err(format!(
                 "option '{name}' is not implemented yet in Fairlead"
             )),
+            Opt::NotYet(note) => Err(format!("'{name}': {note} in Fairlead")),
         };
         if let Err(e) = res {
             diags.alert(loc, format!("{label}: {e}"));
@@ -405,16 +431,15 @@ fn apply_options(
         }
         i += 1 + nargs;
     }
-    if !tls.is_empty() {
-        let names: Vec<String> = tls.iter().map(|n| format!("'{n}'")).collect();
-        diags.alert(
+    if !default_server && !tmpl.tls.ssl && !no_ssl && !tls_opts.is_empty() {
+        let names: Vec<String> = tls_opts.iter().map(|n| format!("'{n}'")).collect();
+        diags.warn(
             loc,
             format!(
-                "{label}: TLS is not implemented yet in Fairlead ({})",
+                "{label}: TLS options are ignored without 'ssl': {}",
                 names.join(", ")
             ),
         );
-        ok = false;
     }
     ok
 }
@@ -425,7 +450,7 @@ pub(crate) fn parse_server(
     defaults: &ServerDefaults,
     loc: &Location,
     diags: &mut Diags,
-) -> Option<Server> {
+) -> Option<(Server, ServerDraft)> {
     if words.len() < 3 {
         diags.alert(
             loc,
@@ -467,12 +492,17 @@ pub(crate) fn parse_server(
         None
     };
     let addr = addr?;
-    ok.then(|| Server {
-        name: name.clone(),
-        location: loc.clone(),
-        addr,
-        agent,
-        ..tmpl.srv
+    ok.then(|| {
+        (
+            Server {
+                name: name.clone(),
+                location: loc.clone(),
+                addr,
+                agent,
+                ..tmpl.srv
+            },
+            tmpl.tls,
+        )
     })
 }
 

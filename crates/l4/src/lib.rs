@@ -15,13 +15,12 @@
 //!   when the bytes are written.
 #![forbid(unsafe_code)]
 
-use fairlead_backend::{connect_server, Backend, RequestKey};
-use fairlead_net::io::write_all;
+use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
+use fairlead_net::Conn;
 use std::cell::Cell;
 use std::io::{ErrorKind, Result};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// Timeouts of a tunnel, already resolved from frontend and backend.
@@ -108,8 +107,8 @@ async fn sleep_until(deadline: Option<Instant>) {
 /// (half-close) and tells the other direction. `read_idle` and `read_fin`
 /// pick the inactivity timeout before and after the other direction closed.
 async fn pump(
-    src: &TcpStream,
-    dst: &TcpStream,
+    src: &Conn,
+    dst: &Conn,
     read_idle: Option<Duration>,
     read_fin: Option<Duration>,
     write_idle: Option<Duration>,
@@ -118,7 +117,7 @@ async fn pump(
 ) -> PumpEnd {
     let end = copy(src, dst, read_idle, read_fin, write_idle, shared, count).await;
     if matches!(end, PumpEnd::Eof) {
-        fairlead_net::shutdown_write(dst);
+        dst.shutdown_write();
         shared.close_one();
     }
     end
@@ -126,8 +125,8 @@ async fn pump(
 
 /// The copy loop of [`pump`].
 async fn copy(
-    src: &TcpStream,
-    dst: &TcpStream,
+    src: &Conn,
+    dst: &Conn,
     read_idle: Option<Duration>,
     read_fin: Option<Duration>,
     write_idle: Option<Duration>,
@@ -163,12 +162,12 @@ async fn copy(
         }
         let mut buf = fairlead_net::pool::take();
         let end = loop {
-            match fairlead_net::io::try_read_drain(src, &mut buf) {
+            match src.try_read(&mut buf) {
                 Ok(0) => break Some(PumpEnd::Eof),
                 Ok(n) => {
                     shared.last_activity.set(Instant::now());
                     count.set(count.get() + n as u64);
-                    if write_all(dst, &buf[..n], write_idle).await.is_err() {
+                    if dst.write_all(&buf[..n], write_idle).await.is_err() {
                         break Some(PumpEnd::WriteError);
                     }
                     shared.last_activity.set(Instant::now());
@@ -190,7 +189,7 @@ async fn copy(
 
 /// Forwards both directions between `client` and `server` until both are
 /// closed, an error occurs, or the inactivity timeout fires.
-pub async fn tunnel(client: &TcpStream, server: &TcpStream, t: &TunnelTimeouts) -> TunnelStats {
+pub async fn tunnel(client: &Conn, server: &Conn, t: &TunnelTimeouts) -> TunnelStats {
     let shared = Shared {
         last_activity: Cell::new(Instant::now()),
         half_closed: Cell::new(false),
@@ -315,7 +314,7 @@ pub struct FrontTimeouts {
 /// and redispatch), then tunnel. When no server can be reached the client
 /// is closed at once, as HAProxy does in TCP mode.
 pub async fn serve_tcp(
-    client: TcpStream,
+    client: Conn,
     peer: std::net::SocketAddr,
     be: &Arc<Backend>,
     front: FrontTimeouts,
@@ -381,7 +380,16 @@ pub async fn serve_tcp(
     let queued = Some(start.elapsed().as_millis() as u64);
     let server = slot.server().clone();
     let mut attempts = 0;
-    let conn = match connect_server(be, slot, &key, &mut attempts).await {
+    let client_sni = if be.tls_sni_varies {
+        client.tls_info().and_then(|i| i.sni)
+    } else {
+        None
+    };
+    let names = TlsNames {
+        client_sni: client_sni.as_deref(),
+        host: None,
+    };
+    let conn = match connect_server(be, slot, &key, &mut attempts, names).await {
         Ok(c) => c,
         Err(_) => {
             log(

@@ -2,11 +2,9 @@
 //! source's pooled input buffer, forwarding framing bytes unmodified.
 
 use fairlead_http::{BodyKind, ChunkProgress, ChunkedState};
-use fairlead_net::io::write_all;
-use fairlead_net::IoBuf;
+use fairlead_net::{Conn, IoBuf};
 use std::io::{Error, ErrorKind};
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 /// Why a body transfer stopped early.
 #[derive(Debug)]
@@ -82,9 +80,9 @@ impl Framer {
 /// the destination. Returns the number of body bytes forwarded.
 pub(crate) async fn forward(
     framer: &mut Framer,
-    src: &TcpStream,
+    src: &Conn,
     buf: &mut IoBuf,
-    dst: &TcpStream,
+    dst: &Conn,
     read_idle: Option<Duration>,
     write_idle: Option<Duration>,
 ) -> Result<u64, BodyError> {
@@ -93,7 +91,7 @@ pub(crate) async fn forward(
         if !buf.is_empty() {
             let k = framer.take(buf.filled()).map_err(BodyError::Framing)?;
             if k > 0 {
-                write_all(dst, &buf.filled()[..k], write_idle)
+                dst.write_all(&buf.filled()[..k], write_idle)
                     .await
                     .map_err(BodyError::Dest)?;
                 buf.consume(k);

@@ -159,6 +159,41 @@ pub(crate) fn emit(
 
 /// Writes HAProxy's "Connect from" line for a new connection (frontends
 /// without a log option).
+/// Logs a connection that failed before any request (a TLS handshake
+/// failure), in HAProxy's connection error format:
+/// `1.2.3.4:5678 [22/Nov/2026:10:00:00.123] fe/127.0.0.1:443: SSL handshake failure (reason)`.
+/// Sent at level `err` when `option log-separate-errors` is set, else
+/// `info`; `option dontlognull` does not hide it (HAProxy logs these too).
+pub fn emit_conn_error(
+    setup: &LogSetup,
+    client: SocketAddr,
+    local: Option<SocketAddr>,
+    frontend: &str,
+    reason: &str,
+) {
+    let level = if setup.separate_errors {
+        fairlead_log::Level::Err
+    } else {
+        fairlead_log::Level::Info
+    };
+    if !setup.logger.wants(setup.sink, level) {
+        return;
+    }
+    use std::io::Write as _;
+    let mut msg = Vec::with_capacity(128);
+    let _ = write!(msg, "{}:{} [", client.ip(), client.port());
+    fairlead_log::write_log_date(&mut msg, SystemTime::now());
+    let _ = write!(msg, "] {frontend}/");
+    match local {
+        Some(a) => {
+            let _ = write!(msg, "{a}");
+        }
+        None => msg.push(b'-'),
+    }
+    let _ = write!(msg, ": {reason}");
+    setup.logger.emit(setup.sink, level, &msg);
+}
+
 pub fn emit_connect(
     setup: &LogSetup,
     client: SocketAddr,

@@ -6,27 +6,26 @@ use crate::logging::{self, Gauges, ReqLog};
 use crate::persist::{self, Persist};
 use crate::{Effective, HttpCtx};
 use fairlead_backend::counters::C;
-use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot};
+use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot, TlsNames};
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
     error_response, parse_request, parse_response, BodyKind, ConnHeader, RequestHead,
     RequestRewrite, ResponseHead,
 };
 use fairlead_log::{Phase, Who};
-use fairlead_net::io::{until, with_timeout, write_all, write_all2};
-use fairlead_net::{pool, IoBuf};
+use fairlead_net::io::{until, with_timeout};
+use fairlead_net::{pool, Conn, IoBuf};
 use std::cell::Cell;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// A server connection attached to the session between requests.
 struct Attached {
     idx: usize,
-    stream: TcpStream,
+    stream: Conn,
 }
 
 /// What the phase loop does next.
@@ -39,7 +38,7 @@ enum Next {
 /// the request phase can run as a `'static` future in a pooled slot
 /// ([`fairlead_net::reuse`]) while the idle phase stays small.
 struct Session {
-    client: TcpStream,
+    client: Conn,
     peer: SocketAddr,
     ctx: Rc<HttpCtx>,
     eff: Effective,
@@ -60,7 +59,7 @@ struct Session {
 ///
 /// While the connection waits for a request, its task holds only the small
 /// [`Session`] and the wait state; the request phase runs in a pooled slot.
-pub async fn serve_http(client: TcpStream, peer: SocketAddr, ctx: Rc<HttpCtx>) {
+pub async fn serve_http(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>) {
     let _ = client.set_nodelay(true);
     let eff = Effective {
         conn_mode: ctx.front.conn_mode.max(ctx.be.options.http_conn_mode),
@@ -122,13 +121,11 @@ impl Session {
         if status < 500 {
             fc.inc(C::Ereq);
         }
-        let _ = write_all(
-            &self.client,
-            error_response(status),
-            self.ctx.front.timeouts.client,
-        )
-        .await;
-        fairlead_net::shutdown_write(&self.client);
+        let _ = self
+            .client
+            .write_all(error_response(status), self.ctx.front.timeouts.client)
+            .await;
+        self.client.shutdown_write();
     }
 
     fn stopping(&self) -> bool {
@@ -294,7 +291,7 @@ impl Session {
         if outcome.client_keep {
             Next::KeepGoing
         } else {
-            fairlead_net::shutdown_write(&self.client);
+            self.client.shutdown_write();
             Next::Close
         }
     }
@@ -337,13 +334,13 @@ impl Session {
         rl.bytes_out = (out.len() + resp.body.len()) as u64;
         self.ctx.front.counters.status(resp.status);
         let ct = self.ctx.front.timeouts.client;
-        let wrote = write_all2(&self.client, &out, &resp.body, ct).await;
+        let wrote = self.client.write_all2(&out, &resp.body, ct).await;
         pool::give_out(out);
         self.first = false;
         Some(if wrote.is_ok() && keep {
             Next::KeepGoing
         } else {
-            fairlead_net::shutdown_write(&self.client);
+            self.client.shutdown_write();
             Next::Close
         })
     }
@@ -421,6 +418,7 @@ impl Session {
         prefer: Option<usize>,
         avoid: Option<usize>,
         attempts: &mut u32,
+        names: TlsNames<'_>,
         rl: &mut ReqLog,
     ) -> Result<(Attached, ServerSlot, bool), u16> {
         let slot = match be.assign(key, prefer, avoid).await {
@@ -438,7 +436,7 @@ impl Session {
         let idx = slot.idx();
         rl.server = Some(idx);
         if let Some(a) = attached.take() {
-            if a.idx == idx && fairlead_net::io::idle_conn_alive(&a.stream) {
+            if a.idx == idx && a.stream.idle_alive() {
                 return Ok((a, slot, true));
             }
             park(be, a, eff);
@@ -449,11 +447,23 @@ impl Session {
             HttpReuse::Aggressive | HttpReuse::Always => true,
         };
         if may_pool {
-            if let Some(stream) = idle::take(be.servers[idx].id) {
+            let server = &be.servers[idx];
+            // A connection made for another SNI does not fit.
+            let name = match &server.tls {
+                Some(t) if server.tls_sni_varies => {
+                    Some(t.server_name(names.client_sni, names.host, server.addr.load().ip()))
+                }
+                _ => None,
+            };
+            let sni = match &name {
+                Some(fairlead_tls::ServerName::DnsName(d)) => Some(d.as_ref()),
+                _ => None,
+            };
+            if let Some(stream) = idle::take(server.id, sni) {
                 return Ok((Attached { idx, stream }, slot, true));
             }
         }
-        let connected = connect_server(be, slot, key, attempts).await;
+        let connected = connect_server(be, slot, key, attempts, names).await;
         rl.retries = *attempts;
         match connected {
             Ok(c) => Ok((
@@ -514,6 +524,24 @@ impl Session {
             rl.keep_line(&self.cbuf.filled()[head.method.0..head.head_len]);
         }
         let idempotent = fairlead_http::method_is_idempotent(self.cbuf.filled(), head);
+        // What a TLS server's SNI may be made of (`sni req.hdr(host)`,
+        // `sni ssl_fc_sni`); only kept when some server needs it.
+        let host = be
+            .tls_host_sni
+            .then(|| {
+                fairlead_http::cookie::header_value(self.cbuf.filled(), head.head_len, "host")
+                    .map(|h| String::from_utf8_lossy(host_without_port(h)).into_owned())
+            })
+            .flatten();
+        let client_sni = if be.tls_sni_varies {
+            self.client.tls_info().and_then(|i| i.sni)
+        } else {
+            None
+        };
+        let names = TlsNames {
+            client_sni: client_sni.as_deref(),
+            host: host.as_deref(),
+        };
         self.cbuf.consume(head.head_len);
         // A request whose body was not started can be sent again on a new
         // connection when a reused one turns out to be dead, or when
@@ -537,6 +565,7 @@ impl Session {
                 persist.server,
                 avoid,
                 &mut attempts,
+                names,
                 rl,
             )
             .await;
@@ -662,7 +691,7 @@ impl Session {
         let bt = &ctx.be.options.timeouts;
         let ct = ctx.front.timeouts.client;
         let server = &conn.stream;
-        if write_all(server, out, bt.server).await.is_err() {
+        if server.write_all(out, bt.server).await.is_err() {
             return Err(Fail::Retry);
         }
         let client = &self.client;
@@ -685,7 +714,7 @@ impl Session {
                     Ok(Some(r)) if (100..200).contains(&r.status) && r.status != 101 => {
                         // Interim response: relay to HTTP/1.1 clients.
                         if client_11 {
-                            let _ = write_all(client, &sbuf.filled()[..r.head_len], ct).await;
+                            let _ = client.write_all(&sbuf.filled()[..r.head_len], ct).await;
                         }
                         sbuf.consume(r.head_len);
                         continue;
@@ -788,7 +817,7 @@ impl Session {
             c.status(resp.status);
         }
         let head_bytes = out.len() as u64;
-        let wrote = write_all2(&self.client, &out, &sbuf.filled()[..first], ct).await;
+        let wrote = self.client.write_all2(&out, &sbuf.filled()[..first], ct).await;
         sbuf.consume(first);
         pool::give_out(out);
         if wrote.is_err() {
@@ -861,12 +890,14 @@ impl Session {
         let ctx = self.ctx.clone();
         let ct = ctx.front.timeouts.client;
         let bt = &ctx.be.options.timeouts;
-        if write_all(&self.client, sbuf.filled(), ct).await.is_err() {
+        if self.client.write_all(sbuf.filled(), ct).await.is_err() {
             return None;
         }
         sbuf.consume(sbuf.len());
         if !self.cbuf.is_empty() {
-            if write_all(&conn.stream, self.cbuf.filled(), bt.server)
+            if conn
+                .stream
+                .write_all(self.cbuf.filled(), bt.server)
                 .await
                 .is_err()
             {
@@ -887,6 +918,21 @@ impl Session {
         fairlead_l4::tunnel(&self.client, &conn.stream, &t).await;
         drop(slot);
         None
+    }
+}
+
+/// A Host header value without its port (`example.com:8443`,
+/// `[::1]:8443`).
+fn host_without_port(h: &[u8]) -> &[u8] {
+    if h.first() == Some(&b'[') {
+        return match h.iter().position(|&b| b == b']') {
+            Some(i) => &h[1..i],
+            None => h,
+        };
+    }
+    match h.iter().rposition(|&b| b == b':') {
+        Some(i) => &h[..i],
+        None => h,
     }
 }
 

@@ -6,7 +6,7 @@
 //! connection that waits holds no memory besides this small struct.
 
 use crate::pool;
-use tokio::net::TcpStream;
+use crate::Conn;
 
 /// A lazily allocated input buffer.
 #[derive(Default)]
@@ -82,13 +82,13 @@ impl IoBuf {
     /// One non-blocking read from `stream` into the free space, at most
     /// `limit` bytes. Returns `Ok(0)` at EOF, or when the buffer is full,
     /// `Err(WouldBlock)` when nothing is ready.
-    pub fn try_read_from(&mut self, stream: &TcpStream, limit: usize) -> std::io::Result<usize> {
+    pub fn try_read_from(&mut self, stream: &Conn, limit: usize) -> std::io::Result<usize> {
         let spare = self.spare();
         let max = spare.len().min(limit);
         if max == 0 {
             return Ok(0);
         }
-        let n = crate::io::try_read_drain(stream, &mut spare[..max]);
+        let n = stream.try_read(&mut spare[..max]);
         if let Ok(n) = n {
             self.end += n;
         }
@@ -100,7 +100,7 @@ impl IoBuf {
 
     /// Waits until `stream` is readable, then reads once (see
     /// [`IoBuf::try_read_from`]). No buffer is held while waiting.
-    pub async fn read_from(&mut self, stream: &TcpStream, limit: usize) -> std::io::Result<usize> {
+    pub async fn read_from(&mut self, stream: &Conn, limit: usize) -> std::io::Result<usize> {
         loop {
             self.release_if_empty();
             stream.readable().await?;

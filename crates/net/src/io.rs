@@ -1,5 +1,4 @@
-//! Readiness-based helpers on `&TcpStream`, so that both directions of a
-//! connection can be driven from one task without splitting the stream.
+//! Timeout helpers, and the readiness-clearing read used by [`crate::Conn`].
 
 use std::io::{Error, ErrorKind, Result};
 use std::time::Duration;
@@ -37,56 +36,6 @@ pub async fn until<T>(
             .map_err(|_| timed_out(what))?,
         None => fut.await,
     }
-}
-
-/// Writes all of `data`, trying the socket first and waiting for
-/// writability only when it is full. Each wait is bounded by `idle`.
-pub async fn write_all(stream: &TcpStream, mut data: &[u8], idle: Option<Duration>) -> Result<()> {
-    while !data.is_empty() {
-        match stream.try_write(data) {
-            Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                with_timeout(idle, "write timeout", stream.writable()).await?;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Writes `head` then `body` with vectored writes (one syscall when the
-/// socket has room), so that a response head and its first body bytes go
-/// out together without being copied into one buffer.
-pub async fn write_all2(
-    stream: &TcpStream,
-    mut head: &[u8],
-    mut body: &[u8],
-    idle: Option<Duration>,
-) -> Result<()> {
-    while !head.is_empty() {
-        let bufs = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
-        match stream.try_write_vectored(&bufs) {
-            Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
-            Ok(n) if n >= head.len() => {
-                body = &body[n - head.len()..];
-                head = &[];
-            }
-            Ok(n) => head = &head[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                with_timeout(idle, "write timeout", stream.writable()).await?;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    write_all(stream, body, idle).await
-}
-
-/// Checks, without blocking, whether an idle pooled connection is still
-/// usable: it must have nothing to read and not be closed by the peer.
-pub fn idle_conn_alive(stream: &TcpStream) -> bool {
-    let mut probe = [0u8; 1];
-    matches!(stream.try_read(&mut probe), Err(e) if e.kind() == ErrorKind::WouldBlock)
 }
 
 /// One non-blocking read that also tells tokio the socket is drained when

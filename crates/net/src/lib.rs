@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod buf;
+pub mod conn;
 pub mod io;
 pub mod pool;
 pub mod profile;
@@ -16,6 +17,7 @@ pub mod reuse;
 pub mod stop;
 
 pub use buf::IoBuf;
+pub use conn::{Conn, TlsInfo, TlsLayer};
 pub use stop::Stop;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};

@@ -156,6 +156,58 @@ pub fn stats() -> (usize, usize) {
     })
 }
 
+/// Room a TLS record needs beyond its plaintext: header, explicit nonce,
+/// tag and padding (TLS 1.2 allows 2048 bytes of expansion), rounded up.
+pub const TLS_OVERHEAD: usize = 2560;
+
+thread_local! {
+    /// The TLS size class: buffers of [`bufsize`] + [`TLS_OVERHEAD`], so
+    /// that one whole record fits, for ciphertext on TLS connections.
+    static TLS_FREE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    static TLS_ALLOCATED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Size of the buffers of [`take_tls`].
+pub fn tls_bufsize() -> usize {
+    bufsize() + TLS_OVERHEAD
+}
+
+/// Takes a ciphertext buffer (length [`tls_bufsize`]) from this thread's
+/// TLS size class.
+pub fn take_tls() -> Vec<u8> {
+    TLS_FREE
+        .with(|f| f.borrow_mut().pop())
+        .unwrap_or_else(|| {
+            TLS_ALLOCATED.with(|a| a.set(a.get() + 1));
+            vec![0u8; tls_bufsize()]
+        })
+}
+
+/// Returns a buffer taken with [`take_tls`]. One that was grown (a long
+/// handshake message) is freed instead.
+pub fn give_tls(buf: Vec<u8>) {
+    let keep = buf.len() == tls_bufsize()
+        && TLS_FREE.with(|f| {
+            let mut f = f.borrow_mut();
+            let room = f.len() < MAX_POOLED;
+            if room {
+                f.push(buf);
+            }
+            room
+        });
+    if !keep {
+        TLS_ALLOCATED.with(|a| a.set(a.get().saturating_sub(1)));
+    }
+}
+
+/// (TLS buffers that exist, TLS buffers free) for this thread.
+pub fn tls_stats() -> (usize, usize) {
+    (
+        TLS_ALLOCATED.with(|a| a.get()),
+        TLS_FREE.with(|f| f.borrow().len()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,6 +86,31 @@ pub struct FrontendRt {
     pub client_fin: Option<Duration>,
     /// Highest number of concurrent connections seen (`smax`).
     pub smax: AtomicU32,
+    /// The TLS context of each listening address of a `bind ... ssl` line.
+    pub tls: Vec<(SocketAddr, Arc<fairlead_tls::BindContext>)>,
+    /// TLS handshake outcomes on this frontend.
+    pub tls_stats: TlsStats,
+}
+
+/// TLS handshake counters of a frontend.
+#[derive(Debug, Default)]
+pub struct TlsStats {
+    /// Handshakes completed (full and resumed).
+    pub handshakes: std::sync::atomic::AtomicU64,
+    /// Of which resumed a session.
+    pub resumed: std::sync::atomic::AtomicU64,
+    /// Handshakes that failed (bad client, unknown SNI, timeout...).
+    pub failures: std::sync::atomic::AtomicU64,
+}
+
+impl FrontendRt {
+    /// The TLS context of the listener bound to `addr`, if it has `ssl`.
+    pub fn tls_for(&self, addr: SocketAddr) -> Option<Arc<fairlead_tls::BindContext>> {
+        self.tls
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, c)| c.clone())
+    }
 }
 
 /// One open client connection, for the runtime API.
@@ -189,6 +214,23 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .iter()
             .flat_map(|b| b.addrs.iter().map(move |a| (*a, b.v6only)))
             .collect();
+        let mut tls = Vec::new();
+        for b in &f.binds {
+            let Some(t) = &b.tls else { continue };
+            let ctx = fairlead_tls::BindContext::build(t).map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidInput,
+                    format!("{}: frontend '{}': bind: {e}", b.location, f.name),
+                )
+            })?;
+            if !quiet {
+                for w in ctx.warnings() {
+                    eprintln!("[WARNING]  {}: frontend '{}': bind: {w}", b.location, f.name);
+                }
+            }
+            let ctx = Arc::new(ctx);
+            tls.extend(b.addrs.iter().map(|a| (*a, ctx.clone())));
+        }
         let t = f.options.timeouts;
         let limit = Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn));
         frontends.push(Arc::new(FrontendRt {
@@ -214,6 +256,8 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             client_timeout: t.client,
             client_fin: t.client_fin,
             smax: AtomicU32::new(0),
+            tls,
+            tls_stats: TlsStats::default(),
             backend,
         }));
     }

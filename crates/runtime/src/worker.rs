@@ -71,10 +71,11 @@ pub(crate) fn run(
                 });
                 shared.listeners_open.fetch_add(1, Ordering::SeqCst);
                 let shared2 = shared.clone();
+                let tls = l.local_addr().ok().and_then(|a| fe.tls_for(a));
                 accepts.push(tokio::task::spawn_local(Profiled::new(
                     TaskKind::Accept,
                     async move {
-                        accept_loop(shared2.clone(), fe, ctx, l, worker, fe_idx).await;
+                        accept_loop(shared2.clone(), fe, ctx, l, tls, worker, fe_idx).await;
                         // The listener is closed (dropped with the loop).
                         shared2.listeners_open.fetch_sub(1, Ordering::SeqCst);
                         shared2.freed.notify_waiters();
@@ -91,6 +92,44 @@ pub(crate) fn run(
     });
 }
 
+/// Wraps an accepted socket: clear, or TLS once the handshake completed.
+/// A failed handshake is counted and logged (HAProxy's connection error
+/// line, with the reason) and closes the connection; it never affects
+/// other connections.
+async fn handshake(
+    tcp: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    fe: &FrontendRt,
+    tls: Option<Arc<fairlead_tls::BindContext>>,
+) -> Option<fairlead_net::Conn> {
+    let Some(ctx) = tls else {
+        return Some(fairlead_net::Conn::plain(tcp));
+    };
+    let local = tcp.local_addr().ok();
+    let t = &fe.http.timeouts;
+    let timeout = match fe.mode {
+        Mode::Http => t.http_request.or(t.client),
+        Mode::Tcp => t.client,
+    };
+    match fairlead_tls::stream::accept(tcp, ctx.config(), timeout).await {
+        Ok(conn) => {
+            let st = &fe.tls_stats;
+            st.handshakes.fetch_add(1, Ordering::Relaxed);
+            if conn.tls_info().is_some_and(|i| i.resumed) {
+                st.resumed.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(conn)
+        }
+        Err(e) => {
+            fe.tls_stats.failures.fetch_add(1, Ordering::Relaxed);
+            if let Some(l) = fe.http.log.as_deref() {
+                fairlead_l7::logging::emit_conn_error(l, peer, local, &fe.name, &e.to_string());
+            }
+            None
+        }
+    }
+}
+
 /// Waits until a stop is requested.
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     while !*stop.borrow() {
@@ -105,6 +144,7 @@ async fn accept_loop(
     fe: Arc<FrontendRt>,
     ctx: Rc<HttpCtx>,
     listener: TcpListener,
+    tls: Option<Arc<fairlead_tls::BindContext>>,
     worker: usize,
     fe_idx: usize,
 ) {
@@ -151,15 +191,23 @@ async fn accept_loop(
                 let task = match fe.mode {
                     Mode::Http => {
                         let ctx2 = ctx.clone();
+                        let (fe2, tls2) = (fe.clone(), tls.clone());
                         tokio::task::spawn_local(Profiled::new(TaskKind::HttpSession, async move {
                             let _guard = guard;
-                            fairlead_l7::serve_http(stream, peer, ctx2).await;
+                            let Some(conn) = handshake(stream, peer, &fe2, tls2).await else {
+                                return;
+                            };
+                            fairlead_l7::serve_http(conn, peer, ctx2).await;
                         }))
                     }
                     Mode::Tcp => {
                         let fe2 = fe.clone();
+                        let tls2 = tls.clone();
                         tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {
                             let _guard = guard;
+                            let Some(stream) = handshake(stream, peer, &fe2, tls2).await else {
+                                return;
+                            };
                             let front = fairlead_l4::FrontTimeouts {
                                 client: fe2.client_timeout,
                                 client_fin: fe2.client_fin,

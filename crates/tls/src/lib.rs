@@ -16,6 +16,11 @@ pub mod resolver;
 pub mod stream;
 pub mod suites;
 
+pub use bind::BindContext;
+pub use origin::ServerContext;
+
+pub use rustls::pki_types::ServerName;
+
 
 
 

@@ -1,1 +1,601 @@
-//! TODO
+//! The per-connection TLS driver: rustls' unbuffered API over a tokio
+//! socket, with HAProxy's memory model.
+//!
+//! # Buffers
+//!
+//! A session owns three optional buffers, all from the worker thread's pool
+//! (the TLS size class of [`fairlead_net::pool`], one record plus overhead):
+//!
+//! - `inb`: ciphertext read from the socket and not yet processed;
+//! - `out`: records encrypted and not yet written;
+//! - `spill`: decrypted bytes that did not fit in the caller's buffer.
+//!
+//! Each is taken when bytes arrive and given back as soon as it is drained,
+//! so an idle TLS connection holds no buffer at all: only the rustls state
+//! (keys and a few flags) and this struct. Decrypted data goes straight into
+//! the session's own input buffer (the same [`fairlead_net::IoBuf`] a clear
+//! connection uses), so HTTP parsing is the same code for both.
+//!
+//! rustls 0.23 still hands each decrypted record over as a `Vec` of its own
+//! (one allocation per record received, freed at once); in-place
+//! decryption is announced upstream and would remove it.
+//!
+//! # Concurrency
+//!
+//! Every method is synchronous and non-blocking; [`fairlead_net::Conn`]
+//! does the waiting. Reads and writes may interleave freely: all ciphertext
+//! goes through the one `out` queue in order, and plaintext that a write
+//! step happens to decrypt (rustls must process input before it lets us
+//! encrypt) goes to `spill` for the next read.
+
+use std::cell::RefCell;
+use std::io::{Error, ErrorKind, Result};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fairlead_net::pool;
+use fairlead_net::{Conn, TlsInfo, TlsLayer};
+use rustls::client::UnbufferedClientConnection;
+use rustls::pki_types::ServerName;
+use rustls::server::UnbufferedServerConnection;
+use rustls::unbuffered::{
+    ConnectionState, EncodeError, EncryptError, InsufficientSizeError, UnbufferedStatus,
+};
+use rustls::{ClientConfig, HandshakeKind, ProtocolVersion, ServerConfig};
+use tokio::net::TcpStream;
+
+/// Largest input buffer: a handshake message (a long client certificate
+/// chain) must fit whole. Default is 256 KiB.
+const IN_MAX: usize = 256 << 10;
+
+/// Plaintext encrypted per step: one full record.
+const CHUNK: usize = 16384;
+
+/// The two sides of rustls' unbuffered API, seen through one interface.
+pub trait Side {
+    type Data;
+    fn process<'c, 'i>(&'c mut self, incoming: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data>;
+    fn common(&self) -> &rustls::CommonState;
+}
+
+impl Side for UnbufferedServerConnection {
+    type Data = rustls::server::ServerConnectionData;
+    fn process<'c, 'i>(&'c mut self, incoming: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data> {
+        self.process_tls_records(incoming)
+    }
+    fn common(&self) -> &rustls::CommonState {
+        self
+    }
+}
+
+impl Side for UnbufferedClientConnection {
+    type Data = rustls::client::ClientConnectionData;
+    fn process<'c, 'i>(&'c mut self, incoming: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data> {
+        self.process_tls_records(incoming)
+    }
+    fn common(&self) -> &rustls::CommonState {
+        self
+    }
+}
+
+/// Where the state machine stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// It needs more ciphertext (handshake, or a partial record).
+    NeedInput,
+    /// Handshake done, no complete record buffered: may encrypt.
+    Writable,
+    /// Both sides sent close_notify.
+    Closed,
+}
+
+/// What [`Session::advance`] encrypts once the session is writable.
+enum Enc<'a> {
+    Nothing,
+    /// Application data; the bytes taken are written to the second member.
+    Data(&'a [u8], &'a mut usize),
+    /// A close_notify alert.
+    CloseNotify,
+}
+
+/// A byte buffer from the TLS pool with a filled window `[pos, len)`.
+#[derive(Default)]
+struct Buf {
+    data: Vec<u8>,
+    pos: usize,
+    len: usize,
+}
+
+impl Buf {
+    fn is_empty(&self) -> bool {
+        self.pos == self.len
+    }
+
+    fn filled(&self) -> &[u8] {
+        &self.data[self.pos..self.len]
+    }
+
+    /// Makes sure at least `need` bytes of room follow the data, compacting
+    /// or growing (up to `max`) as needed.
+    fn reserve(&mut self, need: usize, max: usize) -> Result<()> {
+        if self.data.is_empty() {
+            self.data = pool::take_tls();
+        }
+        if self.data.len() - self.len >= need {
+            return Ok(());
+        }
+        if self.pos > 0 {
+            self.data.copy_within(self.pos..self.len, 0);
+            self.len -= self.pos;
+            self.pos = 0;
+        }
+        if self.data.len() - self.len < need {
+            let want = (self.len + need).max(self.data.len() * 2);
+            if want > max {
+                return Err(Error::new(
+                    ErrorKind::InvalidData,
+                    "TLS message larger than the buffer limit",
+                ));
+            }
+            self.data.resize(want, 0);
+        }
+        Ok(())
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n;
+        if self.pos >= self.len {
+            self.pos = 0;
+            self.len = 0;
+        }
+    }
+
+    /// Gives the buffer back when it holds nothing.
+    fn release_if_empty(&mut self) {
+        if self.is_empty() && !self.data.is_empty() {
+            pool::give_tls(std::mem::take(&mut self.data));
+            self.pos = 0;
+            self.len = 0;
+        }
+    }
+
+    fn held(&self) -> usize {
+        self.data.len()
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        if !self.data.is_empty() {
+            pool::give_tls(std::mem::take(&mut self.data));
+        }
+    }
+}
+
+/// One TLS connection's state over its socket.
+pub struct Session<C: Side> {
+    conn: C,
+    inb: Buf,
+    out: Buf,
+    spill: Buf,
+    /// close_notify received.
+    peer_closed: bool,
+    /// The socket returned end of stream.
+    eof: bool,
+    info: TlsInfo,
+}
+
+fn tls_err(e: rustls::Error) -> Error {
+    Error::new(ErrorKind::InvalidData, e)
+}
+
+impl<C: Side> Session<C> {
+    fn new(conn: C) -> Session<C> {
+        Session {
+            conn,
+            inb: Buf::default(),
+            out: Buf::default(),
+            spill: Buf::default(),
+            peer_closed: false,
+            eof: false,
+            info: TlsInfo::default(),
+        }
+    }
+
+    /// Runs the state machine on the buffered ciphertext. Decrypted bytes
+    /// go to `dst[*got..]`, then to `spill`; handshake records and alerts to
+    /// `out`; `enc` (when the session is writable) is encrypted into `out`
+    /// and its second member set to the bytes taken.
+    fn advance(
+        &mut self,
+        dst: &mut [u8],
+        got: &mut usize,
+        mut enc: Enc<'_>,
+    ) -> Result<Stop> {
+        loop {
+            let inb = &mut self.inb;
+            let UnbufferedStatus { mut discard, state } =
+                self.conn.process(&mut inb.data[inb.pos..inb.len]);
+            let state = match state {
+                Ok(s) => s,
+                Err(e) => {
+                    self.inb.consume(discard);
+                    return Err(tls_err(e));
+                }
+            };
+            let stop = match state {
+                ConnectionState::ReadTraffic(mut r) => {
+                    while let Some(rec) = r.next_record() {
+                        let rec = rec.map_err(tls_err)?;
+                        discard += rec.discard;
+                        let p = rec.payload;
+                        let k = p.len().min(dst.len() - *got);
+                        dst[*got..*got + k].copy_from_slice(&p[..k]);
+                        *got += k;
+                        if k < p.len() {
+                            let rest = &p[k..];
+                            self.spill.reserve(rest.len(), usize::MAX)?;
+                            let s = &mut self.spill;
+                            s.data[s.len..s.len + rest.len()].copy_from_slice(rest);
+                            s.len += rest.len();
+                        }
+                    }
+                    None
+                }
+                ConnectionState::EncodeTlsData(mut e) => {
+                    let mut need = 0;
+                    loop {
+                        self.out.reserve(need, IN_MAX)?;
+                        let o = &mut self.out;
+                        match e.encode(&mut o.data[o.len..]) {
+                            Ok(n) => {
+                                o.len += n;
+                                break;
+                            }
+                            Err(EncodeError::InsufficientSize(InsufficientSizeError {
+                                required_size,
+                            })) => need = required_size,
+                            Err(e) => {
+                                return Err(Error::new(ErrorKind::InvalidData, e.to_string()))
+                            }
+                        }
+                    }
+                    None
+                }
+                // The records are in `out`, ahead of anything encrypted
+                // later; they are sent in that order.
+                ConnectionState::TransmitTlsData(t) => {
+                    t.done();
+                    None
+                }
+                ConnectionState::BlockedHandshake => Some(Stop::NeedInput),
+                ConnectionState::PeerClosed => {
+                    self.peer_closed = true;
+                    None
+                }
+                ConnectionState::Closed => Some(Stop::Closed),
+                ConnectionState::WriteTraffic(mut w) => {
+                    if let Enc::CloseNotify = enc {
+                        self.out.reserve(64, IN_MAX)?;
+                        let o = &mut self.out;
+                        if let Ok(n) = w.queue_close_notify(&mut o.data[o.len..]) {
+                            o.len += n;
+                        }
+                        enc = Enc::Nothing;
+                    }
+                    if let Enc::Data(data, taken) = std::mem::replace(&mut enc, Enc::Nothing) {
+                        let data = &data[..data.len().min(CHUNK)];
+                        let mut need = data.len() + 64;
+                        loop {
+                            self.out.reserve(need, IN_MAX)?;
+                            let o = &mut self.out;
+                            match w.encrypt(data, &mut o.data[o.len..]) {
+                                Ok(n) => {
+                                    o.len += n;
+                                    *taken = data.len();
+                                    break;
+                                }
+                                Err(EncryptError::InsufficientSize(InsufficientSizeError {
+                                    required_size,
+                                })) => need = required_size,
+                                Err(e) => {
+                                    return Err(Error::new(ErrorKind::BrokenPipe, e.to_string()))
+                                }
+                            }
+                        }
+                    }
+                    Some(Stop::Writable)
+                }
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidData,
+                        "unexpected TLS early data",
+                    ))
+                }
+            };
+            self.inb.consume(discard);
+            if let Some(stop) = stop {
+                return Ok(stop);
+            }
+        }
+    }
+
+    /// Reads the socket into `inb` once. `Ok(false)`: end of stream.
+    fn fill(&mut self, tcp: &TcpStream) -> Result<bool> {
+        self.inb.reserve(1, IN_MAX)?;
+        let inb = &mut self.inb;
+        match fairlead_net::io::try_read_drain(tcp, &mut inb.data[inb.len..]) {
+            Ok(0) => {
+                self.eof = true;
+                self.inb.release_if_empty();
+                Ok(false)
+            }
+            Ok(n) => {
+                inb.len += n;
+                Ok(true)
+            }
+            Err(e) => {
+                self.inb.release_if_empty();
+                Err(e)
+            }
+        }
+    }
+
+    /// Sends `out`; `WouldBlock` while some is left.
+    fn flush(&mut self, tcp: &TcpStream) -> Result<()> {
+        while !self.out.is_empty() {
+            match tcp.try_write(self.out.filled()) {
+                Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
+                Ok(n) => self.out.consume(n),
+                Err(e) => return Err(e),
+            }
+        }
+        self.out.release_if_empty();
+        Ok(())
+    }
+
+    /// Sends what can be sent now; the rest waits for writability.
+    fn flush_some(&mut self, tcp: &TcpStream) -> Result<()> {
+        match self.flush(tcp) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
+            r => r,
+        }
+    }
+
+    /// Completes the handshake, with `timeout` for the whole of it.
+    async fn handshake(&mut self, tcp: &TcpStream, timeout: Option<Duration>) -> Result<()> {
+        let fut = async {
+            loop {
+                let mut got = 0;
+                let stop = match self.advance(&mut [], &mut got, Enc::Nothing) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // Send the alert rustls queued, so the client
+                        // learns why (best effort).
+                        let _ = self.advance(&mut [], &mut got, Enc::Nothing);
+                        let _ = self.flush(tcp);
+                        return Err(e);
+                    }
+                };
+                while let Err(e) = self.flush(tcp) {
+                    if e.kind() != ErrorKind::WouldBlock {
+                        return Err(e);
+                    }
+                    tcp.writable().await?;
+                }
+                match stop {
+                    Stop::Writable => return Ok(()),
+                    Stop::Closed => {
+                        return Err(Error::new(
+                            ErrorKind::ConnectionAborted,
+                            "peer closed during the handshake",
+                        ))
+                    }
+                    Stop::NeedInput => loop {
+                        match self.fill(tcp) {
+                            Ok(true) => break,
+                            Ok(false) => {
+                                return Err(Error::new(
+                                    ErrorKind::UnexpectedEof,
+                                    "connection closed during the handshake",
+                                ))
+                            }
+                            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                                tcp.readable().await?
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    },
+                }
+            }
+        };
+        let r = fairlead_net::io::with_timeout(timeout, "handshake timeout", fut).await;
+        self.info = TlsInfo {
+            version: match self.conn.common().protocol_version() {
+                Some(ProtocolVersion::TLSv1_3) => "TLSv1.3",
+                Some(ProtocolVersion::TLSv1_2) => "TLSv1.2",
+                _ => "",
+            },
+            cipher: self
+                .conn
+                .common()
+                .negotiated_cipher_suite()
+                .map_or("", |s| openssl_name(s.suite())),
+            sni: self.info.sni.take(),
+            alpn: self.conn.common().alpn_protocol().map(Into::into),
+            resumed: self.conn.common().handshake_kind() == Some(HandshakeKind::Resumed),
+            peer_cert: self.conn.common().peer_certificates().is_some(),
+        };
+        self.out.release_if_empty();
+        r
+    }
+}
+
+impl<C: Side> TlsLayer for Session<C> {
+    fn has_plain(&self) -> bool {
+        !self.spill.is_empty()
+    }
+
+    fn wants_write(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    fn try_read(&mut self, tcp: &TcpStream, dst: &mut [u8]) -> Result<usize> {
+        if !self.spill.is_empty() {
+            let s = self.spill.filled();
+            let k = s.len().min(dst.len());
+            dst[..k].copy_from_slice(&s[..k]);
+            self.spill.consume(k);
+            self.spill.release_if_empty();
+            return Ok(k);
+        }
+        loop {
+            let mut got = 0;
+            let stop = self.advance(dst, &mut got, Enc::Nothing);
+            // Handshake messages or alerts produced meanwhile.
+            self.flush_some(tcp)?;
+            let stop = stop?;
+            if got > 0 {
+                self.inb.release_if_empty();
+                return Ok(got);
+            }
+            if self.peer_closed || stop == Stop::Closed || self.eof {
+                self.inb.release_if_empty();
+                return Ok(0);
+            }
+            if !self.fill(tcp)? {
+                // End of stream without close_notify: like a clear
+                // connection's end (HAProxy does the same).
+                return Ok(0);
+            }
+        }
+    }
+
+    fn try_write(&mut self, tcp: &TcpStream, data: &[u8]) -> Result<usize> {
+        if !self.out.is_empty() {
+            self.flush(tcp)?;
+        }
+        let mut taken = 0;
+        let mut got = 0;
+        let stop = self.advance(&mut [], &mut got, Enc::Data(data, &mut taken))?;
+        if taken == 0 && !data.is_empty() {
+            return Err(match stop {
+                Stop::NeedInput => Error::new(ErrorKind::WouldBlock, "TLS renegotiating"),
+                _ => Error::new(ErrorKind::BrokenPipe, "TLS session closed"),
+            });
+        }
+        self.flush_some(tcp)?;
+        Ok(taken)
+    }
+
+    fn try_flush(&mut self, tcp: &TcpStream) -> Result<()> {
+        self.flush(tcp)
+    }
+
+    fn close(&mut self, tcp: &TcpStream) {
+        let mut got = 0;
+        // Reaching the writable state may decrypt pending records; they go
+        // to `spill` and stay readable after the close.
+        let _ = self.advance(&mut [], &mut got, Enc::CloseNotify);
+        let _ = self.flush(tcp);
+        self.out.release_if_empty();
+    }
+
+    fn info(&self) -> &TlsInfo {
+        &self.info
+    }
+
+    fn buffered(&self) -> usize {
+        self.inb.held() + self.out.held() + self.spill.held()
+    }
+}
+
+thread_local! {
+    /// The SNI of the ClientHello being processed on this thread, noted by
+    /// the certificate resolver (rustls' unbuffered server connection does
+    /// not expose it afterwards).
+    static LAST_SNI: RefCell<Option<Box<str>>> = const { RefCell::new(None) };
+}
+
+/// Called by the certificate resolver with the ClientHello's SNI.
+pub fn note_sni(sni: Option<&str>) {
+    LAST_SNI.with(|s| *s.borrow_mut() = sni.map(Into::into));
+}
+
+/// Why a handshake failed, for logs and counters.
+#[derive(Debug)]
+pub struct HandshakeError {
+    /// The SNI the client sent, if the ClientHello got that far.
+    pub sni: Option<Box<str>>,
+    pub error: Error,
+}
+
+impl std::fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.error.kind() {
+            ErrorKind::TimedOut => f.write_str("timeout during SSL handshake"),
+            ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset => {
+                f.write_str("connection closed during SSL handshake")
+            }
+            _ => write!(f, "SSL handshake failure ({})", self.error),
+        }
+    }
+}
+
+/// Performs the server side of a handshake on an accepted socket.
+pub async fn accept(
+    tcp: TcpStream,
+    config: Arc<ServerConfig>,
+    timeout: Option<Duration>,
+) -> std::result::Result<Conn, HandshakeError> {
+    let conn = UnbufferedServerConnection::new(config).map_err(|e| HandshakeError {
+        sni: None,
+        error: tls_err(e),
+    })?;
+    let mut s = Session::new(conn);
+    note_sni(None);
+    let r = s.handshake(&tcp, timeout).await;
+    let sni = LAST_SNI.with(|l| l.borrow_mut().take());
+    match r {
+        Ok(()) => {
+            s.info.sni = sni;
+            Ok(Conn::with_tls(tcp, Box::new(RefCell::new(s))))
+        }
+        Err(error) => Err(HandshakeError { sni, error }),
+    }
+}
+
+/// Performs the client side of a handshake with a server.
+pub async fn connect(
+    tcp: TcpStream,
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+    timeout: Option<Duration>,
+) -> Result<Conn> {
+    let sni: Option<Box<str>> = match &name {
+        ServerName::DnsName(d) => Some(d.as_ref().into()),
+        _ => None,
+    };
+    let conn = UnbufferedClientConnection::new(config, name).map_err(tls_err)?;
+    let mut s = Session::new(conn);
+    s.info.sni = sni;
+    s.handshake(&tcp, timeout).await?;
+    Ok(Conn::with_tls(tcp, Box::new(RefCell::new(s))))
+}
+
+/// OpenSSL's name of a cipher suite, as HAProxy logs it (`%sslc`).
+pub fn openssl_name(s: rustls::CipherSuite) -> &'static str {
+    use rustls::CipherSuite as S;
+    match s {
+        S::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
+        S::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
+        S::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
+        S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        S::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        S::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
+        S::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
+        S::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
+        other => other.as_str().unwrap_or("unknown"),
+    }
+}

@@ -245,8 +245,9 @@ fn parse_connect(a: &[String]) -> Result<Option<u16>, String> {
             }
             "ssl" | "sni" | "alpn" => {
                 return Err(format!(
-                    "'{}': TLS is not implemented yet in Fairlead",
-                    a[i]
+                    "'{}': {} in Fairlead",
+                    a[i],
+                    crate::tls::CHECK_TLS
                 ))
             }
             "addr" | "send-proxy" | "via-socks4" | "proto" | "linger" => {

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use super::Parser;
 use crate::keywords::{lookup, suggest_keyword, Status, G};
-use crate::model::{CpuMap, Location, LogTarget};
+use crate::model::{CpuMap, Location, LogTarget, Verify};
 use crate::units::{parse_time, parse_uint};
 
 /// Largest thread number accepted by `nbthread` and `cpu-map`.
@@ -59,7 +59,77 @@ fn one_arg(words: &[String]) -> Result<&str, String> {
     }
 }
 
+/// The TLS keywords: `ca-base`, `crt-base`, `ssl-default-*`,
+/// `ssl-server-verify` and `tune.ssl.cachesize`. Returns false when `kw`
+/// is none of them.
+fn tls_keyword(p: &mut Parser, words: &[String], loc: &Location) -> Result<bool, String> {
+    let kw = words[0].as_str();
+    let g = &mut p.global;
+    match kw {
+        "ca-base" | "crt-base" => {
+            let dir = one_arg(words)?;
+            let slot = if kw == "ca-base" {
+                &mut g.ca_base
+            } else {
+                &mut g.crt_base
+            };
+            if slot.is_some() {
+                return Err(format!("'{kw}' already specified."));
+            }
+            if dir.is_empty() {
+                return Err(format!(
+                    "global statement '{kw}' expects a directory path as an argument."
+                ));
+            }
+            *slot = Some(dir.to_string());
+        }
+        "ssl-default-bind-ciphers"
+        | "ssl-default-bind-ciphersuites"
+        | "ssl-default-server-ciphers"
+        | "ssl-default-server-ciphersuites" => {
+            let v = one_arg(words)?;
+            if v.is_empty() {
+                return Err("expects a non-empty cipher list".into());
+            }
+            let d = if kw.starts_with("ssl-default-bind-") {
+                &mut p.tls.bind
+            } else {
+                &mut p.tls.server
+            };
+            if kw.ends_with("ciphersuites") {
+                d.ciphersuites = Some(v.to_string());
+            } else {
+                d.ciphers = Some(v.to_string());
+            }
+        }
+        "ssl-default-bind-options" | "ssl-default-server-options" => {
+            let bind = kw == "ssl-default-bind-options";
+            let d = if bind {
+                &mut p.tls.bind
+            } else {
+                &mut p.tls.server
+            };
+            for w in crate::tls::parse_default_options(words, d, bind)? {
+                p.diags.warn(loc, format!("'{kw}': {w}"));
+            }
+        }
+        "ssl-server-verify" => {
+            g.ssl_server_verify = match words {
+                [_, a] if a == "none" => Verify::None,
+                [_, a] if a == "required" => Verify::Required,
+                _ => return Err("expects 'none' or 'required' as argument.".into()),
+            }
+        }
+        "tune.ssl.cachesize" => g.ssl_cachesize = Some(parse_uint(one_arg(words)?, kw)?),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), String> {
+    if tls_keyword(p, words, loc)? {
+        return Ok(());
+    }
     let kw = words[0].as_str();
     let g = &mut p.global;
     match kw {

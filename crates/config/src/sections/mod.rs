@@ -14,6 +14,7 @@ use crate::diag::Diags;
 use crate::lexer::split_line;
 use crate::model::*;
 use crate::server::ServerDefaults;
+use crate::tls::{BindDraft, GlobalTls, ServerDraft};
 use crate::{Parsed, Source};
 
 /// Sections that are stored verbatim in [`Config::other_sections`].
@@ -81,7 +82,13 @@ pub(crate) struct Draft {
     pub loc: Location,
     pub opts: ProxyOptions,
     pub binds: Vec<Bind>,
+    /// The TLS options of each bind line (same order as `binds`),
+    /// resolved into `Bind::tls` when the configuration is built.
+    pub bind_tls: Vec<BindDraft>,
     pub servers: Vec<Server>,
+    /// The TLS options of each server (same order as `servers`),
+    /// resolved into `Server::tls` when the configuration is built.
+    pub server_tls: Vec<ServerDraft>,
     pub default_backend: Option<(String, Location)>,
     pub disabled: bool,
     pub server_defaults: ServerDefaults,
@@ -118,7 +125,9 @@ impl Draft {
                 ..ProxyOptions::default()
             },
             binds: Vec::new(),
+            bind_tls: Vec::new(),
             servers: Vec::new(),
+            server_tls: Vec::new(),
             default_backend: None,
             disabled: false,
             server_defaults: ServerDefaults::default(),
@@ -185,6 +194,8 @@ pub(crate) struct Parser<'a> {
     pub env_over: EnvOverrides,
     pub diags: Diags,
     pub global: Global,
+    /// `ssl-default-bind-*` and `ssl-default-server-*`.
+    pub tls: GlobalTls,
     others: Vec<OtherSection>,
     proxies: Vec<Draft>,
     defaults: Vec<Draft>,
@@ -201,6 +212,7 @@ impl<'a> Parser<'a> {
             env_over: EnvOverrides::default(),
             diags: Diags::default(),
             global: Global::default(),
+            tls: GlobalTls::default(),
             others: Vec::new(),
             proxies: Vec::new(),
             defaults: Vec::new(),
@@ -460,6 +472,7 @@ impl<'a> Parser<'a> {
         for d in self.proxies.iter_mut() {
             finish_log(d, &self.global.logs, &mut self.diags);
             finish_http_only(d, &mut self.diags);
+            finish_tls(d, &self.global, &self.tls, &mut self.diags);
         }
         let mut config = Config {
             global: self.global.clone(),
@@ -597,6 +610,42 @@ fn finish_log(d: &mut Draft, global: &[LogTarget], diags: &mut Diags) {
             }
         }
         LogStyle::Connect | LogStyle::Tcp => {}
+    }
+}
+
+/// Resolves the TLS settings of binds and servers with the global
+/// defaults, and applies the checks that depend on the proxy's mode.
+fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags) {
+    let http = d.opts.mode == Mode::Http;
+    let sec = d.kind.word();
+    for (b, t) in d.binds.iter_mut().zip(&d.bind_tls) {
+        let label = format!("'bind {}'", t.list);
+        let mut out = Vec::new();
+        b.tls = t.resolve(g, &defaults.bind, &mut out);
+        if let Some(tls) = &b.tls {
+            if http && tls.protocol.alpn.iter().any(|p| p == "h2") {
+                out.push((true, crate::tls::NO_H2.to_string()));
+            }
+        }
+        let out = out.into_iter().map(|(a, m)| (a, format!("{label}: {m}"))).collect();
+        crate::tls::report(out, &b.location, diags);
+    }
+    for (s, t) in d.servers.iter_mut().zip(&d.server_tls) {
+        let label = format!("server '{}/{}'", d.name, s.name);
+        let mut out = Vec::new();
+        s.tls = t.resolve(g, &defaults.server, &label, &mut out);
+        if let Some(tls) = &s.tls {
+            if http && tls.protocol.alpn.iter().any(|p| p == "h2") {
+                out.push((true, format!("{label}: {}", crate::tls::NO_H2)));
+            }
+            if !http && tls.sni == Some(SniSource::HostHeader) {
+                out.push((
+                    false,
+                    format!("{label}: 'sni' uses the Host header, which {sec} '{}' never reads as it is not in 'mode http'; no SNI will be sent", d.name),
+                ));
+            }
+        }
+        crate::tls::report(out, &s.location, diags);
     }
 }
 

@@ -158,12 +158,13 @@ fn implemented(
         },
         "bind" => {
             d.bind_seen = true;
-            if let Some(b) = crate::bind::parse_bind(words, loc, diags, listen_budget) {
+            if let Some((b, tls)) = crate::bind::parse_bind(words, loc, diags, listen_budget) {
                 d.binds.push(b);
+                d.bind_tls.push(tls);
             }
         }
         "server" => {
-            if let Some(s) = crate::server::parse_server(words, &d.server_defaults, loc, diags) {
+            if let Some((s, tls)) = crate::server::parse_server(words, &d.server_defaults, loc, diags) {
                 if let Some(prev) = d.servers.iter().find(|x| x.name == s.name) {
                     return Err(format!(
                         "server name '{}' is already used by the server declared at {}",
@@ -179,6 +180,7 @@ fn implemented(
                     ));
                 }
                 d.servers.push(s);
+                d.server_tls.push(tls);
             }
         }
         "default-server" => crate::server::parse_default_server(words, &mut d.server_defaults, loc, diags),

@@ -1,0 +1,259 @@
+//! [`Conn`]: one connection as the proxy sees it, a TCP socket with an
+//! optional TLS layer on top.
+//!
+//! Everything above this module (HTTP sessions, TCP tunnels, idle pools)
+//! reads and writes plaintext through `&Conn`, so that the two directions
+//! of a connection can be driven from one task without splitting it. On a
+//! clear connection each call is the same non-blocking socket call as
+//! before TLS existed (one branch on `tls.is_none()`).
+//!
+//! The TLS layer is a trait object ([`TlsLayer`], implemented by the
+//! `fairlead-tls` crate) behind a `RefCell`: every call borrows it only for
+//! a synchronous step and never across an `.await`, so a reader and a
+//! writer future of the same task can share the connection.
+
+use std::cell::RefCell;
+use std::io::{Error, ErrorKind, Result};
+use std::time::Duration;
+use tokio::net::TcpStream;
+
+use crate::io::{try_read_drain, with_timeout};
+
+/// What a finished TLS handshake negotiated, for logs and statistics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsInfo {
+    /// `TLSv1.2` or `TLSv1.3` (HAProxy's `%sslv`).
+    pub version: &'static str,
+    /// The cipher suite's IANA name (HAProxy's `%sslc` uses OpenSSL names;
+    /// see the logging docs).
+    pub cipher: &'static str,
+    /// The server name the client asked for (SNI), if any.
+    pub sni: Option<Box<str>>,
+    /// The protocol chosen by ALPN, if any.
+    pub alpn: Option<Box<[u8]>>,
+    /// The session was resumed (ticket or session cache).
+    pub resumed: bool,
+    /// The peer presented a certificate that was verified.
+    pub peer_cert: bool,
+}
+
+/// A TLS session over a TCP socket: the operations [`Conn`] needs, all
+/// non-blocking. "Would block" means: wait until the socket is readable,
+/// or writable when [`TlsLayer::wants_write`] says so.
+pub trait TlsLayer {
+    /// Plaintext can be returned without reading the socket.
+    fn has_plain(&self) -> bool;
+    /// Encrypted bytes are queued and wait for the socket to be writable.
+    fn wants_write(&self) -> bool;
+    /// Reads plaintext into `dst`. `Ok(0)`: the peer closed (close_notify
+    /// or end of stream).
+    fn try_read(&mut self, tcp: &TcpStream, dst: &mut [u8]) -> Result<usize>;
+    /// Encrypts a prefix of `data` and queues it, then tries to send.
+    /// Returns how many plaintext bytes were taken.
+    fn try_write(&mut self, tcp: &TcpStream, data: &[u8]) -> Result<usize>;
+    /// Sends queued bytes: `Ok` when none are left.
+    fn try_flush(&mut self, tcp: &TcpStream) -> Result<()>;
+    /// Queues a close_notify alert and tries to send it.
+    fn close(&mut self, tcp: &TcpStream);
+    /// What the handshake negotiated.
+    fn info(&self) -> &TlsInfo;
+    /// Bytes this session holds in buffers right now (for `show pools`-like
+    /// accounting and tests of the idle memory model).
+    fn buffered(&self) -> usize;
+}
+
+/// A connection: TCP, or TLS over TCP.
+pub struct Conn {
+    tcp: TcpStream,
+    tls: Option<Box<RefCell<dyn TlsLayer>>>,
+}
+
+impl Conn {
+    /// A clear-text connection.
+    pub fn plain(tcp: TcpStream) -> Conn {
+        Conn { tcp, tls: None }
+    }
+
+    /// A connection whose TLS handshake is complete.
+    pub fn with_tls(tcp: TcpStream, tls: Box<RefCell<dyn TlsLayer>>) -> Conn {
+        Conn {
+            tcp,
+            tls: Some(tls),
+        }
+    }
+
+    /// The socket (addresses, socket options).
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// What the TLS handshake negotiated; `None` on a clear connection.
+    pub fn tls_info(&self) -> Option<TlsInfo> {
+        self.tls.as_ref().map(|t| t.borrow().info().clone())
+    }
+
+    /// Bytes held by the TLS layer's buffers (0 on a clear connection).
+    pub fn tls_buffered(&self) -> usize {
+        self.tls.as_ref().map_or(0, |t| t.borrow().buffered())
+    }
+
+    /// Waits until [`Conn::try_read`] may make progress. Queued TLS output
+    /// is sent meanwhile.
+    pub async fn readable(&self) -> Result<()> {
+        let Some(tls) = &self.tls else {
+            return self.tcp.readable().await;
+        };
+        loop {
+            if tls.borrow().has_plain() {
+                return Ok(());
+            }
+            if !tls.borrow().wants_write() {
+                return self.tcp.readable().await;
+            }
+            tokio::select! {
+                r = self.tcp.readable() => return r,
+                r = self.tcp.writable() => {
+                    r?;
+                    match tls.borrow_mut().try_flush(&self.tcp) {
+                        Err(e) if e.kind() != ErrorKind::WouldBlock => return Err(e),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// One non-blocking read. `Ok(0)` at end of stream, `WouldBlock` when
+    /// nothing is ready. On a clear connection a short read also clears the
+    /// socket's readiness (see [`crate::io::try_read_drain`]).
+    pub fn try_read(&self, buf: &mut [u8]) -> Result<usize> {
+        match &self.tls {
+            None => try_read_drain(&self.tcp, buf),
+            Some(tls) => tls.borrow_mut().try_read(&self.tcp, buf),
+        }
+    }
+
+    /// Waits for data and reads once.
+    pub async fn read(&self, buf: &mut [u8]) -> Result<usize> {
+        loop {
+            self.readable().await?;
+            match self.try_read(buf) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+                r => return r,
+            }
+        }
+    }
+
+    /// Writes all of `data`, trying the socket first and waiting for
+    /// writability only when it is full. Each wait is bounded by `idle`.
+    pub async fn write_all(&self, mut data: &[u8], idle: Option<Duration>) -> Result<()> {
+        let Some(tls) = &self.tls else {
+            while !data.is_empty() {
+                match self.tcp.try_write(data) {
+                    Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
+                    Ok(n) => data = &data[n..],
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        with_timeout(idle, "write timeout", self.tcp.writable()).await?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(());
+        };
+        while !data.is_empty() {
+            let r = tls.borrow_mut().try_write(&self.tcp, data);
+            match r {
+                Ok(n) => data = &data[n..],
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    with_timeout(idle, "write timeout", self.tcp.writable()).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.flush(idle).await
+    }
+
+    /// Sends what the TLS layer still holds (nothing to do in clear).
+    async fn flush(&self, idle: Option<Duration>) -> Result<()> {
+        let Some(tls) = &self.tls else {
+            return Ok(());
+        };
+        loop {
+            let r = tls.borrow_mut().try_flush(&self.tcp);
+            match r {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    with_timeout(idle, "write timeout", self.tcp.writable()).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Writes `head` then `body`. In clear, vectored writes send both with
+    /// one syscall when the socket has room, without copying them into one
+    /// buffer; with TLS both are encrypted into the same queue first.
+    pub async fn write_all2(&self, head: &[u8], body: &[u8], idle: Option<Duration>) -> Result<()> {
+        if self.tls.is_some() {
+            self.write_all(head, idle).await?;
+            return self.write_all(body, idle).await;
+        }
+        let (mut head, mut body) = (head, body);
+        while !head.is_empty() {
+            let bufs = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
+            match self.tcp.try_write_vectored(&bufs) {
+                Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
+                Ok(n) if n >= head.len() => {
+                    body = &body[n - head.len()..];
+                    head = &[];
+                }
+                Ok(n) => head = &head[n..],
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    with_timeout(idle, "write timeout", self.tcp.writable()).await?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.write_all(body, idle).await
+    }
+
+    /// Closes the write side: a TLS close_notify (best effort), then a FIN.
+    /// Reads continue.
+    pub fn shutdown_write(&self) {
+        if let Some(tls) = &self.tls {
+            tls.borrow_mut().close(&self.tcp);
+        }
+        crate::shutdown_write(&self.tcp);
+    }
+
+    /// Checks, without blocking, whether an idle pooled connection is still
+    /// usable: nothing to read and not closed by the peer. On TLS, records
+    /// that carry no data (a TLS 1.3 session ticket sent after the
+    /// handshake) are consumed and do not count as data.
+    pub fn idle_alive(&self) -> bool {
+        let mut probe = [0u8; 1];
+        matches!(self.try_read(&mut probe), Err(e) if e.kind() == ErrorKind::WouldBlock)
+    }
+
+    pub fn set_nodelay(&self, on: bool) -> Result<()> {
+        self.tcp.set_nodelay(on)
+    }
+
+    pub fn peer_addr(&self) -> Result<std::net::SocketAddr> {
+        self.tcp.peer_addr()
+    }
+
+    pub fn local_addr(&self) -> Result<std::net::SocketAddr> {
+        self.tcp.local_addr()
+    }
+}
+
+impl From<TcpStream> for Conn {
+    fn from(tcp: TcpStream) -> Conn {
+        Conn::plain(tcp)
+    }
+}
