@@ -848,7 +848,7 @@ def brief(e):
                 mc.get("busy_pct"), mc.get("client_pct"), mc.get("origin_pct"), mc.get("other_pct"))
             if mc else "",
             "  servers with conns %s" % e["servers_with_conns"] if "servers_with_conns" in e else ""))
-    if e.get("tls"):
+    if e.get("tls") and (e["tls"].get("full") or 0) + (e["tls"].get("resumed") or 0) > 0.5 * e["responses"]:
         t = e["tls"]
         log("   %-8s tls: %s handshakes/s (%s full, %s resumed), cpu %s us/handshake, handshake p50 %s ms%s" % (
             "", f0(t.get("per_s")), t.get("full"), t.get("resumed"), t.get("cpu_us_per_handshake"),
@@ -972,7 +972,7 @@ def print_summary(case):
             m["lat_ms"]["99"] or 0, m["lat_ms"]["99.99"] or 0, (m["peak_rss_kib"] or 0) / 1024,
             m["errors"]))
     for name, m in s.items():
-        if m.get("tls"):
+        if m.get("tls") and case.get("close"):
             t = m["tls"]
             print("%-9s TLS: %s handshakes/s (%s full, %s resumed), %s cpu us/handshake, handshake p50 %s ms; "
                   "%s" % (name, f0(t["hs_per_s"]), t["full"], t["resumed"], f2(t["cpu_us_per_hs"]),
@@ -1449,6 +1449,7 @@ def scan_proxy(ctx, name, certs, kinds=("ecdsa", "rsa")):
     """sslscan-check (bench/sslscan_check.py) against this proxy's TLS listener, once per
     certificate type (the accepted TLS 1.2 suites depend on the key). Returns a dict."""
     sys.path.insert(0, BENCH)
+    sys.dont_write_bytecode = True   # no bench/__pycache__
     import sslscan_check
     out = {"proxy": name, "by_cert": {}}
     for kind in kinds:
@@ -1459,8 +1460,9 @@ def scan_proxy(ctx, name, certs, kinds=("ecdsa", "rsa")):
                                                                 "tag": kind})
             out.setdefault("configs", {})[kind] = proxy.config_text
             r = sslscan_check.check("%s:%d" % (ctx.proxy_host, ctx.proxy_port))
-            for line in sslscan_check.summary_lines(r):
-                log("   " + line)
+            lines = sslscan_check.summary_lines(r)
+            for line in lines[:2] + [l for l in lines if l.startswith(("PASS", "FAIL"))]:
+                log("   %s %s: %s" % (name, kind, line.strip()))
             if not proxy.alive():
                 r["proxy_exit"] = proxy.proc.returncode
                 r["proxy_log"] = proxy.log_tail()
@@ -2864,9 +2866,209 @@ def report_crosscheck(path, res, md):
         md += config_block(cfg)
 
 
+def fail_reason(err):
+    """First line of an error, plus the proxy's first [ALERT] line when it has one."""
+    lines = (err or "").splitlines()
+    alert = next((l.strip() for l in lines[1:] if "ALERT" in l), None)
+    return _esc((lines[0] if lines else "") + (" — `%s`" % alert if alert else ""))
+
+
+def scan_rows(scans):
+    """Markdown rows for sslscan-check results (one per proxy and certificate)."""
+    cols = ["proxy", "certificate", "verdict", "protocols enabled", "TLS 1.3 suites", "TLS 1.2 suites",
+            "problems"]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    short = lambda n: n.replace("ECDHE-", "").replace("TLS_", "")
+    for sc in scans:
+        for kind, r in sc.get("by_cert", {}).items():
+            if r.get("pass") is None:
+                out.append("| %s | %s | **no verdict** | %s | | | |" % (
+                    PRETTY.get(sc["proxy"], sc["proxy"]), kind.upper(), fail_reason(r.get("error"))))
+                continue
+            c13 = [short(c["name"]) for c in r["ciphers"] if c["version"] == "TLSv1.3"]
+            c12 = [short(c["name"]) for c in r["ciphers"] if c["version"] == "TLSv1.2"]
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                PRETTY.get(sc["proxy"], sc["proxy"]), kind.upper(), "pass" if r["pass"] else "**FAIL**",
+                ", ".join(r["enabled_protocols"]), ", ".join(c13) or "–", ", ".join(c12) or "–",
+                _esc("; ".join(r["failures"][:6]) + (" (+%d more)" % (len(r["failures"]) - 6)
+                                                    if len(r["failures"]) > 6 else "")) or "none"))
+    return out
+
+
+SCAN_POLICY = ("Policy (`bench/sslscan_check.py`, Mozilla *intermediate*): no SSLv2/SSLv3/TLS 1.0/TLS 1.1; "
+               "TLS 1.3 suites AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305; TLS 1.2 suites ECDHE-ECDSA/RSA "
+               "with AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305 (and DHE-RSA ones); no DH under 2048 bits, "
+               "no curve under 128-bit security, no certificate key under RSA-2048/P-256; no insecure "
+               "renegotiation. The proxies run their default TLS settings: a FAIL for HAProxy or nginx "
+               "shows what their defaults accept (CBC suites), not a flaw of this bench.")
+
+
+def report_tls(path, res, md):
+    p = res["params"]
+    cases = {c.get("kind", c["name"]): c for c in res["cases"]}
+    md += ["## TLS termination", ""]
+    md += ["The same certificates for every proxy, generated at bench time with `openssl` (self-signed, "
+           "one PEM with certificate and key: HAProxy's `crt` format; nginx gets the same file as "
+           "`ssl_certificate` and `ssl_certificate_key`): ECDSA P-256 (`%s`) and RSA-2048. Fairlead and "
+           "HAProxy load the same file, `bind ... ssl crt PEM alpn http/1.1`; nginx `listen ... ssl` with "
+           "`ssl_protocols TLSv1.2 TLSv1.3` (HAProxy 2.6's default minimum), other TLS settings at each "
+           "proxy's defaults. The backend is the same plain-HTTP `fairlead-term`. Client: `fairlead-load "
+           "%s` (no certificate verification; handshake signatures are still checked), %d connections, "
+           "`GET %s`, %s rounds × %s s per proxy and case after a %s s warm-up, rounds interleaved; "
+           "medians across rounds. *Negotiated*: what a ClientHello shaped like fairlead-load's (rustls "
+           "0.23) gets from each proxy, read in clear by the bench." % (
+               (p.get("certs", {}).get("ecdsa") or {}).get("command", "openssl req"),
+               " ".join(p.get("client_tls", ["-k"])), p["conns"], p["path"], p["rounds"], p["duration_s"],
+               p["warmup_s"]), ""]
+    for kind in ("keepalive", "plain-keepalive"):
+        case = cases.get(kind)
+        if not case:
+            continue
+        md += ["### %s" % ("Keep-alive over TLS (ECDSA P-256)" if kind == "keepalive" else
+                           "Keep-alive, plain HTTP (reference, same rounds)"), ""]
+        s = case["summary"]
+        md += proxy_table(s)
+        neg = ["%s %s" % (PRETTY[n], negotiated_str(s[n].get("negotiated"))) for n in PROXIES
+               if s.get(n, {}).get("negotiated")]
+        md += ["", rounds_line(s), rounds_line(s, "cpu_us_per_req_all", "CPU µs/req"), other_line(case)]
+        if neg:
+            md += ["", "Negotiated: " + "; ".join(neg) + "."]
+        if client_cmd_of(case):
+            md += ["", "Client: `%s`" % client_cmd_of(case)]
+        md += [""]
+    hs_kinds = [k for k in ("full-ecdsa", "full-rsa", "resumed", "plain-close") if k in cases]
+    if hs_kinds:
+        md += ["### Handshakes: one request per connection", "",
+               "`--close` (each connection: TCP connect, TLS handshake, one request, close). Full handshakes: "
+               "`--tls-resume off`; resumed: `--tls-resume on` (the client's session cache per thread; TLS "
+               "1.3 session tickets), the share that resumed is shown. *CPU µs/handshake* = proxy "
+               "utime+stime over the measured run / handshakes completed, so it includes the TCP accept, the "
+               "HTTP request and the backend exchange of that connection (the `plain-close` row, when run, "
+               "is the same without TLS). *Handshake ms*: the client's connect-to-handshake-done time, "
+               "queueing included.", ""]
+        cols = ["case", "proxy", "handshakes/s", "full / resumed", "proxy CPU µs/handshake", "proxy CPU %",
+                "handshake p50 ms", "handshake p99 ms", "TTLB p99 ms", "peak RSS", "errors", "negotiated"]
+        md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        groups, rate_v, cpu_v = [], {}, {}
+        for kind in hs_kinds:
+            case = cases[kind]
+            s = case["summary"]
+            label = {"full-ecdsa": "full, ECDSA P-256", "full-rsa": "full, RSA-2048",
+                     "resumed": "resumed, ECDSA P-256", "plain-close": "plain HTTP (no TLS)"}[kind]
+            groups.append(label)
+            rate_v[label], cpu_v[label] = {}, {}
+            for name in PROXIES:
+                m = s.get(name)
+                if m is None:
+                    continue
+                if not m.get("rounds_ok"):
+                    md.append("| %s | %s | **failed**: %s |" % (label, PRETTY[name], fail_reason(m.get("first_error"))))
+                    continue
+                t = m.get("tls") or {}
+                rate = t.get("hs_per_s", m.get("conn_per_s"))
+                cpu = t.get("cpu_us_per_hs", m.get("cpu_us_per_req"))
+                rate_v[label][name], cpu_v[label][name] = rate, cpu
+                md.append("| " + " | ".join([
+                    label, PRETTY[name], f0(rate),
+                    ("%s / %s%s" % (f0(t.get("full")), f0(t.get("resumed")),
+                                    " (%.0f%% resumed)" % t["resumed_pct"] if t.get("resumed_pct") is not None
+                                    and kind == "resumed" else "")) if t else "–",
+                    f2(cpu), f1(m["proxy_cpu_pct"]), f3((t.get("hs_lat_ms") or {}).get("50")),
+                    f3((t.get("hs_lat_ms") or {}).get("99")), f3(m["lat_ms"]["99"]), mib(m["peak_rss_kib"]),
+                    str(m["errors"]) + (" (%d failed rounds)" % m["rounds_failed"] if m.get("rounds_failed") else ""),
+                    negotiated_str(m.get("negotiated")) if t else "–"]) + " |")
+            f = s.get("fairlead", {})
+            for other in ("haproxy", "nginx"):
+                o = s.get(other, {})
+                if f.get("rounds_ok") and o.get("rounds_ok"):
+                    md.append("| %s | **Fairlead/%s** | %s | | %s | | | | | %s | | |" % (
+                        label, PRETTY[other], fr(ratio(rate_v[label].get("fairlead"), rate_v[label].get(other))),
+                        fr(ratio(cpu_v[label].get("fairlead"), cpu_v[label].get(other))),
+                        fr(ratio(f["peak_rss_kib"], o["peak_rss_kib"]))))
+        md += [""]
+        for kind in hs_kinds:
+            s = cases[kind]["summary"]
+            per = []
+            for name in PROXIES:
+                t = (s.get(name) or {}).get("tls")
+                if t:
+                    per.append("%s %s hs/s, %s µs" % (PRETTY[name], ", ".join(f0(v) for v in t["hs_per_s_all"]),
+                                                       ", ".join(f1(v) for v in t["cpu_us_per_hs_all"])))
+            if per:
+                md.append("Per round, %s: %s." % (kind, "; ".join(per)))
+            ol = other_line(cases[kind])
+            if ol:
+                md.append(ol.replace("Per round (", "Per round, %s (" % kind, 1))
+        names = [n for n in PROXIES if any(n in v for v in rate_v.values())]
+        c1, c2 = chart_name(path, "hs"), chart_name(path, "hscpu")
+        if svg_bars(os.path.join(RESULTS, c1), "TLS handshakes/s (one request per connection, median)",
+                    "handshakes/s", groups, names, rate_v):
+            svg_bars(os.path.join(RESULTS, c2), "proxy CPU µs per handshake (median)", "µs/handshake",
+                     groups, names, cpu_v)
+            md += ["", "![handshakes/s](bench/results/%s) ![CPU per handshake](bench/results/%s)" % (c1, c2)]
+        cmd = client_cmd_of(cases[hs_kinds[0]])
+        if cmd:
+            md += ["", "Client (%s): `%s`" % (hs_kinds[0], cmd)]
+        md += [""]
+    idle = [c for c in res["cases"] if c.get("kind") == "idle"]
+    if idle:
+        md += ["### Idle TLS connections", "",
+               "N TLS connections opened from Python (`ssl` module, handshakes of 200 connections at a time "
+               "driven concurrently; TLS 1.3, X25519, ECDSA P-256 certificate), each sends one `GET %s`, reads "
+               "the response and stays idle. Memory per connection = (VmRSS with N − VmRSS before) / N, of "
+               "the proxy process (nginx: its worker), the baseline taken after 20 TLS requests on fresh "
+               "connections. Kernel socket buffers are not in RSS. %s round(s)." % (p["path"], p["idle_rounds"]),
+               ""]
+        cols = ["N", "proxy", "RSS before", "RSS with N", "KiB per TLS connection", "still open", "proxy fds",
+                "Fairlead/this"]
+        md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        groups, vals = [], {}
+        for case in idle:
+            s = case["summary"]
+            g = "N=%d" % case["conns"]
+            groups.append(g)
+            vals[g] = {}
+            fk = s.get("fairlead", {}).get("kib_per_conn")
+            for name in PROXIES:
+                m = s.get(name)
+                if m is None:
+                    continue
+                if not m.get("rounds_ok"):
+                    md.append("| %d | %s | **failed**: %s |" % (case["conns"], PRETTY[name],
+                                                             fail_reason(m.get("first_error"))))
+                    continue
+                vals[g][name] = m["kib_per_conn"]
+                md.append("| %d | %s | %s | %s | %.2f | %d/%d | %s | %s |" % (
+                    case["conns"], PRETTY[name], mib(m["rss_base_kib"]), mib(m["rss_with_n_kib"]),
+                    m["kib_per_conn"], m["still_open"], case["conns"], f0(m["proxy_fds"]),
+                    "" if name == "fairlead" else fr(ratio(fk, m["kib_per_conn"]))))
+        cn = chart_name(path, "idlekib")
+        if svg_bars(os.path.join(RESULTS, cn), "RSS per idle TLS connection", "KiB/conn", groups,
+                    [n for n in PROXIES if any(n in v for v in vals.values())], vals):
+            md += ["", "![KiB per TLS connection](bench/results/%s)" % cn]
+        md += [""]
+    if res.get("scan"):
+        md += ["### Protocols and ciphers (sslscan)", "", SCAN_POLICY, ""] + scan_rows(res["scan"]) + [""]
+    md += header_block(res, path)
+    shown = next((c for c in res["cases"] if c.get("configs") and c.get("cert")), None)
+    if shown:
+        md += ["Configuration of the ECDSA cases (the RSA case differs only in the `crt` file):", ""]
+        md += config_block(shown)
+
+
+def report_tlsscan(path, res, md):
+    md += ["## TLS protocols and ciphers (sslscan)", "", SCAN_POLICY, ""] + scan_rows(res.get("scan", []))
+    md += [""] + header_block(res, path)
+    cfg = next((s.get("configs") for s in res.get("scan", []) if s.get("configs")), None)
+    if cfg:
+        md += ["<details><summary>TLS bind line (ECDSA)</summary>", "", "```",
+               next((l.strip() for l in cfg.get("ecdsa", "").splitlines() if "ssl" in l), ""), "```", "",
+               "</details>", ""]
+
+
 REPORTERS = [("keepalive", report_keepalive), ("close", report_close), ("sizes", report_sizes),
              ("idle", report_idle), ("tail", report_tail), ("servers", report_servers),
-             ("crosscheck", report_crosscheck)]
+             ("crosscheck", report_crosscheck), ("tls", report_tls), ("tlsscan", report_tlsscan)]
 
 
 def series_block():
@@ -2936,6 +3138,14 @@ def series_block():
     return out
 
 
+def _has_scan(path):
+    try:
+        with open(path) as f:
+            return bool(json.load(f).get("scan"))
+    except (OSError, ValueError):
+        return False
+
+
 def cmd_report(args):
     md = ["# Benchmarks", "",
           "<!-- generated by `python3 bench/fairbench.py report` from bench/results/*.json; do not edit -->",
@@ -2954,6 +3164,11 @@ def cmd_report(args):
     found = False
     for scen, fn in REPORTERS:
         p = latest(scen)
+        if scen == "tlsscan":
+            # `tls` runs the same check: show the separate one only when it is the newer
+            t = latest("tls")
+            if not p or (t and os.path.basename(t)[4:] > os.path.basename(p)[8:] and _has_scan(t)):
+                continue
         if not p:
             md += ["## %s" % scen, "", "No result yet: `python3 bench/fairbench.py %s`." % scen, ""]
             continue
@@ -2964,9 +3179,7 @@ def cmd_report(args):
             fn(p, res, md)
         except (KeyError, TypeError, ValueError) as e:
             md += ["", "(could not render %s: %s)" % (os.path.relpath(p, ROOT), e), ""]
-    md += ["## TLS", "", "Skipped: Fairlead does not implement TLS yet (`python3 bench/fairbench.py tls` "
-           "says so and exits).", ""]
-    out = os.path.join(ROOT, "BENCHMARKS.md")
+    out = args.out or os.path.join(ROOT, "BENCHMARKS.md")
     with open(out, "w") as f:
         f.write("\n".join(md).rstrip() + "\n")
     log("wrote", out, "" if found else "(no results yet)")
@@ -3023,6 +3236,9 @@ def main():
                                                 "FAIRBENCH_RETRIES, default 2; 0: never)" % DISTURBED_PCT)
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs, logs and raw client JSON")
     ap.add_argument("--no-save", action="store_true", help="do not write a result file")
+    ap.add_argument("--results-dir", default=os.environ.get("FAIRBENCH_RESULTS"),
+                    help="where result files are written and `report` reads them (env FAIRBENCH_RESULTS, "
+                         "default bench/results); for trial runs that must not reach BENCHMARKS.md")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("keepalive", help="small responses over keep-alive (the main scenario)")
@@ -3081,8 +3297,13 @@ def main():
     p.add_argument("--tls-version", choices=["1.2", "1.3"],
                    help="fairlead-load --tls-version (default: both offered, TLS 1.3 negotiated)")
     sub.add_parser("tlsscan", help="sslscan check (bench/sslscan_check.py) of each proxy's TLS listener")
-    sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest results")
+    p = sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest results")
+    p.add_argument("--out", help="write the markdown here instead of BENCHMARKS.md (charts still go to "
+                                 "the results directory)")
     args = ap.parse_args()
+    if args.results_dir:
+        global RESULTS
+        RESULTS = os.path.abspath(args.results_dir)
 
     if args.cmd == "report":
         return cmd_report(args)

@@ -364,4 +364,10 @@ pub trait AdminApi: Send + Sync {
 
     /// `set profiling tasks on|off|auto`.
     fn set_profiling_tasks(&self, mode: TasksProfiling) -> Result<(), String>;
+
+    /// `reload ssl certs` (a Fairlead command): re-reads the certificate
+    /// files of every `bind ... ssl` line. `Ok` holds the reply.
+    fn reload_ssl_certs(&self) -> Result<String, String> {
+        Err("No TLS listener.".into())
+    }
 }

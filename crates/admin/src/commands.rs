@@ -173,6 +173,13 @@ pub(crate) static COMMANDS: &[Command] = &[
         Admin,
         set_profiling
     ),
+    cmd!(
+        &["reload", "ssl", "certs"],
+        "reload ssl certs",
+        "re-read the certificate files of every 'bind ... ssl' line",
+        Admin,
+        reload_ssl_certs
+    ),
 ];
 
 fn arg(w: &[String], i: usize) -> &str {
@@ -731,6 +738,12 @@ fn set_profiling(s: &mut Session, w: &[String]) -> String {
     match s.api.set_profiling_tasks(mode) {
         Ok(()) => String::new(),
         Err(e) => with_newline(e),
+    }
+}
+
+fn reload_ssl_certs(s: &mut Session, _: &[String]) -> String {
+    match s.api.reload_ssl_certs() {
+        Ok(m) | Err(m) => with_newline(m),
     }
 }
 

@@ -11,10 +11,10 @@
 
 use crate::counters::C;
 use crate::{AssignError, Backend, RequestKey, Server, ServerSlot};
+use fairlead_net::Conn;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use fairlead_net::Conn;
 
 /// A new connection to a server, with the request's slot on it.
 pub struct Connected {
@@ -47,7 +47,11 @@ pub struct TlsNames<'a> {
 
 /// Opens a connection to `server`: TCP, then the TLS handshake when the
 /// server has `ssl`. The handshake shares `timeout connect`.
-async fn open(server: &Server, timeout: Option<Duration>, names: TlsNames<'_>) -> std::io::Result<Conn> {
+async fn open(
+    server: &Server,
+    timeout: Option<Duration>,
+    names: TlsNames<'_>,
+) -> std::io::Result<Conn> {
     let addr = **server.addr.load();
     let tcp = fairlead_net::connect(addr, timeout).await?;
     let Some(tls) = &server.tls else {

@@ -2,9 +2,9 @@
 //! connection lists). Connections are keyed by server id and never cross
 //! threads, so taking and returning one costs no lock.
 
+use fairlead_net::Conn;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use fairlead_net::Conn;
 
 /// Idle connections kept per server and thread at most. Default is 256.
 pub const MAX_IDLE_PER_SERVER: usize = 256;

@@ -63,7 +63,11 @@ const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
     ("no-tlsv11", false, Opt::Tls),
     ("no-tlsv12", false, Opt::Tls),
     ("no-tlsv13", false, Opt::Tls),
-    ("prefer-client-ciphers", false, Opt::Warn(crate::tls::NO_EFFECT)),
+    (
+        "prefer-client-ciphers",
+        false,
+        Opt::Warn(crate::tls::NO_EFFECT),
+    ),
     ("ssl-max-ver", true, Opt::Tls),
     ("ssl-min-ver", true, Opt::Tls),
     ("strict-sni", false, Opt::Tls),
@@ -334,7 +338,9 @@ pub(crate) fn parse_bind(
                 };
                 diags.alert(
                     loc,
-                    format!("'bind {list}': option '{name}' is not implemented yet in Fairlead{note}"),
+                    format!(
+                        "'bind {list}': option '{name}' is not implemented yet in Fairlead{note}"
+                    ),
                 );
                 ok = false;
             }

@@ -60,10 +60,12 @@ pub(crate) struct Kw {
 use Status::{Implemented as I, NotYet as N, Removed as R, Warning as W};
 
 pub(crate) const LOG: &str = "this logging option is not implemented yet; ignored";
-const OPENSSL: &str = "an OpenSSL setting that does not apply to rustls, Fairlead's TLS stack; ignored";
+const OPENSSL: &str =
+    "an OpenSSL setting that does not apply to rustls, Fairlead's TLS stack; ignored";
 const DHE: &str = "DHE is not used by rustls (ECDHE only); ignored";
 const CURVES: &str = "curve lists are not implemented yet (rustls' defaults are used); ignored";
-const SIGALGS: &str = "signature algorithm lists are not implemented yet (rustls' defaults are used); ignored";
+const SIGALGS: &str =
+    "signature algorithm lists are not implemented yet (rustls' defaults are used); ignored";
 const PERF: &str = "a low-level tuning that Fairlead does not apply; ignored";
 const UNUSED: &str = "applies to a feature Fairlead does not implement yet; ignored";
 const KA: &str = "TCP keep-alive settings are not applied yet; ignored";

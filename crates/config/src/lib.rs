@@ -68,3 +68,5 @@ mod tests_lb;
 mod tests_log;
 #[cfg(test)]
 mod tests_stats;
+#[cfg(test)]
+mod tests_tls;

@@ -202,14 +202,15 @@ pub struct Global {
     /// `stats maxconn`: concurrent runtime API connections. Default is
     /// none (the runtime's default, 10 in HAProxy).
     pub stats_maxconn: Option<u32>,
-    /// `ca-base`: directory prefixed to relative `ca-file` paths (of
-    /// `bind` and `server` lines, and of crt-list entries). Default is
-    /// none. Already applied to the `ca_file` fields of the model.
+    /// `ca-base`: directory prefixed to relative `ca-file` paths of
+    /// `bind` and `server` lines. Default is none. Already applied to the
+    /// `ca_file` fields of the model.
     pub ca_base: Option<String>,
-    /// `crt-base`: directory prefixed to relative `crt` and `crt-list`
-    /// paths. Default is none. Already applied to the `crt` and
-    /// `crt_list` fields of the model; also copied into
-    /// [`BindTls::crt_base`] for the paths inside crt-lists.
+    /// `crt-base`: directory prefixed to relative `crt` paths (of `bind`
+    /// and `server` lines, and inside crt-lists; not to the crt-list's own
+    /// path, as in HAProxy). Default is none. Already applied to the `crt`
+    /// fields of the model; also copied into [`BindTls::crt_base`] for the
+    /// paths inside crt-lists.
     pub crt_base: Option<String>,
     /// `ssl-server-verify none|required`: the `verify` of servers that do
     /// not set one. Default is [`Verify::Required`]. Already applied to
@@ -904,8 +905,9 @@ pub struct BindTls {
     /// `crt` arguments in order: PEM files or directories, with `crt-base`
     /// applied. The first certificate loaded is the default one.
     pub crt: Vec<String>,
-    /// `crt-list` files, with `crt-base` applied to the list's path (the
-    /// paths inside are resolved by the TLS loader against `crt_base`).
+    /// `crt-list` files, as written: as in HAProxy, `crt-base` does not
+    /// apply to the list's own path; the paths inside are resolved by the
+    /// TLS loader against `crt_base`.
     pub crt_list: Vec<String>,
     /// `crt-base` from `global`, for paths inside crt-lists. Default is none.
     pub crt_base: Option<String>,

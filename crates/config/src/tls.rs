@@ -356,7 +356,11 @@ impl BindDraft {
             "no-tls-tickets" => self.no_tickets = true,
             "ssl-min-ver" | "ssl-max-ver" => self.methods.minmax(name, arg)?,
             _ if self.methods.option(name) => {}
-            _ => return Err(format!("option '{name}' is not implemented yet in Fairlead")),
+            _ => {
+                return Err(format!(
+                    "option '{name}' is not implemented yet in Fairlead"
+                ))
+            }
         }
         Ok(())
     }
@@ -374,14 +378,17 @@ impl BindDraft {
             return None;
         }
         let mut warns = Vec::new();
-        let (min_ver, max_ver) =
-            match self.methods.with_defaults(&defaults.methods).resolve(true, &mut warns) {
-                Ok(r) => r,
-                Err(e) => {
-                    out.push((true, e));
-                    (None, None)
-                }
-            };
+        let (min_ver, max_ver) = match self
+            .methods
+            .with_defaults(&defaults.methods)
+            .resolve(true, &mut warns)
+        {
+            Ok(r) => r,
+            Err(e) => {
+                out.push((true, e));
+                (None, None)
+            }
+        };
         out.extend(warns.into_iter().map(|w| (false, w)));
         if self.verify != Verify::None && self.ca_file.is_none() {
             out.push((true, "verify is enabled but no CA file specified.".into()));
@@ -389,7 +396,9 @@ impl BindDraft {
         let crt_base = g.crt_base.as_deref();
         Some(BindTls {
             crt: self.crt.iter().map(|p| with_base(crt_base, p)).collect(),
-            crt_list: self.crt_list.iter().map(|p| with_base(crt_base, p)).collect(),
+            // As HAProxy: `crt-base` applies to the paths inside a
+            // crt-list, not to the list's own path.
+            crt_list: self.crt_list.clone(),
             crt_base: g.crt_base.clone(),
             strict_sni: self.strict_sni,
             ca_file: self
@@ -452,34 +461,40 @@ impl ServerDraft {
             "tls-tickets" => self.no_tickets = Some(false),
             "ssl-min-ver" | "ssl-max-ver" => self.methods.minmax(name, arg)?,
             _ if self.methods.option(name) => {}
-            _ => return Err(format!("option '{name}' is not implemented yet in Fairlead")),
+            _ => {
+                return Err(format!(
+                    "option '{name}' is not implemented yet in Fairlead"
+                ))
+            }
         }
         Ok(())
     }
 
     /// The server's [`ServerTls`] (`None` without `ssl`), with the global
-    /// defaults and base directories applied. `label` names the server
-    /// (`server 'be/s1'`). Problems are returned as `(is_alert, message)`.
+    /// defaults and base directories applied. Problems are returned as
+    /// `(is_alert, message)`.
     pub fn resolve(
         &self,
         g: &Global,
         defaults: &DefaultTls,
-        label: &str,
         out: &mut Vec<(bool, String)>,
     ) -> Option<ServerTls> {
         if !self.ssl {
             return None;
         }
         let mut warns = Vec::new();
-        let (min_ver, max_ver) =
-            match self.methods.with_defaults(&defaults.methods).resolve(false, &mut warns) {
-                Ok(r) => r,
-                Err(e) => {
-                    out.push((true, format!("{label}: {e}")));
-                    (None, None)
-                }
-            };
-        out.extend(warns.into_iter().map(|w| (false, format!("{label}: {w}"))));
+        let (min_ver, max_ver) = match self
+            .methods
+            .with_defaults(&defaults.methods)
+            .resolve(false, &mut warns)
+        {
+            Ok(r) => r,
+            Err(e) => {
+                out.push((true, e));
+                (None, None)
+            }
+        };
+        out.extend(warns.into_iter().map(|w| (false, w)));
         let verify = self.verify.unwrap_or(g.ssl_server_verify);
         if verify == Verify::Required && self.ca_file.is_none() {
             // HAProxy's wording, which depends on the global setting only.
@@ -488,7 +503,7 @@ impl ServerDraft {
             } else {
                 "verify is enabled but no CA file specified."
             };
-            out.push((true, format!("{label}: {msg}")));
+            out.push((true, msg.to_string()));
         }
         Some(ServerTls {
             verify,
@@ -518,9 +533,16 @@ impl ServerDraft {
     }
 }
 
-/// Pushes `(is_alert, message)` problems as diagnostics at `loc`.
-pub(crate) fn report(out: Vec<(bool, String)>, loc: &Location, diags: &mut crate::diag::Diags) {
+/// Pushes `(is_alert, message)` problems as diagnostics at `loc`, each
+/// message prefixed with `label` (`'bind :443'`, `server 'be/s1'`).
+pub(crate) fn report(
+    out: Vec<(bool, String)>,
+    label: &str,
+    loc: &Location,
+    diags: &mut crate::diag::Diags,
+) {
     for (alert, msg) in out {
+        let msg = format!("{label}: {msg}");
         if alert {
             diags.alert(loc, msg);
         } else {
@@ -557,7 +579,10 @@ mod tests {
     #[test]
     fn version_ranges() {
         assert_eq!(range(&[]).unwrap(), ((None, None), vec![]));
-        assert_eq!(range(&["no-sslv3", "no-tlsv10", "no-tlsv11"]).unwrap().0, (None, None));
+        assert_eq!(
+            range(&["no-sslv3", "no-tlsv10", "no-tlsv11"]).unwrap().0,
+            (None, None)
+        );
         assert_eq!(range(&["no-tlsv13"]).unwrap().0, (None, Some(Tls12)));
         assert_eq!(range(&["no-tlsv12"]).unwrap().0, (Some(Tls13), None));
         assert_eq!(
@@ -583,7 +608,10 @@ mod tests {
         // Below TLSv1.2: accepted, clamped, with a warning.
         let (r, w) = range(&["ssl-min-ver", "TLSv1.0"]).unwrap();
         assert_eq!(r, (Some(Tls12), None));
-        assert!(w[0].contains("never offers versions below TLSv1.2"), "{w:?}");
+        assert!(
+            w[0].contains("never offers versions below TLSv1.2"),
+            "{w:?}"
+        );
         // HAProxy ignores no-* once a bound is set, with a warning.
         let (r, w) = range(&["ssl-min-ver", "TLSv1.2", "no-tlsv13"]).unwrap();
         assert_eq!(r, (Some(Tls12), None));
@@ -597,9 +625,9 @@ mod tests {
             range(&["ssl-min-ver", "TLSv1.3", "ssl-max-ver", "TLSv1.2"]).unwrap_err(),
             "all SSL/TLS versions are disabled"
         );
-        assert!(range(&["force-tlsv11"])
-            .unwrap_err()
-            .contains("only TLSv1.1 would be offered, and Fairlead supports TLSv1.2 and TLSv1.3 only"));
+        assert!(range(&["force-tlsv11"]).unwrap_err().contains(
+            "only TLSv1.1 would be offered, and Fairlead supports TLSv1.2 and TLSv1.3 only"
+        ));
         assert!(range(&["ssl-max-ver", "TLSv1.1"])
             .unwrap_err()
             .contains("only TLSv1.1 would be offered"));
@@ -623,7 +651,9 @@ mod tests {
 
     #[test]
     fn bad_versions_and_options() {
-        let e = Methods::default().minmax("ssl-min-ver", "TLSv1.4").unwrap_err();
+        let e = Methods::default()
+            .minmax("ssl-min-ver", "TLSv1.4")
+            .unwrap_err();
         assert_eq!(e, "'ssl-min-ver': unknown ssl/tls version 'TLSv1.4'; expects one of 'SSLv3', 'TLSv1.0', 'TLSv1.1', 'TLSv1.2' or 'TLSv1.3'");
         assert!(!Methods::default().option("no-tlsv14"));
         assert!(!Methods::default().option("tlsv12"));
@@ -633,9 +663,13 @@ mod tests {
     fn alpn_lists() {
         assert_eq!(parse_alpn("h2,http/1.1").unwrap(), ["h2", "http/1.1"]);
         assert_eq!(parse_alpn("http/1.1").unwrap(), ["http/1.1"]);
-        assert!(parse_alpn("h2,,x").unwrap_err().contains("empty protocol name"));
+        assert!(parse_alpn("h2,,x")
+            .unwrap_err()
+            .contains("empty protocol name"));
         assert!(parse_alpn("").unwrap_err().contains("missing"));
-        assert!(parse_alpn(&"a".repeat(256)).unwrap_err().contains("too long"));
+        assert!(parse_alpn(&"a".repeat(256))
+            .unwrap_err()
+            .contains("too long"));
     }
 
     #[test]
@@ -648,7 +682,13 @@ mod tests {
         for h in ["req.hdr(host)", "hdr(host)", "req.hdr(Host)", "hdr(HOST)"] {
             assert_eq!(parse_sni(h).unwrap(), SniSource::HostHeader, "{h}");
         }
-        for bad in ["str()", "req.hdr(x-host)", "ssl_fc_sni,lower", "var(txn.sni)", "str(a),lower"] {
+        for bad in [
+            "str()",
+            "req.hdr(x-host)",
+            "ssl_fc_sni,lower",
+            "var(txn.sni)",
+            "str(a),lower",
+        ] {
             assert_eq!(
                 parse_sni(bad).unwrap_err(),
                 format!("sni expression '{bad}' is not supported yet; use str(<name>), ssl_fc_sni or req.hdr(host)")
@@ -679,24 +719,37 @@ mod tests {
         assert!(d.no_tickets);
         assert_eq!(d.methods.min, Some(Tls12));
         assert_eq!(d.methods.disabled, vec![Ssl3]);
-        assert_eq!(warns, ["'prefer-client-ciphers' has no effect in Fairlead (rustls); ignored"]);
+        assert_eq!(
+            warns,
+            ["'prefer-client-ciphers' has no effect in Fairlead (rustls); ignored"]
+        );
         let mut d = DefaultTls::default();
         assert_eq!(
             parse_default_options(&w("ssl-default-server-options prefer-client-ciphers"), &mut d, false)
                 .unwrap_err(),
             "unknown option 'prefer-client-ciphers' on global statement 'ssl-default-server-options'."
         );
-        assert!(parse_default_options(&w("ssl-default-bind-options ssl-max-ver"), &mut d, true)
-            .unwrap_err()
-            .contains("missing the ssl/tls version"));
-        assert!(parse_default_options(&w("ssl-default-bind-options ssl-max-ver TLS1"), &mut d, true)
-            .unwrap_err()
-            .contains("unknown ssl/tls version 'TLS1'"));
-        assert!(parse_default_options(&w("ssl-default-bind-options"), &mut d, true)
-            .unwrap_err()
-            .contains("expects an option as an argument"));
-        assert!(parse_default_options(&w("ssl-default-bind-options strict-sni"), &mut d, true)
-            .unwrap_err()
-            .contains("unknown option 'strict-sni'"));
+        assert!(
+            parse_default_options(&w("ssl-default-bind-options ssl-max-ver"), &mut d, true)
+                .unwrap_err()
+                .contains("missing the ssl/tls version")
+        );
+        assert!(parse_default_options(
+            &w("ssl-default-bind-options ssl-max-ver TLS1"),
+            &mut d,
+            true
+        )
+        .unwrap_err()
+        .contains("unknown ssl/tls version 'TLS1'"));
+        assert!(
+            parse_default_options(&w("ssl-default-bind-options"), &mut d, true)
+                .unwrap_err()
+                .contains("expects an option as an argument")
+        );
+        assert!(
+            parse_default_options(&w("ssl-default-bind-options strict-sni"), &mut d, true)
+                .unwrap_err()
+                .contains("unknown option 'strict-sni'")
+        );
     }
 }

@@ -817,7 +817,10 @@ impl Session {
             c.status(resp.status);
         }
         let head_bytes = out.len() as u64;
-        let wrote = self.client.write_all2(&out, &sbuf.filled()[..first], ct).await;
+        let wrote = self
+            .client
+            .write_all2(&out, &sbuf.filled()[..first], ct)
+            .await;
         sbuf.consume(first);
         pool::give_out(out);
         if wrote.is_err() {
@@ -1001,12 +1004,13 @@ mod tests {
                 ),
                 stop: std::rc::Rc::new(fairlead_net::Stop::new()),
             });
-            let idle = super::serve_http(c, "127.0.0.1:1".parse().unwrap(), ctx.clone());
+            let idle = super::serve_http(c.into(), "127.0.0.1:1".parse().unwrap(), ctx.clone());
             let size = std::mem::size_of_val(&idle);
             let s = super::Session {
                 client: tokio::net::TcpStream::connect(l.local_addr().unwrap())
                     .await
-                    .unwrap(),
+                    .unwrap()
+                    .into(),
                 peer: "127.0.0.1:1".parse().unwrap(),
                 ctx,
                 eff: crate::Effective {
@@ -1022,7 +1026,10 @@ mod tests {
             };
             let request = std::mem::size_of_val(&super::request_phase(s));
             eprintln!("idle task state {size} bytes, request phase {request} bytes");
-            assert!(size <= 1200, "idle connection state is {size} bytes");
+            // 1,184 bytes before TLS; a `Conn` is 8 bytes larger than a
+            // bare socket (its TLS pointer) and the state machine holds
+            // several copies of the session: 1,280 now.
+            assert!(size <= 1300, "idle connection state is {size} bytes");
             assert!(request > size, "the request phase should be the large part");
         });
     }

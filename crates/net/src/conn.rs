@@ -63,9 +63,13 @@ pub trait TlsLayer {
 }
 
 /// A connection: TCP, or TLS over TCP.
+///
+/// The TLS layer sits behind two boxes so that the field is one thin
+/// pointer: every idle connection's state carries a `Conn` (sometimes
+/// two), and a fat pointer there cost 8 bytes more each.
 pub struct Conn {
     tcp: TcpStream,
-    tls: Option<Box<RefCell<dyn TlsLayer>>>,
+    tls: Option<Box<RefCell<Box<dyn TlsLayer>>>>,
 }
 
 impl Conn {
@@ -75,10 +79,10 @@ impl Conn {
     }
 
     /// A connection whose TLS handshake is complete.
-    pub fn with_tls(tcp: TcpStream, tls: Box<RefCell<dyn TlsLayer>>) -> Conn {
+    pub fn with_tls(tcp: TcpStream, tls: Box<dyn TlsLayer>) -> Conn {
         Conn {
             tcp,
-            tls: Some(tls),
+            tls: Some(Box::new(RefCell::new(tls))),
         }
     }
 
@@ -102,29 +106,24 @@ impl Conn {
     }
 
     /// Waits until [`Conn::try_read`] may make progress. Queued TLS output
-    /// is sent meanwhile.
+    /// (a post-handshake message) is sent first. The waits are sequential,
+    /// not selected, so that this future (part of every idle connection's
+    /// state) stays the size of one socket wait.
     pub async fn readable(&self) -> Result<()> {
-        let Some(tls) = &self.tls else {
-            return self.tcp.readable().await;
-        };
-        loop {
+        if let Some(tls) = &self.tls {
             if tls.borrow().has_plain() {
                 return Ok(());
             }
-            if !tls.borrow().wants_write() {
-                return self.tcp.readable().await;
-            }
-            tokio::select! {
-                r = self.tcp.readable() => return r,
-                r = self.tcp.writable() => {
-                    r?;
-                    match tls.borrow_mut().try_flush(&self.tcp) {
-                        Err(e) if e.kind() != ErrorKind::WouldBlock => return Err(e),
-                        _ => {}
-                    }
+            while tls.borrow().wants_write() {
+                self.tcp.writable().await?;
+                let r = tls.borrow_mut().try_flush(&self.tcp);
+                match r {
+                    Err(e) if e.kind() != ErrorKind::WouldBlock => return Err(e),
+                    _ => {}
                 }
             }
         }
+        self.tcp.readable().await
     }
 
     /// One non-blocking read. `Ok(0)` at end of stream, `WouldBlock` when

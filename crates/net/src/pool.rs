@@ -36,24 +36,75 @@ pub struct Published {
     pub free: AtomicUsize,
 }
 
-static REGISTRY: Mutex<Vec<std::sync::Arc<Published>>> = Mutex::new(Vec::new());
+/// Every thread's figures, per size class.
+type Registry = Mutex<Vec<std::sync::Arc<Published>>>;
+static REGISTRY: Registry = Mutex::new(Vec::new());
+static REGISTRY_TLS: Registry = Mutex::new(Vec::new());
 
 impl Pool {
+    const fn new(size: usize) -> Pool {
+        Pool {
+            size,
+            free: Vec::new(),
+            allocated: 0,
+            public: None,
+        }
+    }
+
     fn publish(&self) {
         if let Some(p) = &self.public {
             p.allocated.store(self.allocated, Ordering::Relaxed);
             p.free.store(self.free.len(), Ordering::Relaxed);
         }
     }
+
+    /// Sets the buffer size (dropping pooled buffers) and registers the
+    /// thread's figures once.
+    fn init(&mut self, size: usize, registry: &Registry) {
+        self.size = size;
+        self.allocated -= self.free.len().min(self.allocated);
+        self.free.clear();
+        let public = self.public.get_or_insert_with(|| {
+            let public = std::sync::Arc::new(Published::default());
+            registry
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(public.clone());
+            public
+        });
+        public.size.store(size, Ordering::Relaxed);
+        self.publish();
+    }
+
+    fn take(&mut self) -> Vec<u8> {
+        let b = match self.free.pop() {
+            Some(b) => b,
+            None => {
+                self.allocated += 1;
+                vec![0u8; self.size]
+            }
+        };
+        self.publish();
+        b
+    }
+
+    fn give(&mut self, buf: Vec<u8>) {
+        if buf.len() == self.size && self.free.len() < MAX_POOLED {
+            self.free.push(buf);
+        } else {
+            self.allocated = self.allocated.saturating_sub(1);
+        }
+        self.publish();
+    }
 }
 
-/// The buffer pools of every worker thread, summed: (buffer size,
-/// buffers allocated, buffers in use).
-pub fn totals() -> (usize, usize, usize) {
-    let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+/// Sums the figures of every thread: (buffer size, buffers allocated,
+/// buffers in use).
+fn sum(registry: &Registry, default_size: usize) -> (usize, usize, usize) {
+    let reg = registry.lock().unwrap_or_else(|e| e.into_inner());
     let size = reg
         .first()
-        .map_or(DEFAULT_BUFSIZE, |p| p.size.load(Ordering::Relaxed));
+        .map_or(default_size, |p| p.size.load(Ordering::Relaxed));
     let allocated: usize = reg
         .iter()
         .map(|p| p.allocated.load(Ordering::Relaxed))
@@ -62,8 +113,22 @@ pub fn totals() -> (usize, usize, usize) {
     (size, allocated, allocated.saturating_sub(free))
 }
 
+/// The I/O buffer pools of every worker thread, summed: (buffer size,
+/// buffers allocated, buffers in use).
+pub fn totals() -> (usize, usize, usize) {
+    sum(&REGISTRY, DEFAULT_BUFSIZE)
+}
+
+/// The same for the TLS size class ([`take_tls`]).
+pub fn tls_totals() -> (usize, usize, usize) {
+    sum(&REGISTRY_TLS, DEFAULT_BUFSIZE + TLS_OVERHEAD)
+}
+
 thread_local! {
-    static POOL: RefCell<Pool> = const { RefCell::new(Pool { size: DEFAULT_BUFSIZE, free: Vec::new(), allocated: 0, public: None }) };
+    static POOL: RefCell<Pool> = const { RefCell::new(Pool::new(DEFAULT_BUFSIZE)) };
+    /// The TLS size class: buffers of [`bufsize`] + [`TLS_OVERHEAD`], so
+    /// that one whole record fits, for ciphertext on TLS connections.
+    static TLS_POOL: RefCell<Pool> = const { RefCell::new(Pool::new(DEFAULT_BUFSIZE + TLS_OVERHEAD)) };
     static OUT: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -92,26 +157,12 @@ pub fn give_out(mut v: Vec<u8>) {
     })
 }
 
-/// Sets this thread's buffer size. Buffers already pooled are dropped.
+/// Sets this thread's buffer size (and the TLS class's). Buffers already
+/// pooled are dropped.
 pub fn init(bufsize: usize) {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        p.size = bufsize.max(1024);
-        p.allocated -= p.free.len().min(p.allocated);
-        p.free.clear();
-        if p.public.is_none() {
-            let public = std::sync::Arc::new(Published::default());
-            REGISTRY
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(public.clone());
-            p.public = Some(public);
-        }
-        if let Some(public) = &p.public {
-            public.size.store(p.size, Ordering::Relaxed);
-        }
-        p.publish();
-    });
+    let size = bufsize.max(1024);
+    POOL.with(|p| p.borrow_mut().init(size, &REGISTRY));
+    TLS_POOL.with(|p| p.borrow_mut().init(size + TLS_OVERHEAD, &REGISTRY_TLS));
 }
 
 /// This thread's buffer size.
@@ -121,31 +172,12 @@ pub fn bufsize() -> usize {
 
 /// Takes an empty buffer whose length is the pool's buffer size.
 pub fn take() -> Vec<u8> {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        let b = match p.free.pop() {
-            Some(b) => b,
-            None => {
-                p.allocated += 1;
-                vec![0u8; p.size]
-            }
-        };
-        p.publish();
-        b
-    })
+    POOL.with(|p| p.borrow_mut().take())
 }
 
 /// Returns a buffer taken with [`take`].
 pub fn give(buf: Vec<u8>) {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        if buf.len() == p.size && p.free.len() < MAX_POOLED {
-            p.free.push(buf);
-        } else {
-            p.allocated = p.allocated.saturating_sub(1);
-        }
-        p.publish();
-    })
+    POOL.with(|p| p.borrow_mut().give(buf))
 }
 
 /// (buffers ever allocated, buffers currently free) for this thread.
@@ -160,52 +192,30 @@ pub fn stats() -> (usize, usize) {
 /// tag and padding (TLS 1.2 allows 2048 bytes of expansion), rounded up.
 pub const TLS_OVERHEAD: usize = 2560;
 
-thread_local! {
-    /// The TLS size class: buffers of [`bufsize`] + [`TLS_OVERHEAD`], so
-    /// that one whole record fits, for ciphertext on TLS connections.
-    static TLS_FREE: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-    static TLS_ALLOCATED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
 /// Size of the buffers of [`take_tls`].
 pub fn tls_bufsize() -> usize {
-    bufsize() + TLS_OVERHEAD
+    TLS_POOL.with(|p| p.borrow().size)
 }
 
 /// Takes a ciphertext buffer (length [`tls_bufsize`]) from this thread's
-/// TLS size class.
+/// TLS size class. The same pool mechanism as [`take`]: thread-local, no
+/// lock, published for `show pools`.
 pub fn take_tls() -> Vec<u8> {
-    TLS_FREE
-        .with(|f| f.borrow_mut().pop())
-        .unwrap_or_else(|| {
-            TLS_ALLOCATED.with(|a| a.set(a.get() + 1));
-            vec![0u8; tls_bufsize()]
-        })
+    TLS_POOL.with(|p| p.borrow_mut().take())
 }
 
 /// Returns a buffer taken with [`take_tls`]. One that was grown (a long
 /// handshake message) is freed instead.
 pub fn give_tls(buf: Vec<u8>) {
-    let keep = buf.len() == tls_bufsize()
-        && TLS_FREE.with(|f| {
-            let mut f = f.borrow_mut();
-            let room = f.len() < MAX_POOLED;
-            if room {
-                f.push(buf);
-            }
-            room
-        });
-    if !keep {
-        TLS_ALLOCATED.with(|a| a.set(a.get().saturating_sub(1)));
-    }
+    TLS_POOL.with(|p| p.borrow_mut().give(buf))
 }
 
 /// (TLS buffers that exist, TLS buffers free) for this thread.
 pub fn tls_stats() -> (usize, usize) {
-    (
-        TLS_ALLOCATED.with(|a| a.get()),
-        TLS_FREE.with(|f| f.borrow().len()),
-    )
+    TLS_POOL.with(|p| {
+        let p = p.borrow();
+        (p.allocated, p.free.len())
+    })
 }
 
 #[cfg(test)]

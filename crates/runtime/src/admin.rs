@@ -221,14 +221,17 @@ impl AdminApi for Admin {
     }
 
     fn pools(&self) -> Vec<PoolInfo> {
-        let (size, allocated, used) = fairlead_net::pool::totals();
-        vec![PoolInfo {
-            name: "buffer".into(),
+        let info = |name: &str, (size, allocated, used): (usize, usize, usize)| PoolInfo {
+            name: name.into(),
             size: size as u64,
             allocated: allocated as u64,
             used: used as u64,
             failed: 0,
-        }]
+        };
+        vec![
+            info("buffer", fairlead_net::pool::totals()),
+            info("tls_buffer", fairlead_net::pool::tls_totals()),
+        ]
     }
 
     fn errors(&self) -> ErrorReport {
@@ -279,6 +282,41 @@ impl AdminApi for Admin {
                 })
                 .collect(),
         }
+    }
+
+    fn reload_ssl_certs(&self) -> Result<String, String> {
+        // One context may serve several addresses: reload each once.
+        let mut done: Vec<*const fairlead_tls::BindContext> = Vec::new();
+        let (mut certs, mut ok, mut failed) = (0, 0, Vec::new());
+        for fe in &self.hub.shared.frontends {
+            for (addr, ctx) in &fe.tls {
+                let p = Arc::as_ptr(ctx);
+                if done.contains(&p) {
+                    continue;
+                }
+                done.push(p);
+                match ctx.reload() {
+                    Ok(n) => {
+                        certs += n;
+                        ok += 1;
+                    }
+                    Err(e) => failed.push(format!("frontend '{}' bind {addr}: {e}", fe.name)),
+                }
+            }
+        }
+        if done.is_empty() {
+            return Err("No TLS listener.".into());
+        }
+        let mut out = format!("Reloaded {certs} certificate(s) on {ok} TLS listener(s).");
+        if !failed.is_empty() {
+            out.push_str(&format!(
+                "\n{} listener(s) kept their previous certificates:\n{}",
+                failed.len(),
+                failed.join("\n")
+            ));
+            return Err(out);
+        }
+        Ok(out)
     }
 
     fn set_profiling_tasks(&self, mode: TasksProfiling) -> Result<(), String> {

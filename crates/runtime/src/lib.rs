@@ -225,7 +225,10 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             })?;
             if !quiet {
                 for w in ctx.warnings() {
-                    eprintln!("[WARNING]  {}: frontend '{}': bind: {w}", b.location, f.name);
+                    eprintln!(
+                        "[WARNING]  {}: frontend '{}': bind: {w}",
+                        b.location, f.name
+                    );
                 }
             }
             let ctx = Arc::new(ctx);

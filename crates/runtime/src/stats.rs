@@ -109,7 +109,11 @@ pub fn snapshot(
     let mut iid = 0u32;
     let mut cum_conns = 0;
     let mut cum_req = 0;
+    let (mut ssl_hs, mut ssl_resumed, mut ssl_failed) = (0, 0, 0);
     for fe in &shared.frontends {
+        ssl_hs += fe.tls_stats.handshakes.load(Ordering::Relaxed);
+        ssl_resumed += fe.tls_stats.resumed.load(Ordering::Relaxed);
+        ssl_failed += fe.tls_stats.failures.load(Ordering::Relaxed);
         iid += 1;
         let live = &fe.http.counters;
         cum_conns += live.get(C::Stot);
@@ -207,6 +211,9 @@ pub fn snapshot(
             curr_conns: u64::from(shared.global.cur.load(Ordering::Relaxed)),
             cum_conns,
             cum_req,
+            cum_ssl_conns: ssl_hs,
+            ssl_reuse_pct: (ssl_resumed * 100).checked_div(ssl_hs).unwrap_or(0),
+            ssl_failed_handshakes: ssl_failed,
             ..Default::default()
         },
         proxies,

@@ -63,6 +63,13 @@ pub struct ProcessInfo {
     pub cum_conns: u64,
     /// HTTP requests since start.
     pub cum_req: u64,
+    /// TLS handshakes completed on frontends since start (`CumSslConns`).
+    pub cum_ssl_conns: u64,
+    /// Of those, resumed ones in percent (`SslFrontendSessionReuse_pct`).
+    pub ssl_reuse_pct: u64,
+    /// TLS handshakes that failed on frontends since start (Fairlead
+    /// extension: `fairlead_process_ssl_failed_handshakes_total`).
+    pub ssl_failed_handshakes: u64,
     /// Connections accepted over the last second.
     pub conn_rate: u64,
     /// Global `maxconnrate`; 0 when unset. Default is 0.
@@ -116,6 +123,9 @@ impl Default for ProcessInfo {
             curr_conns: 0,
             cum_conns: 0,
             cum_req: 0,
+            cum_ssl_conns: 0,
+            ssl_reuse_pct: 0,
+            ssl_failed_handshakes: 0,
             conn_rate: 0,
             conn_rate_limit: 0,
             conn_rate_max: 0,

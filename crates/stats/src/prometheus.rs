@@ -406,7 +406,7 @@ fn histograms<'a>(
 
 fn process(snap: &Snapshot, out: &mut Vec<u8>) {
     let p = &snap.process;
-    let list: [(&str, Ty, &str, u64); 22] = [
+    let list: [(&str, Ty, &str, u64); 23] = [
         (
             "nbthread",
             Gauge,
@@ -463,6 +463,12 @@ fn process(snap: &Snapshot, out: &mut Vec<u8>) {
             Counter,
             "Requests since start.",
             p.cum_req,
+        ),
+        (
+            "ssl_connections_total",
+            Counter,
+            "TLS handshakes completed on frontends since start.",
+            p.cum_ssl_conns,
         ),
         (
             "current_connection_rate",
@@ -591,6 +597,16 @@ fn process(snap: &Snapshot, out: &mut Vec<u8>) {
             );
         }
     }
+    // Fairlead's own: HAProxy only counts these per listener in its SSL
+    // statistics module.
+    let name = "fairlead_process_ssl_failed_handshakes_total";
+    header(
+        out,
+        name,
+        "TLS handshakes that failed on frontends since start.",
+        Counter.as_str(),
+    );
+    sample(out, name, "", &[], U(p.ssl_failed_handshakes));
 }
 
 /// Appends the whole exposition for `snap` to `out`.

@@ -176,9 +176,10 @@ pub fn info(snap: &Snapshot, out: &mut Vec<u8>) {
     kv("CurrConns", &p.curr_conns);
     kv("CumConns", &p.cum_conns);
     kv("CumReq", &p.cum_req);
-    for k in ["MaxSslConns", "CurrSslConns", "CumSslConns"] {
+    for k in ["MaxSslConns", "CurrSslConns"] {
         kv(k, &0);
     }
+    kv("CumSslConns", &p.cum_ssl_conns);
     for k in ["Maxpipes", "PipesUsed", "PipesFree"] {
         kv(k, &0);
     }
@@ -194,7 +195,11 @@ pub fn info(snap: &Snapshot, out: &mut Vec<u8>) {
         "MaxSslRate",
         "SslFrontendKeyRate",
         "SslFrontendMaxKeyRate",
-        "SslFrontendSessionReuse_pct",
+    ] {
+        kv(k, &0);
+    }
+    kv("SslFrontendSessionReuse_pct", &p.ssl_reuse_pct);
+    for k in [
         "SslBackendKeyRate",
         "SslBackendMaxKeyRate",
         "SslCacheLookups",

@@ -365,6 +365,10 @@ fn names_and_types_follow_haproxy() {
             assert!(name.ends_with("_time_seconds"), "{name}");
             continue;
         }
+        // Fairlead's own metrics have their own prefix.
+        if name.starts_with("fairlead_") {
+            continue;
+        }
         assert!(
             hap.contains(name.as_str()),
             "{name} is not an HAProxy 2.6 exporter name"
@@ -408,13 +412,14 @@ fn names_and_types_follow_haproxy() {
     for (name, (_, samples)) in &fams {
         for (_, labels, _) in samples {
             let keys: Vec<&str> = labels.iter().map(|(k, _)| k.as_str()).collect();
-            let base: &[&str] = if name.starts_with("haproxy_process_") {
-                &[]
-            } else if name.starts_with("haproxy_server_") {
-                &["proxy", "server"]
-            } else {
-                &["proxy"]
-            };
+            let base: &[&str] =
+                if name.starts_with("haproxy_process_") || name.starts_with("fairlead_process_") {
+                    &[]
+                } else if name.starts_with("haproxy_server_") {
+                    &["proxy", "server"]
+                } else {
+                    &["proxy"]
+                };
             assert_eq!(&keys[..base.len()], base, "{name} {labels:?}");
             let extra = &keys[base.len()..];
             assert!(extra.len() <= 1, "{name} {labels:?}");
@@ -699,5 +704,7 @@ fn empty_snapshot_has_only_process_metrics() {
     prometheus(&Snapshot::default(), &mut out);
     let text = String::from_utf8(out).unwrap();
     let fams = strict_parse(&text);
-    assert!(fams.keys().all(|k| k.starts_with("haproxy_process_")));
+    assert!(fams
+        .keys()
+        .all(|k| k.starts_with("haproxy_process_") || k.starts_with("fairlead_process_")));
 }

@@ -199,9 +199,8 @@ fn make(
     let mut warnings = Vec::new();
     let s = suites::resolve(&cfg.protocol, &mut warnings)?;
     if cfg.ca_file.is_some() && cfg.verify == Verify::None {
-        warnings.push(
-            "'ca-file' is set with 'verify none': no client certificate is asked for".into(),
-        );
+        warnings
+            .push("'ca-file' is set with 'verify none': no client certificate is asked for".into());
     }
     let verifier = client_verifier(cfg, &s.provider)?;
     let entries = load_bind_certs(cfg, &s.provider, &mut warnings)?;
@@ -274,8 +273,7 @@ mod tests {
         let ctx = BindContext::build(&cfg).unwrap();
         assert_eq!(ctx.cert_count(), 3);
         assert_eq!(ctx.warnings().len(), 1, "{:?}", ctx.warnings());
-        let served =
-            |name: &str| served(&connect(client(TLS13), ctx.config(), name).unwrap().0);
+        let served = |name: &str| served(&connect(client(TLS13), ctx.config(), name).unwrap().0);
         assert_eq!(served("a.example.com"), wild.der);
         assert_eq!(served("unused.test"), first.der);
         assert_eq!(served("secure.example.com"), first.der);
@@ -297,7 +295,10 @@ mod tests {
         };
         let e = BindContext::build(&cfg).unwrap_err();
         assert_eq!(e.file.as_deref(), Some(old.as_str()));
-        assert!(e.message.starts_with("certificate expired on 2000-01-01"), "{e}");
+        assert!(
+            e.message.starts_with("certificate expired on 2000-01-01"),
+            "{e}"
+        );
         let e = BindContext::build(&BindTls::default()).unwrap_err();
         assert!(e.message.starts_with("no certificate loaded"), "{e}");
     }
@@ -404,7 +405,8 @@ mod tests {
         cfg.ca_file = Some(d.write("ca.pem", &ca.pem()));
         for versions in [TLS12, TLS13] {
             let ctx = BindContext::build(&cfg).unwrap();
-            let hs = |l: Option<&Leaf>| connect(client_with_cert(l, versions), ctx.config(), "a.test");
+            let hs =
+                |l: Option<&Leaf>| connect(client_with_cert(l, versions), ctx.config(), "a.test");
             let (_, s) = hs(None).unwrap();
             assert!(s.peer_certificates().is_none());
             let (_, s) = hs(Some(&good)).unwrap();
@@ -414,7 +416,8 @@ mod tests {
         cfg.verify = Verify::Required;
         for versions in [TLS12, TLS13] {
             let ctx = BindContext::build(&cfg).unwrap();
-            let hs = |l: Option<&Leaf>| connect(client_with_cert(l, versions), ctx.config(), "a.test");
+            let hs =
+                |l: Option<&Leaf>| connect(client_with_cert(l, versions), ctx.config(), "a.test");
             assert!(matches!(hs(None), Err(Failed::Server(_))));
             assert!(hs(Some(&bad)).is_err());
             assert!(hs(Some(&good)).is_ok());

@@ -357,7 +357,9 @@ pub fn parse_crt_list(
             if f.starts_with('[') || f.contains(']') {
                 return Err(err(
                     file,
-                    format!("line {line_no}: SSL options '[...]' must come right after the certificate"),
+                    format!(
+                        "line {line_no}: SSL options '[...]' must come right after the certificate"
+                    ),
                 ));
             }
             match f.strip_prefix('!') {
@@ -460,8 +462,8 @@ pub fn load_bind_certs(
 
 #[cfg(test)]
 mod tests {
-    use crate::resolver::testutil::*;
     use super::*;
+    use crate::resolver::testutil::*;
 
     fn load(path: &str) -> Result<(LoadedCert, Vec<String>), TlsError> {
         let mut w = Vec::new();
@@ -618,7 +620,10 @@ mod tests {
         assert_eq!(entries[1].names, ["*.example.com"]);
         assert_eq!(entries[1].excluded, ["secure.example.com"]);
         assert_eq!(w.len(), 1);
-        assert!(w[0].contains("line 1") && w[0].contains("[alpn h2]"), "{w:?}");
+        assert!(
+            w[0].contains("line 1") && w[0].contains("[alpn h2]"),
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -21,9 +21,6 @@ pub use origin::ServerContext;
 
 pub use rustls::pki_types::ServerName;
 
-
-
-
 /// A TLS set-up error: which file, and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsError {

@@ -181,6 +181,11 @@ impl ServerContext {
     /// configuration.
     pub fn build(cfg: &ServerTls) -> Result<ServerContext, TlsError> {
         let mut warnings = Vec::new();
+        if let Some(SniSource::Fixed(n)) = &cfg.sni {
+            if ServerName::try_from(n.as_str()).is_err() {
+                return Err(TlsError::new(None, format!("sni '{n}': not a host name")));
+            }
+        }
         let s = suites::resolve(&cfg.protocol, &mut warnings)?;
         let verifier = verifier(cfg, &s.provider, &mut warnings)?;
         let builder = ClientConfig::builder_with_provider(s.provider.clone())
@@ -248,5 +253,229 @@ impl ServerContext {
         name.filter(|n| !n.is_empty())
             .and_then(|n| ServerName::try_from(n.trim_end_matches('.').to_string()).ok())
             .unwrap_or(ServerName::IpAddress(addr.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bind::BindContext;
+    use crate::resolver::testutil::*;
+    use fairlead_config::BindTls;
+    use rustls::{ClientConnection, HandshakeKind, ServerConnection};
+    use std::net::Ipv4Addr;
+
+    const ADDR: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+    /// A listener serving `l`, optionally requiring client certificates
+    /// from `clients`.
+    fn backend(d: &TempDir, l: &Leaf, clients: Option<&Ca>) -> BindContext {
+        let mut cfg = BindTls {
+            crt: vec![d.write("backend.pem", &l.combined())],
+            ..BindTls::default()
+        };
+        if let Some(ca) = clients {
+            cfg.ca_file = Some(d.write("clients.pem", &ca.pem()));
+            cfg.verify = Verify::Required;
+        }
+        BindContext::build(&cfg).unwrap()
+    }
+
+    fn hs(
+        ctx: &ServerContext,
+        b: &BindContext,
+        name: ServerName<'static>,
+    ) -> Result<(ClientConnection, ServerConnection), Failed> {
+        let mut c = ClientConnection::new(ctx.config(), name).unwrap();
+        let mut s = ServerConnection::new(b.config()).unwrap();
+        drive(&mut c, &mut s)?;
+        Ok((c, s))
+    }
+
+    fn cert_error(r: Result<(ClientConnection, ServerConnection), Failed>) -> CertificateError {
+        match r {
+            Err(Failed::Client(rustls::Error::InvalidCertificate(e))) => e,
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("handshake succeeded"),
+        }
+    }
+
+    #[test]
+    fn server_name_sources() {
+        let mut cfg = ServerTls {
+            verify: Verify::None,
+            ..ServerTls::default()
+        };
+        let name = |cfg: &ServerTls, sni, host| {
+            ServerContext::build(cfg)
+                .unwrap()
+                .server_name(sni, host, ADDR)
+        };
+        let ip = ServerName::IpAddress(ADDR.into());
+        let dns = |n: &str| ServerName::try_from(n.to_string()).unwrap();
+        assert_eq!(name(&cfg, Some("c.test"), Some("h.test")), ip);
+        cfg.sni = Some(SniSource::Fixed("f.test".into()));
+        assert_eq!(name(&cfg, Some("c.test"), Some("h.test")), dns("f.test"));
+        cfg.sni = Some(SniSource::ClientSni);
+        assert_eq!(name(&cfg, Some("c.test"), Some("h.test")), dns("c.test"));
+        assert_eq!(name(&cfg, None, Some("h.test")), ip);
+        cfg.sni = Some(SniSource::HostHeader);
+        assert_eq!(name(&cfg, Some("c.test"), Some("h.test.")), dns("h.test"));
+        assert_eq!(name(&cfg, Some("c.test"), Some("")), ip);
+        assert_eq!(name(&cfg, None, Some("bad name!")), ip);
+        assert_eq!(name(&cfg, None, None), ip);
+        cfg.sni = Some(SniSource::Fixed("10.1.2.3".into()));
+        let v4 = ServerName::IpAddress(IpAddr::from([10, 1, 2, 3]).into());
+        assert_eq!(name(&cfg, None, None), v4);
+        cfg.sni = Some(SniSource::Fixed("bad name".into()));
+        let e = ServerContext::build(&cfg).unwrap_err();
+        assert_eq!(e.message, "sni 'bad name': not a host name");
+    }
+
+    #[test]
+    fn verify_required() {
+        let d = TempDir::new("origin-verify");
+        let ca = Ca::new("servers");
+        let other = Ca::new("other");
+        let b = backend(&d, &leaf(&["backend.test"], &ECDSA, Some(&ca)), None);
+        let mut cfg = ServerTls {
+            verify: Verify::Required,
+            sni: Some(SniSource::Fixed("backend.test".into())),
+            ..ServerTls::default()
+        };
+        let e = ServerContext::build(&cfg).unwrap_err();
+        assert!(
+            e.message.starts_with("verify required needs 'ca-file'"),
+            "{e}"
+        );
+        cfg.ca_file = Some(d.write("ca.pem", &ca.pem()));
+        let ctx = ServerContext::build(&cfg).unwrap();
+        let name = ctx.server_name(None, None, ADDR);
+        let (_, s) = hs(&ctx, &b, name).unwrap();
+        assert_eq!(s.server_name(), Some("backend.test"));
+        // A name the certificate does not have.
+        cfg.sni = Some(SniSource::Fixed("wrong.test".into()));
+        let ctx = ServerContext::build(&cfg).unwrap();
+        let name = ctx.server_name(None, None, ADDR);
+        let e = cert_error(hs(&ctx, &b, name));
+        assert!(
+            matches!(e, CertificateError::NotValidForNameContext { .. }),
+            "{e:?}"
+        );
+        // verifyhost is checked instead of the SNI.
+        cfg.verifyhost = Some("backend.test".into());
+        let ctx = ServerContext::build(&cfg).unwrap();
+        let name = ctx.server_name(None, None, ADDR);
+        assert!(hs(&ctx, &b, name).is_ok());
+        cfg.sni = Some(SniSource::Fixed("backend.test".into()));
+        cfg.verifyhost = Some("other.test".into());
+        let ctx = ServerContext::build(&cfg).unwrap();
+        let name = ctx.server_name(None, None, ADDR);
+        let e = cert_error(hs(&ctx, &b, name));
+        assert!(
+            matches!(e, CertificateError::NotValidForNameContext { .. }),
+            "{e:?}"
+        );
+        // verifyhost without SNI.
+        cfg.sni = None;
+        let ctx = ServerContext::build(&cfg).unwrap();
+        let name = ctx.server_name(None, None, ADDR);
+        let e = cert_error(hs(&ctx, &b, name));
+        assert!(
+            matches!(e, CertificateError::NotValidForNameContext { .. }),
+            "{e:?}"
+        );
+        // No name at all: the chain only.
+        cfg.verifyhost = None;
+        let ctx = ServerContext::build(&cfg).unwrap();
+        let name = ctx.server_name(None, None, ADDR);
+        let (_, s) = hs(&ctx, &b, name).unwrap();
+        assert_eq!(s.server_name(), None);
+        // Another CA: refused, with or without a name.
+        cfg.ca_file = Some(d.write("other.pem", &other.pem()));
+        for sni in [None, Some(SniSource::Fixed("backend.test".into()))] {
+            cfg.sni = sni;
+            let ctx = ServerContext::build(&cfg).unwrap();
+            let name = ctx.server_name(None, None, ADDR);
+            assert_eq!(
+                cert_error(hs(&ctx, &b, name)),
+                CertificateError::UnknownIssuer
+            );
+        }
+    }
+
+    #[test]
+    fn verify_none_accepts_self_signed() {
+        let d = TempDir::new("origin-none");
+        let b = backend(&d, &leaf(&["self.test"], &RSA, None), None);
+        let cfg = ServerTls {
+            verify: Verify::None,
+            sni: Some(SniSource::Fixed("unrelated.test".into())),
+            ..ServerTls::default()
+        };
+        let ctx = ServerContext::build(&cfg).unwrap();
+        assert!(hs(&ctx, &b, ctx.server_name(None, None, ADDR)).is_ok());
+    }
+
+    #[test]
+    fn client_certificate_sent() {
+        let d = TempDir::new("origin-crt");
+        let servers = Ca::new("servers");
+        let clients = Ca::new("clients");
+        let me = leaf(&["fairlead.test"], &ECDSA, Some(&clients));
+        let b = backend(
+            &d,
+            &leaf(&["backend.test"], &ECDSA, Some(&servers)),
+            Some(&clients),
+        );
+        let mut cfg = ServerTls {
+            verify: Verify::Required,
+            ca_file: Some(d.write("servers.pem", &servers.pem())),
+            ..ServerTls::default()
+        };
+        let ctx = ServerContext::build(&cfg).unwrap();
+        assert!(matches!(
+            hs(&ctx, &b, ctx.server_name(None, None, ADDR)),
+            Err(Failed::Server(_))
+        ));
+        cfg.crt = Some(d.write("me.pem", &me.combined()));
+        let ctx = ServerContext::build(&cfg).unwrap();
+        let (_, s) = hs(&ctx, &b, ctx.server_name(None, None, ADDR)).unwrap();
+        assert_eq!(s.peer_certificates().unwrap()[0], me.der);
+    }
+
+    #[test]
+    fn reuse_and_alpn() {
+        let d = TempDir::new("origin-reuse");
+        let b = BindContext::build(&BindTls {
+            crt: vec![d.write("b.pem", &leaf(&["backend.test"], &ECDSA, None).combined())],
+            protocol: fairlead_config::TlsProtocol {
+                alpn: vec!["http/1.1".into(), "h2".into()],
+                ..Default::default()
+            },
+            ..BindTls::default()
+        })
+        .unwrap();
+        let mut cfg = ServerTls {
+            verify: Verify::None,
+            sni: Some(SniSource::Fixed("backend.test".into())),
+            ..ServerTls::default()
+        };
+        cfg.protocol.alpn = vec!["h2".into()];
+        for no_reuse in [false, true] {
+            cfg.no_reuse = no_reuse;
+            let ctx = ServerContext::build(&cfg).unwrap();
+            let name = || ctx.server_name(None, None, ADDR);
+            let (c, _) = hs(&ctx, &b, name()).unwrap();
+            assert_eq!(c.handshake_kind(), Some(HandshakeKind::Full));
+            assert_eq!(c.alpn_protocol(), Some(&b"h2"[..]));
+            let (c, _) = hs(&ctx, &b, name()).unwrap();
+            let want = if no_reuse {
+                HandshakeKind::Full
+            } else {
+                HandshakeKind::Resumed
+            };
+            assert_eq!(c.handshake_kind(), Some(want));
+        }
     }
 }

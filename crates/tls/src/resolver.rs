@@ -189,28 +189,30 @@ pub(crate) mod testutil {
         SignatureScheme,
     };
 
+    /// The two key kinds the tests use.
     pub use rcgen::{PKCS_ECDSA_P256_SHA256 as ECDSA, PKCS_RSA_SHA256 as RSA};
 
     /// A directory under the system's temporary directory, removed on drop.
     pub struct TempDir(pub PathBuf);
 
     impl TempDir {
+        /// A fresh, empty directory; `tag` makes its name readable.
         pub fn new(tag: &str) -> TempDir {
             static N: AtomicUsize = AtomicUsize::new(0);
             let n = N.fetch_add(1, Ordering::Relaxed);
-            let p = std::env::temp_dir().join(format!(
-                "fairlead-tls-{}-{tag}-{n}",
-                std::process::id()
-            ));
+            let p =
+                std::env::temp_dir().join(format!("fairlead-tls-{}-{tag}-{n}", std::process::id()));
             let _ = std::fs::remove_dir_all(&p);
             std::fs::create_dir_all(&p).unwrap();
             TempDir(p)
         }
 
+        /// The path of `name` in the directory.
         pub fn path(&self, name: &str) -> String {
             self.0.join(name).display().to_string()
         }
 
+        /// Writes `name`; returns its path.
         pub fn write(&self, name: &str, contents: &str) -> String {
             let p = self.path(name);
             std::fs::write(&p, contents).unwrap();
@@ -237,11 +239,14 @@ pub(crate) mod testutil {
 
     /// A certificate authority.
     pub struct Ca {
+        /// Its self-signed certificate.
         pub cert: rcgen::Certificate,
+        /// Its ECDSA key.
         pub key: KeyPair,
     }
 
     impl Ca {
+        /// A CA whose common name is `name`.
         pub fn new(name: &str) -> Ca {
             let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
             p.distinguished_name
@@ -252,6 +257,7 @@ pub(crate) mod testutil {
             Ca { cert, key }
         }
 
+        /// Its certificate in PEM, as in a `ca-file`.
         pub fn pem(&self) -> String {
             self.cert.pem()
         }
@@ -259,8 +265,11 @@ pub(crate) mod testutil {
 
     /// A leaf certificate and its key.
     pub struct Leaf {
+        /// The certificate in PEM.
         pub cert_pem: String,
+        /// The key in PEM (PKCS#8).
         pub key_pem: String,
+        /// The certificate in DER, to compare with what a peer presented.
         pub der: CertificateDer<'static>,
     }
 
@@ -302,6 +311,7 @@ pub(crate) mod testutil {
         }
     }
 
+    /// The aws-lc-rs provider.
     pub fn provider() -> Arc<CryptoProvider> {
         Arc::new(rustls::crypto::aws_lc_rs::default_provider())
     }
@@ -310,11 +320,14 @@ pub(crate) mod testutil {
     /// `schemes` (all of the provider's when empty).
     #[derive(Debug)]
     pub struct AnyCert {
+        /// For the signature checks.
         pub provider: Arc<CryptoProvider>,
+        /// The schemes offered in `signature_algorithms`.
         pub schemes: Vec<SignatureScheme>,
     }
 
     impl AnyCert {
+        /// A verifier offering `schemes` (all when empty).
         pub fn new(schemes: &[SignatureScheme]) -> Arc<AnyCert> {
             Arc::new(AnyCert {
                 provider: provider(),
@@ -381,7 +394,9 @@ pub(crate) mod testutil {
     /// Which side of an in-memory handshake failed.
     #[derive(Debug)]
     pub enum Failed {
+        /// The client refused the server.
         Client(rustls::Error),
+        /// The server refused the client.
         Server(rustls::Error),
     }
 
@@ -411,7 +426,10 @@ pub(crate) mod testutil {
                 }
             }
             if !moved {
-                assert!(!c.is_handshaking() && !s.is_handshaking(), "handshake stalled");
+                assert!(
+                    !c.is_handshaking() && !s.is_handshaking(),
+                    "handshake stalled"
+                );
                 return Ok(());
             }
         }
@@ -437,7 +455,6 @@ pub(crate) mod testutil {
         c.peer_certificates().unwrap()[0].clone().into_owned()
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -497,7 +514,10 @@ mod tests {
         let d = TempDir::new("strict");
         let a = leaf(&["a.test"], &ECDSA, None);
         let s = server(vec![entry(&d, "a.pem", &a)], true);
-        assert_eq!(served(&connect(client(), s.clone(), "a.test").unwrap().0), a.der);
+        assert_eq!(
+            served(&connect(client(), s.clone(), "a.test").unwrap().0),
+            a.der
+        );
         for name in ["b.test", "127.0.0.1"] {
             match connect(client(), s.clone(), name) {
                 Err(Failed::Server(e)) => assert!(is_no_certificate(&e), "{e:?}"),

@@ -54,13 +54,19 @@ const CHUNK: usize = 16384;
 /// The two sides of rustls' unbuffered API, seen through one interface.
 pub trait Side {
     type Data;
-    fn process<'c, 'i>(&'c mut self, incoming: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data>;
+    fn process<'c, 'i>(
+        &'c mut self,
+        incoming: &'i mut [u8],
+    ) -> UnbufferedStatus<'c, 'i, Self::Data>;
     fn common(&self) -> &rustls::CommonState;
 }
 
 impl Side for UnbufferedServerConnection {
     type Data = rustls::server::ServerConnectionData;
-    fn process<'c, 'i>(&'c mut self, incoming: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data> {
+    fn process<'c, 'i>(
+        &'c mut self,
+        incoming: &'i mut [u8],
+    ) -> UnbufferedStatus<'c, 'i, Self::Data> {
         self.process_tls_records(incoming)
     }
     fn common(&self) -> &rustls::CommonState {
@@ -70,7 +76,10 @@ impl Side for UnbufferedServerConnection {
 
 impl Side for UnbufferedClientConnection {
     type Data = rustls::client::ClientConnectionData;
-    fn process<'c, 'i>(&'c mut self, incoming: &'i mut [u8]) -> UnbufferedStatus<'c, 'i, Self::Data> {
+    fn process<'c, 'i>(
+        &'c mut self,
+        incoming: &'i mut [u8],
+    ) -> UnbufferedStatus<'c, 'i, Self::Data> {
         self.process_tls_records(incoming)
     }
     fn common(&self) -> &rustls::CommonState {
@@ -206,12 +215,7 @@ impl<C: Side> Session<C> {
     /// go to `dst[*got..]`, then to `spill`; handshake records and alerts to
     /// `out`; `enc` (when the session is writable) is encrypted into `out`
     /// and its second member set to the bytes taken.
-    fn advance(
-        &mut self,
-        dst: &mut [u8],
-        got: &mut usize,
-        mut enc: Enc<'_>,
-    ) -> Result<Stop> {
+    fn advance(&mut self, dst: &mut [u8], got: &mut usize, mut enc: Enc<'_>) -> Result<Stop> {
         loop {
             let inb = &mut self.inb;
             let UnbufferedStatus { mut discard, state } =
@@ -400,9 +404,7 @@ impl<C: Side> Session<C> {
                                     "connection closed during the handshake",
                                 ))
                             }
-                            Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                                tcp.readable().await?
-                            }
+                            Err(e) if e.kind() == ErrorKind::WouldBlock => tcp.readable().await?,
                             Err(e) => return Err(e),
                         }
                     },
@@ -559,7 +561,7 @@ pub async fn accept(
     match r {
         Ok(()) => {
             s.info.sni = sni;
-            Ok(Conn::with_tls(tcp, Box::new(RefCell::new(s))))
+            Ok(Conn::with_tls(tcp, Box::new(s)))
         }
         Err(error) => Err(HandshakeError { sni, error }),
     }
@@ -580,7 +582,7 @@ pub async fn connect(
     let mut s = Session::new(conn);
     s.info.sni = sni;
     s.handshake(&tcp, timeout).await?;
-    Ok(Conn::with_tls(tcp, Box::new(RefCell::new(s))))
+    Ok(Conn::with_tls(tcp, Box::new(s)))
 }
 
 /// OpenSSL's name of a cipher suite, as HAProxy logs it (`%sslc`).

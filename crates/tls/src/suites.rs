@@ -161,10 +161,7 @@ pub fn parse_ciphers(
     let mut chosen = Vec::new();
     let mut removed = Vec::new();
     let mut ignored = Vec::new();
-    for tok in spec
-        .split([':', ',', ' ', '\t'])
-        .filter(|t| !t.is_empty())
-    {
+    for tok in spec.split([':', ',', ' ', '\t']).filter(|t| !t.is_empty()) {
         if let Some(neg) = tok.strip_prefix(['!', '-']) {
             // Removing a suite rustls lacks is already done.
             removed.extend(lookup(table, neg));
@@ -269,7 +266,10 @@ mod tests {
             &mut w,
         )
         .unwrap_err();
-        assert_eq!(e.message, "ssl-min-ver TLSv1.3 is above ssl-max-ver TLSv1.2");
+        assert_eq!(
+            e.message,
+            "ssl-min-ver TLSv1.3 is above ssl-max-ver TLSv1.2"
+        );
     }
 
     #[test]

@@ -619,7 +619,6 @@ fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags
     let http = d.opts.mode == Mode::Http;
     let sec = d.kind.word();
     for (b, t) in d.binds.iter_mut().zip(&d.bind_tls) {
-        let label = format!("'bind {}'", t.list);
         let mut out = Vec::new();
         b.tls = t.resolve(g, &defaults.bind, &mut out);
         if let Some(tls) = &b.tls {
@@ -627,25 +626,25 @@ fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags
                 out.push((true, crate::tls::NO_H2.to_string()));
             }
         }
-        let out = out.into_iter().map(|(a, m)| (a, format!("{label}: {m}"))).collect();
-        crate::tls::report(out, &b.location, diags);
+        let label = format!("'bind {}'", t.list);
+        crate::tls::report(out, &label, &b.location, diags);
     }
     for (s, t) in d.servers.iter_mut().zip(&d.server_tls) {
-        let label = format!("server '{}/{}'", d.name, s.name);
         let mut out = Vec::new();
-        s.tls = t.resolve(g, &defaults.server, &label, &mut out);
+        s.tls = t.resolve(g, &defaults.server, &mut out);
         if let Some(tls) = &s.tls {
             if http && tls.protocol.alpn.iter().any(|p| p == "h2") {
-                out.push((true, format!("{label}: {}", crate::tls::NO_H2)));
+                out.push((true, crate::tls::NO_H2.to_string()));
             }
             if !http && tls.sni == Some(SniSource::HostHeader) {
                 out.push((
                     false,
-                    format!("{label}: 'sni' uses the Host header, which {sec} '{}' never reads as it is not in 'mode http'; no SNI will be sent", d.name),
+                    format!("'sni' uses the Host header, which {sec} '{}' never reads as it is not in 'mode http'; no SNI will be sent", d.name),
                 ));
             }
         }
-        crate::tls::report(out, &s.location, diags);
+        let label = format!("server '{}/{}'", d.name, s.name);
+        crate::tls::report(out, &label, &s.location, diags);
     }
 }
 
