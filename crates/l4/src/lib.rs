@@ -326,6 +326,7 @@ pub async fn serve_tcp(
         ..Default::default()
     };
     let start = Instant::now();
+    let tls = client.tls_version_cipher();
     let log = |term: fairlead_log::TermState,
                server: Option<&fairlead_backend::Server>,
                t: [Option<u64>; 2],
@@ -356,6 +357,8 @@ pub async fn serve_tcp(
             retries,
             pid: setup.pid,
             hostname: &setup.hostname,
+            ssl_version: tls.map(|t| t.0),
+            ssl_cipher: tls.map(|t| t.1),
             ..Default::default()
         };
         if setup.dontlognull && bytes.0 == 0 {

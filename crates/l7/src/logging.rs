@@ -112,6 +112,7 @@ pub(crate) fn emit(
     server: Option<&str>,
     gauges: &Gauges,
     counter: u64,
+    tls: Option<(&str, &str)>,
 ) {
     if setup.connect_only {
         return;
@@ -151,6 +152,8 @@ pub(crate) fn emit(
         hostname: &setup.hostname,
         request_counter: counter,
         log_counter: counter,
+        ssl_version: tls.map(|t| t.0),
+        ssl_cipher: tls.map(|t| t.1),
         http: true,
         ..Default::default()
     };

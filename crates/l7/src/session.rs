@@ -401,6 +401,7 @@ impl Session {
             srv.map(|s| s.name.as_str()),
             &gauges,
             self.ctx.front.counters.get(C::ReqTot),
+            self.client.tls_version_cipher(),
         );
     }
 

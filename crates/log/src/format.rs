@@ -100,6 +100,8 @@ enum Var {
     Hv,
     Id,
     Pid,
+    Sslv,
+    Sslc,
     H,
     Rt,
     Lc,
@@ -167,13 +169,15 @@ const VARS: &[(&str, Var, bool)] = &[
     ("HV", Var::Hv, true),
     ("ID", Var::Id, false),
     ("pid", Var::Pid, false),
+    ("sslv", Var::Sslv, false),
+    ("sslc", Var::Sslc, false),
     ("H", Var::H, false),
     ("rt", Var::Rt, false),
     ("lc", Var::Lc, false),
 ];
 
 /// Variables HAProxy knows that Fairlead does not provide yet.
-const NOT_YET: &[&str] = &["sslc", "sslv"];
+const NOT_YET: &[&str] = &[];
 
 fn var_name(v: Var) -> &'static str {
     if v == Var::Mode {
@@ -741,6 +745,8 @@ fn render_var(v: Var, flags: u8, r: &LogRecord, out: &mut Vec<u8>) -> bool {
             }
         }
         Var::H => text(out, Some(r.hostname.as_bytes()), flags),
+        Var::Sslv => text(out, r.ssl_version.map(str::as_bytes), flags),
+        Var::Sslc => text(out, r.ssl_cipher.map(str::as_bytes), flags),
         Var::Rt | Var::Lc => {
             let n = if v == Var::Rt {
                 r.request_counter

@@ -107,6 +107,11 @@ pub struct LogRecord<'a> {
     pub pid: u32,
     /// `%H`: the host name.
     pub hostname: &'a str,
+    /// `%sslv`: the client connection's TLS version (`TLSv1.3`); `None`
+    /// (printed `-`) in clear.
+    pub ssl_version: Option<&'a str>,
+    /// `%sslc`: the client connection's cipher suite, OpenSSL's name.
+    pub ssl_cipher: Option<&'a str>,
     /// `%rt`: request counter (HTTP request or TCP stream number).
     pub request_counter: u64,
     /// `%lc`: the frontend's log counter.
@@ -156,6 +161,8 @@ impl Default for LogRecord<'_> {
             unique_id: None,
             pid: 0,
             hostname: "",
+            ssl_version: None,
+            ssl_cipher: None,
             request_counter: 0,
             log_counter: 0,
             http: false,

@@ -100,6 +100,16 @@ impl Conn {
         self.tls.as_ref().map(|t| t.borrow().info().clone())
     }
 
+    /// The TLS version and cipher names (`%sslv`, `%sslc`), without
+    /// copying anything; `None` in clear.
+    pub fn tls_version_cipher(&self) -> Option<(&'static str, &'static str)> {
+        self.tls.as_ref().map(|t| {
+            let t = t.borrow();
+            let i = t.info();
+            (i.version, i.cipher)
+        })
+    }
+
     /// Bytes held by the TLS layer's buffers (0 on a clear connection).
     pub fn tls_buffered(&self) -> usize {
         self.tls.as_ref().map_or(0, |t| t.borrow().buffered())

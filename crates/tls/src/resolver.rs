@@ -167,6 +167,8 @@ impl CertResolver {
 
 impl ResolvesServerCert for CertResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        // For logs: rustls' unbuffered connection does not expose the SNI.
+        crate::stream::note_sni(hello.server_name());
         self.select(hello.server_name(), hello.signature_schemes())
             .map(|e| e.cert.key.clone())
     }

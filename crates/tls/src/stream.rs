@@ -127,8 +127,14 @@ impl Buf {
     /// Makes sure at least `need` bytes of room follow the data, compacting
     /// or growing (up to `max`) as needed.
     fn reserve(&mut self, need: usize, max: usize) -> Result<()> {
-        if self.data.is_empty() {
-            self.data = pool::take_tls();
+        if self.data.len() < pool::tls_bufsize() {
+            // No buffer, or a few bytes parked in a small one.
+            let mut big = pool::take_tls();
+            let kept = self.len - self.pos;
+            big[..kept].copy_from_slice(&self.data[self.pos..self.len]);
+            self.data = big;
+            self.pos = 0;
+            self.len = kept;
         }
         if self.data.len() - self.len >= need {
             return Ok(());
@@ -159,10 +165,30 @@ impl Buf {
         }
     }
 
+    /// Before a wait: gives the pooled buffer back when it holds nothing,
+    /// and when it holds only a few bytes (the start of a record, such as a
+    /// session ticket still arriving on an idle pooled connection), moves
+    /// them to a small allocation of their own, so that an idle connection
+    /// never pins a whole buffer.
+    fn park(&mut self) {
+        let kept = self.len - self.pos;
+        if kept == 0 {
+            self.release_if_empty();
+        } else if kept <= PARK_MAX && self.data.len() == pool::tls_bufsize() {
+            let small = self.data[self.pos..self.len].to_vec();
+            pool::give_tls(std::mem::replace(&mut self.data, small));
+            self.pos = 0;
+            self.len = kept;
+        }
+    }
+
     /// Gives the buffer back when it holds nothing.
     fn release_if_empty(&mut self) {
         if self.is_empty() && !self.data.is_empty() {
-            pool::give_tls(std::mem::take(&mut self.data));
+            let d = std::mem::take(&mut self.data);
+            if d.len() >= pool::tls_bufsize() {
+                pool::give_tls(d);
+            }
             self.pos = 0;
             self.len = 0;
         }
@@ -175,11 +201,16 @@ impl Buf {
 
 impl Drop for Buf {
     fn drop(&mut self) {
-        if !self.data.is_empty() {
-            pool::give_tls(std::mem::take(&mut self.data));
+        let d = std::mem::take(&mut self.data);
+        // Pooled (possibly grown: the pool frees those), not parked.
+        if d.len() >= pool::tls_bufsize() {
+            pool::give_tls(d);
         }
     }
 }
+
+/// Most bytes [`Buf::park`] moves out of a pooled buffer. Default is 1 KiB.
+const PARK_MAX: usize = 1024;
 
 /// One TLS connection's state over its socket.
 pub struct Session<C: Side> {
@@ -191,6 +222,9 @@ pub struct Session<C: Side> {
     peer_closed: bool,
     /// The socket returned end of stream.
     eof: bool,
+    /// rustls reported an error: the session is dead and rustls must not
+    /// be called again (a second fatal alert would trip its assertions).
+    failed: bool,
     info: TlsInfo,
 }
 
@@ -207,6 +241,7 @@ impl<C: Side> Session<C> {
             spill: Buf::default(),
             peer_closed: false,
             eof: false,
+            failed: false,
             info: TlsInfo::default(),
         }
     }
@@ -215,7 +250,53 @@ impl<C: Side> Session<C> {
     /// go to `dst[*got..]`, then to `spill`; handshake records and alerts to
     /// `out`; `enc` (when the session is writable) is encrypted into `out`
     /// and its second member set to the bytes taken.
-    fn advance(&mut self, dst: &mut [u8], got: &mut usize, mut enc: Enc<'_>) -> Result<Stop> {
+    fn advance(&mut self, dst: &mut [u8], got: &mut usize, enc: Enc<'_>) -> Result<Stop> {
+        if self.failed {
+            return Err(Error::new(ErrorKind::BrokenPipe, "TLS session failed"));
+        }
+        let r = self.advance_inner(dst, got, enc);
+        if r.is_err() {
+            self.failed = true;
+            self.queue_alert();
+        }
+        r
+    }
+
+    /// Moves the alert rustls queued after an error into `out`, so that
+    /// the peer learns why. rustls hands queued records out before it looks
+    /// at any input, and this only calls it while some are queued
+    /// (`wants_write`): the bad input is never processed twice (rustls
+    /// asserts against a second fatal alert), and the call is the same as
+    /// the one that failed (rustls' deframer keeps offsets into that input).
+    fn queue_alert(&mut self) {
+        for _ in 0..4 {
+            if !self.conn.common().wants_write() {
+                return;
+            }
+            let inb = &mut self.inb;
+            let len = inb.len.min(inb.data.len());
+            let pos = inb.pos.min(len);
+            let UnbufferedStatus { state, .. } = self.conn.process(&mut inb.data[pos..len]);
+            let Ok(ConnectionState::EncodeTlsData(mut e)) = state else {
+                return;
+            };
+            if self.out.reserve(512, IN_MAX).is_err() {
+                return;
+            }
+            let o = &mut self.out;
+            match e.encode(&mut o.data[o.len..]) {
+                Ok(n) => o.len += n,
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn advance_inner(
+        &mut self,
+        dst: &mut [u8],
+        got: &mut usize,
+        mut enc: Enc<'_>,
+    ) -> Result<Stop> {
         loop {
             let inb = &mut self.inb;
             let UnbufferedStatus { mut discard, state } =
@@ -339,7 +420,8 @@ impl<C: Side> Session<C> {
                 Ok(true)
             }
             Err(e) => {
-                self.inb.release_if_empty();
+                // About to wait: hold no pooled buffer meanwhile.
+                self.inb.park();
                 Err(e)
             }
         }
@@ -374,9 +456,7 @@ impl<C: Side> Session<C> {
                 let stop = match self.advance(&mut [], &mut got, Enc::Nothing) {
                     Ok(s) => s,
                     Err(e) => {
-                        // Send the alert rustls queued, so the client
-                        // learns why (best effort).
-                        let _ = self.advance(&mut [], &mut got, Enc::Nothing);
+                        // Send the alert (queued by `advance`), best effort.
                         let _ = self.flush(tcp);
                         return Err(e);
                     }
@@ -429,6 +509,7 @@ impl<C: Side> Session<C> {
             peer_cert: self.conn.common().peer_certificates().is_some(),
         };
         self.out.release_if_empty();
+        self.inb.park();
         r
     }
 }
@@ -599,5 +680,144 @@ pub fn openssl_name(s: rustls::CipherSuite) -> &'static str {
         S::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
         S::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
         other => other.as_str().unwrap_or("unknown"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolver::testutil::{leaf, TempDir};
+    use rcgen::PKCS_ECDSA_P256_SHA256 as ECDSA;
+    use tokio::io::AsyncWriteExt;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn server_config(dir: &TempDir) -> Arc<ServerConfig> {
+        let pem = dir.write("a.pem", &leaf(&["a.example"], &ECDSA, None).combined());
+        let cfg = fairlead_config::BindTls {
+            crt: vec![pem],
+            ..Default::default()
+        };
+        crate::BindContext::build(&cfg).unwrap().config()
+    }
+
+    /// A socket pair on loopback: (client, server).
+    async fn pair() -> (TcpStream, TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        (c, s)
+    }
+
+    /// A real ClientHello, as a rustls client sends it.
+    fn client_hello() -> Vec<u8> {
+        let cfg = ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+        let mut c =
+            rustls::ClientConnection::new(Arc::new(cfg), "a.example".try_into().unwrap()).unwrap();
+        let mut out = Vec::new();
+        c.write_tls(&mut out).unwrap();
+        out
+    }
+
+    /// Network input never panics the driver (a panic aborts the whole
+    /// process in release builds): random bytes, and real ClientHellos
+    /// truncated, bit-flipped or followed by garbage, each end in an
+    /// error. Found two panics in the alert path before it was fixed.
+    #[test]
+    fn garbage_input_fails_cleanly() {
+        let dir = TempDir::new("garbage");
+        let cfg = server_config(&dir);
+        let hello = client_hello();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        rt().block_on(async {
+            for i in 0..300 {
+                let mut input = match i % 4 {
+                    0 => (0..rnd() % 3000).map(|_| rnd() as u8).collect::<Vec<u8>>(),
+                    1 => hello[..(rnd() as usize % hello.len())].to_vec(),
+                    2 => {
+                        let mut h = hello.clone();
+                        for _ in 0..1 + rnd() % 4 {
+                            let at = rnd() as usize % h.len();
+                            h[at] ^= 1 << (rnd() % 8);
+                        }
+                        h
+                    }
+                    _ => {
+                        let mut h = hello.clone();
+                        h.extend((0..rnd() % 200).map(|_| rnd() as u8));
+                        h
+                    }
+                };
+                if i % 4 == 0 && !input.is_empty() {
+                    input[0] = 0x16; // looks like a handshake record
+                }
+                let (mut c, s) = pair().await;
+                c.write_all(&input).await.unwrap();
+                c.shutdown().await.unwrap();
+                let r = accept(s, cfg.clone(), Some(Duration::from_secs(2))).await;
+                assert!(r.is_err(), "input {i} was accepted");
+            }
+        });
+    }
+
+    /// A full exchange through the driver: handshake, a request larger
+    /// than one record each way, and no buffer held once drained.
+    #[test]
+    fn exchange_releases_buffers() {
+        let dir = TempDir::new("exchange");
+        let cfg = server_config(&dir);
+        rt().block_on(async {
+            let (c, s) = pair().await;
+            let ccfg = crate::ServerContext::build(&fairlead_config::ServerTls {
+                verify: fairlead_config::Verify::None,
+                ..Default::default()
+            })
+            .unwrap()
+            .config();
+            let name = ServerName::try_from("a.example").unwrap();
+            let (server, client) = tokio::join!(
+                accept(s, cfg, None),
+                connect(c, ccfg, name, None)
+            );
+            let (server, client) = (server.unwrap(), client.unwrap());
+            assert_eq!(server.tls_info().unwrap().sni.as_deref(), Some("a.example"));
+            let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+            let write = client.write_all(&data, None);
+            let read = async {
+                let mut got = Vec::new();
+                let mut buf = vec![0u8; 7000];
+                while got.len() < data.len() {
+                    let n = server.read(&mut buf).await.unwrap();
+                    assert!(n > 0);
+                    got.extend_from_slice(&buf[..n]);
+                }
+                got
+            };
+            let (w, got) = tokio::join!(write, read);
+            w.unwrap();
+            assert!(got == data);
+            assert_eq!(server.tls_buffered(), 0, "an idle server side holds buffers");
+            assert_eq!(client.tls_buffered(), 0, "an idle client side holds buffers");
+            client.shutdown_write();
+            let mut buf = [0u8; 10];
+            assert_eq!(server.read(&mut buf).await.unwrap(), 0);
+        });
     }
 }
