@@ -217,7 +217,8 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         let mut tls = Vec::new();
         for b in &f.binds {
             let Some(t) = &b.tls else { continue };
-            let ctx = fairlead_tls::BindContext::build(t).map_err(|e| {
+            let cache = cfg.global.ssl_cachesize.unwrap_or(20000);
+            let ctx = fairlead_tls::BindContext::build_with_session_cache(t, cache).map_err(|e| {
                 Error::new(
                     ErrorKind::InvalidInput,
                     format!("{}: frontend '{}': bind: {e}", b.location, f.name),
