@@ -2885,13 +2885,18 @@ def scan_rows(scans):
                 out.append("| %s | %s | **no verdict** | %s | | | |" % (
                     PRETTY.get(sc["proxy"], sc["proxy"]), kind.upper(), fail_reason(r.get("error"))))
                 continue
-            c13 = [short(c["name"]) for c in r["ciphers"] if c["version"] == "TLSv1.3"]
-            c12 = [short(c["name"]) for c in r["ciphers"] if c["version"] == "TLSv1.2"]
+            bad = {f.split(" cipher ", 1)[1].split(" ", 1)[0] for f in r["failures"]
+                   if " cipher " in f and ("not in the intermediate" in f or f.endswith("accepted"))}
+            mark = lambda c: short(c["name"]) + (" ✗" if c["name"] in bad else "")
+            c13 = [mark(c) for c in r["ciphers"] if c["version"] == "TLSv1.3"]
+            c12 = [mark(c) for c in r["ciphers"] if c["version"] == "TLSv1.2"]
+            other = [f for f in r["failures"] if not (" cipher " in f and ("not in the intermediate" in f
+                                                                          or f.endswith("accepted")))]
+            probs = (["%d suite(s) outside the profile (✗)" % len(bad)] if bad else []) + other
             out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
                 PRETTY.get(sc["proxy"], sc["proxy"]), kind.upper(), "pass" if r["pass"] else "**FAIL**",
                 ", ".join(r["enabled_protocols"]), ", ".join(c13) or "–", ", ".join(c12) or "–",
-                _esc("; ".join(r["failures"][:6]) + (" (+%d more)" % (len(r["failures"]) - 6)
-                                                    if len(r["failures"]) > 6 else "")) or "none"))
+                _esc("; ".join(probs)) or "none"))
     return out
 
 

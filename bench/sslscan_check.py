@@ -158,6 +158,12 @@ def evaluate(xml_text, strict_groups=False):
                 name, bits, g.get("sslversion")))
         elif gid not in PROFILE_GROUPS and name.split(" (")[0] not in extra_groups:
             extra_groups.append(name.split(" (")[0])
+    if protocols.get("TLSv1.2") and not any(g["version"] == "TLSv1.2" for g in groups):
+        # sslscan 2.0's TLS 1.2 group probe reads the ServerKeyExchange as a record of its own and
+        # times out (3 s per group) when the server packs its whole flight in one record (rustls)
+        notes.append("sslscan listed no TLS 1.2 key exchange group (its probe does not parse a server "
+                     "flight sent as one record); the key exchange shown with each TLS 1.2 cipher is the "
+                     "one the server chose")
     if extra_groups:
         msg = "key exchange groups %s are strong but not in the intermediate list (X25519, P-256, " \
               "P-384, ffdhe2048)" % ", ".join(extra_groups)

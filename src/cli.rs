@@ -180,6 +180,22 @@ pub fn execute(o: Options) -> ExitCode {
         return ExitCode::from(1);
     };
     if o.check {
+        let (warnings, errors) = fairlead_runtime::check_files(&cfg);
+        if !o.quiet {
+            for w in &warnings {
+                eprintln!("[WARNING]  {w}");
+            }
+        }
+        for e in &errors {
+            eprintln!("[ALERT]    {e}");
+        }
+        if !errors.is_empty() {
+            eprintln!(
+                "[ALERT]    Fatal errors found in configuration ({} error(s)).",
+                errors.len()
+            );
+            return ExitCode::from(1);
+        }
         if !o.quiet {
             println!("Configuration file is valid");
         }
@@ -223,7 +239,19 @@ fn run_master(o: Options) -> ExitCode {
         }
     };
     let opts = fairlead_runtime::master::MasterOptions {
-        load: Box::new(move || load_sources(&files, quiet)),
+        load: Box::new(move || {
+            // A reload with a bad certificate keeps the running worker.
+            let (cfg, sources) = load_sources(&files, quiet)?;
+            let (_, errors) = fairlead_runtime::check_files(&cfg);
+            for e in &errors {
+                eprintln!("[ALERT]    {e}");
+            }
+            if errors.is_empty() {
+                Ok((cfg, sources))
+            } else {
+                Err(())
+            }
+        }),
         exe,
         worker_args,
         daemon: o.daemon,

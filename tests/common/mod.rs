@@ -4,6 +4,8 @@
 //! synchronise: readiness is polled with a deadline.
 #![allow(dead_code)]
 
+pub mod tls;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

@@ -131,7 +131,15 @@ impl Pki {
     /// instead of a server one. Returns `<file>.pem`: the certificate
     /// followed by its key (HAProxy's format). `<file>.crt` and
     /// `<file>.key` hold the parts.
-    pub fn leaf(&self, ca: &Ca, file: &str, cn: &str, sans: &[&str], key: Key, client: bool) -> PathBuf {
+    pub fn leaf(
+        &self,
+        ca: &Ca,
+        file: &str,
+        cn: &str,
+        sans: &[&str],
+        key: Key,
+        client: bool,
+    ) -> PathBuf {
         let (k, csr) = self.csr(file, cn, key);
         let ext = self.path(&format!("{file}.ext"));
         let mut e = String::from("basicConstraints = CA:FALSE\nauthorityKeyIdentifier = keyid\n");
@@ -252,7 +260,9 @@ fn rand_u64() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64;
-    let x = t ^ (u64::from(std::process::id()) << 32) ^ u64::from(N.fetch_add(1, Ordering::Relaxed)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let x = t
+        ^ (u64::from(std::process::id()) << 32)
+        ^ u64::from(N.fetch_add(1, Ordering::Relaxed)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (x ^ (x >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9) >> 1
 }
 

@@ -160,6 +160,38 @@ fn resolve(addr: &fairlead_config::ServerAddr) -> Result<SocketAddr> {
     }
 }
 
+/// What `-c` checks beyond the parser, as HAProxy does: the files the
+/// configuration names (certificates, keys, CA files) are loaded as a
+/// start would load them. Returns (warnings, errors), each prefixed with
+/// the line's `file:line`.
+pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
+    let (mut warnings, mut errors) = (Vec::new(), Vec::new());
+    for f in &cfg.frontends {
+        for b in &f.binds {
+            let Some(t) = &b.tls else { continue };
+            match fairlead_tls::BindContext::build(t) {
+                Ok(ctx) => warnings.extend(
+                    ctx.warnings()
+                        .iter()
+                        .map(|w| format!("{}: frontend '{}': bind: {w}", b.location, f.name)),
+                ),
+                Err(e) => errors.push(format!("{}: frontend '{}': bind: {e}", b.location, f.name)),
+            }
+        }
+    }
+    for be in &cfg.backends {
+        for s in &be.servers {
+            let Some(t) = &s.tls else { continue };
+            let at = format!("{}: server {}/{}", s.location, be.name, s.name);
+            match fairlead_tls::ServerContext::build(t) {
+                Ok(ctx) => warnings.extend(ctx.warnings().iter().map(|w| format!("{at}: {w}"))),
+                Err(e) => errors.push(format!("{at}: {e}")),
+            }
+        }
+    }
+    (warnings, errors)
+}
+
 /// Builds the shared run-time state (resolves server names, computes
 /// limits). Does not bind anything.
 pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
@@ -176,7 +208,18 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .map(|f| u64::from(f.options.maxconn.unwrap_or(maxconn).min(maxconn)))
             .sum();
         let fullconn = (fe_sum / 10).clamp(1, u64::from(u32::MAX)) as u32;
-        backends.push(Arc::new(Backend::new(b, &resolve, &mut next_id, fullconn)?));
+        let backend = Backend::new(b, &resolve, &mut next_id, fullconn)?;
+        if !quiet {
+            for (s, cfg_s) in backend.servers.iter().zip(&b.servers) {
+                for w in s.tls.iter().flat_map(|t| t.warnings()) {
+                    eprintln!(
+                        "[WARNING]  {}: server {}/{}: {w}",
+                        cfg_s.location, b.name, s.name
+                    );
+                }
+            }
+        }
+        backends.push(Arc::new(backend));
     }
     let bufsize = cfg.global.bufsize.max(2048);
     let logs = start_logging(cfg)?;
@@ -218,12 +261,13 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         for b in &f.binds {
             let Some(t) = &b.tls else { continue };
             let cache = cfg.global.ssl_cachesize.unwrap_or(20000);
-            let ctx = fairlead_tls::BindContext::build_with_session_cache(t, cache).map_err(|e| {
-                Error::new(
-                    ErrorKind::InvalidInput,
-                    format!("{}: frontend '{}': bind: {e}", b.location, f.name),
-                )
-            })?;
+            let ctx =
+                fairlead_tls::BindContext::build_with_session_cache(t, cache).map_err(|e| {
+                    Error::new(
+                        ErrorKind::InvalidInput,
+                        format!("{}: frontend '{}': bind: {e}", b.location, f.name),
+                    )
+                })?;
             if !quiet {
                 for w in ctx.warnings() {
                     eprintln!(

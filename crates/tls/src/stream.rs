@@ -291,12 +291,7 @@ impl<C: Side> Session<C> {
         }
     }
 
-    fn advance_inner(
-        &mut self,
-        dst: &mut [u8],
-        got: &mut usize,
-        mut enc: Enc<'_>,
-    ) -> Result<Stop> {
+    fn advance_inner(&mut self, dst: &mut [u8], got: &mut usize, mut enc: Enc<'_>) -> Result<Stop> {
         loop {
             let inb = &mut self.inb;
             let UnbufferedStatus { mut discard, state } =
@@ -666,6 +661,35 @@ pub async fn connect(
     Ok(Conn::with_tls(tcp, Box::new(s)))
 }
 
+/// For the fuzz target `tls_server`: feeds `chunks` of network input, one
+/// after the other, to a server session as the driver does (records that
+/// do not fit are kept for the next chunk), discarding what it would send.
+/// Returns whether the session survived the input. Must never panic.
+#[doc(hidden)]
+pub fn fuzz_server_input(config: Arc<ServerConfig>, chunks: &[&[u8]]) -> bool {
+    let Ok(conn) = UnbufferedServerConnection::new(config) else {
+        return false;
+    };
+    let mut s = Session::new(conn);
+    let mut dst = [0u8; 4096];
+    for chunk in chunks {
+        if s.inb.reserve(chunk.len().max(1), IN_MAX).is_err() {
+            return false;
+        }
+        let b = &mut s.inb;
+        b.data[b.len..b.len + chunk.len()].copy_from_slice(chunk);
+        b.len += chunk.len();
+        let mut got = 0;
+        if s.advance(&mut dst, &mut got, Enc::Nothing).is_err() {
+            return false;
+        }
+        s.out = Buf::default();
+        s.spill = Buf::default();
+        s.inb.park();
+    }
+    true
+}
+
 /// OpenSSL's name of a cipher suite, as HAProxy logs it (`%sslc`).
 pub fn openssl_name(s: rustls::CipherSuite) -> &'static str {
     use rustls::CipherSuite as S;
@@ -792,10 +816,7 @@ mod tests {
             .unwrap()
             .config();
             let name = ServerName::try_from("a.example").unwrap();
-            let (server, client) = tokio::join!(
-                accept(s, cfg, None),
-                connect(c, ccfg, name, None)
-            );
+            let (server, client) = tokio::join!(accept(s, cfg, None), connect(c, ccfg, name, None));
             let (server, client) = (server.unwrap(), client.unwrap());
             assert_eq!(server.tls_info().unwrap().sni.as_deref(), Some("a.example"));
             let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
@@ -813,8 +834,16 @@ mod tests {
             let (w, got) = tokio::join!(write, read);
             w.unwrap();
             assert!(got == data);
-            assert_eq!(server.tls_buffered(), 0, "an idle server side holds buffers");
-            assert_eq!(client.tls_buffered(), 0, "an idle client side holds buffers");
+            assert_eq!(
+                server.tls_buffered(),
+                0,
+                "an idle server side holds buffers"
+            );
+            assert_eq!(
+                client.tls_buffered(),
+                0,
+                "an idle client side holds buffers"
+            );
             client.shutdown_write();
             let mut buf = [0u8; 10];
             assert_eq!(server.read(&mut buf).await.unwrap(), 0);
