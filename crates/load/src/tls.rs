@@ -29,7 +29,7 @@ use std::io;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ClientSessionMemoryCache, Resumption, UnbufferedClientConnection};
+use rustls::client::{Resumption, UnbufferedClientConnection};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -49,8 +49,14 @@ const IN_BUF: usize = 32 << 10;
 const IN_BUF_MAX: usize = 1 << 20;
 /// Initial size of the output buffer (grown once if a request is larger).
 const OUT_BUF: usize = 16 << 10;
-/// TLS 1.2 / 1.3 session cache entries per thread.
-const SESSION_CACHE: usize = 256;
+/// TLS 1.3 tickets kept per server and thread. Default is 1024.
+///
+/// rustls' own store keeps 8 per server, and each TLS 1.3 ticket is used
+/// once: with more than 8 connections opening at the same moment (one
+/// request per connection, a fast target), the others found the store empty
+/// and made full handshakes, which made a fast server look as if it
+/// resumed less often than a slow one.
+const TICKETS_PER_SERVER: usize = 1024;
 
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
@@ -108,11 +114,79 @@ pub(crate) fn client_config(o: &TlsOptions) -> io::Result<ClientConfig> {
 pub(crate) fn thread_config(base: &ClientConfig, resume: bool) -> Arc<ClientConfig> {
     let mut c = base.clone();
     c.resumption = if resume {
-        Resumption::store(Arc::new(ClientSessionMemoryCache::new(SESSION_CACHE)))
+        Resumption::store(Arc::new(TicketStore::default()))
     } else {
         Resumption::disabled()
     };
     Arc::new(c)
+}
+
+/// One load thread's TLS session store (see [`TICKETS_PER_SERVER`]).
+#[derive(Debug, Default)]
+struct TicketStore(std::sync::Mutex<std::collections::HashMap<ServerName<'static>, Sessions>>);
+
+#[derive(Debug, Default)]
+struct Sessions {
+    kx: Option<rustls::NamedGroup>,
+    tls12: Option<rustls::client::Tls12ClientSessionValue>,
+    tls13: std::collections::VecDeque<rustls::client::Tls13ClientSessionValue>,
+}
+
+impl TicketStore {
+    fn with<R>(&self, name: &ServerName<'_>, f: impl FnOnce(&mut Sessions) -> R) -> R {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f(m.entry(name.to_owned()).or_default())
+    }
+}
+
+impl rustls::client::ClientSessionStore for TicketStore {
+    fn set_kx_hint(&self, name: ServerName<'static>, group: rustls::NamedGroup) {
+        self.with(&name, |s| s.kx = Some(group));
+    }
+
+    fn kx_hint(&self, name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.with(name, |s| s.kx)
+    }
+
+    fn set_tls12_session(
+        &self,
+        name: ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.with(&name, |s| s.tls12 = Some(value));
+    }
+
+    fn tls12_session(
+        &self,
+        name: &ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.with(name, |s| s.tls12.clone())
+    }
+
+    fn remove_tls12_session(&self, name: &ServerName<'static>) {
+        self.with(name, |s| s.tls12 = None);
+    }
+
+    fn insert_tls13_ticket(
+        &self,
+        name: ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        self.with(&name, |s| {
+            if s.tls13.len() >= TICKETS_PER_SERVER {
+                s.tls13.pop_front();
+            }
+            s.tls13.push_back(value);
+        });
+    }
+
+    fn take_tls13_ticket(
+        &self,
+        name: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        // The newest first, as rustls' own store does.
+        self.with(name, |s| s.tls13.pop_back())
+    }
 }
 
 /// The server name to send (SNI) and verify for a URL host.

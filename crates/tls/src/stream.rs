@@ -555,12 +555,12 @@ impl<C: Side> TlsLayer for Session<C> {
         }
         let mut taken = 0;
         let mut got = 0;
-        let stop = self.advance(&mut [], &mut got, Enc::Data(data, &mut taken))?;
+        self.advance(&mut [], &mut got, Enc::Data(data, &mut taken))?;
         if taken == 0 && !data.is_empty() {
-            return Err(match stop {
-                Stop::NeedInput => Error::new(ErrorKind::WouldBlock, "TLS renegotiating"),
-                _ => Error::new(ErrorKind::BrokenPipe, "TLS session closed"),
-            });
+            // Not writable after the handshake: the session was closed on
+            // our side (rustls refuses renegotiation). Never "would
+            // block": nothing would wake the writer.
+            return Err(Error::new(ErrorKind::BrokenPipe, "TLS session closed"));
         }
         self.flush_some(tcp)?;
         Ok(taken)
