@@ -48,9 +48,10 @@ pub trait TlsLayer {
     /// Reads plaintext into `dst`. `Ok(0)`: the peer closed (close_notify
     /// or end of stream).
     fn try_read(&mut self, tcp: &TcpStream, dst: &mut [u8]) -> Result<usize>;
-    /// Encrypts a prefix of `data` and queues it, then tries to send.
+    /// Encrypts a prefix of `data` and queues it, then tries to send
+    /// (unless `more`: more data follows at once and goes out with it).
     /// Returns how many plaintext bytes were taken.
-    fn try_write(&mut self, tcp: &TcpStream, data: &[u8]) -> Result<usize>;
+    fn try_write(&mut self, tcp: &TcpStream, data: &[u8], more: bool) -> Result<usize>;
     /// Sends queued bytes: `Ok` when none are left.
     fn try_flush(&mut self, tcp: &TcpStream) -> Result<()>;
     /// Queues a close_notify alert and tries to send it.
@@ -174,7 +175,7 @@ impl Conn {
             return Ok(());
         };
         while !data.is_empty() {
-            let r = tls.borrow_mut().try_write(&self.tcp, data);
+            let r = tls.borrow_mut().try_write(&self.tcp, data, false);
             match r {
                 Ok(n) => data = &data[n..],
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
@@ -207,8 +208,20 @@ impl Conn {
     /// one syscall when the socket has room, without copying them into one
     /// buffer; with TLS both are encrypted into the same queue first.
     pub async fn write_all2(&self, head: &[u8], body: &[u8], idle: Option<Duration>) -> Result<()> {
-        if self.tls.is_some() {
-            self.write_all(head, idle).await?;
+        if let Some(tls) = &self.tls {
+            // The head's record is queued and leaves with the body's first
+            // one, in one send.
+            let mut head = head;
+            while !head.is_empty() {
+                let r = tls.borrow_mut().try_write(&self.tcp, head, true);
+                match r {
+                    Ok(n) => head = &head[n..],
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        with_timeout(idle, "write timeout", self.tcp.writable()).await?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
             return self.write_all(body, idle).await;
         }
         let (mut head, mut body) = (head, body);

@@ -51,6 +51,14 @@ const IN_MAX: usize = 256 << 10;
 /// Plaintext encrypted per step: one full record.
 const CHUNK: usize = 16384;
 
+/// Room kept for one record's header, tag and content type (TLS 1.2 GCM
+/// adds 29 bytes, TLS 1.3 22), rounded up.
+const RECORD_SLACK: usize = 64;
+
+/// Smallest record worth appending to queued ones instead of sending
+/// those first.
+const MIN_RECORD: usize = 1024;
+
 /// The two sides of rustls' unbuffered API, seen through one interface.
 pub trait Side {
     type Data;
@@ -549,10 +557,15 @@ impl<C: Side> TlsLayer for Session<C> {
         }
     }
 
-    fn try_write(&mut self, tcp: &TcpStream, data: &[u8]) -> Result<usize> {
-        if !self.out.is_empty() {
+    fn try_write(&mut self, tcp: &TcpStream, data: &[u8], more: bool) -> Result<usize> {
+        // Records queue up in the one pooled buffer: encrypt only what fits
+        // after what is still queued (so it never grows), sending first
+        // when too little room is left.
+        let room = |o: &Buf| pool::tls_bufsize().saturating_sub(o.len - o.pos + RECORD_SLACK);
+        if !self.out.is_empty() && room(&self.out) < MIN_RECORD.min(data.len()) {
             self.flush(tcp)?;
         }
+        let data = &data[..data.len().min(room(&self.out).max(1))];
         let mut taken = 0;
         let mut got = 0;
         self.advance(&mut [], &mut got, Enc::Data(data, &mut taken))?;
@@ -562,7 +575,9 @@ impl<C: Side> TlsLayer for Session<C> {
             // block": nothing would wake the writer.
             return Err(Error::new(ErrorKind::BrokenPipe, "TLS session closed"));
         }
-        self.flush_some(tcp)?;
+        if !more {
+            self.flush_some(tcp)?;
+        }
         Ok(taken)
     }
 
