@@ -114,7 +114,11 @@ fn prometheus_exporter_is_parseable() {
             .parse::<f64>()
             .unwrap_or_else(|_| panic!("bad value: {line}"));
         let name = series.split('{').next().unwrap();
-        assert!(name.starts_with("haproxy_"), "{line}");
+        // HAProxy's names, plus Fairlead's own (`fairlead_` prefix).
+        assert!(
+            name.starts_with("haproxy_") || name.starts_with("fairlead_"),
+            "{line}"
+        );
         assert!(
             name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
             "{line}"
