@@ -1010,6 +1010,58 @@ backend to_term\n    server t {o}\n{extra}{}{}{}{}{}",
     });
 }
 
+/// Health checks of a `ssl` server run over TLS (HAProxy's rule: the
+/// server's transport when no check `port`/`addr` is set): an HTTP check
+/// against a TLS origin passes, and reports L7OK; with `no-check-ssl` the
+/// clear request to the TLS port fails and the server goes down;
+/// `check-ssl` with a check `port` ciphers the check too, and a plain
+/// connect check over TLS reports L6OK.
+#[test]
+fn health_checks_over_tls() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "o");
+    let tls = free_addr(ip);
+    let fe = free_addr(ip);
+    let pki = Pki::new("checks");
+    let ca = pki.ca("ca");
+    let opem = pki.server(&ca, "origin", "origin.example");
+    let sock = pki.path("admin.sock");
+    let body = format!(
+        "frontend tls_origin\n    bind {tls} ssl crt {opem}\n    default_backend to_term\n\
+backend to_term\n    server t {o}\n\
+frontend fe\n    bind {fe}\n    default_backend bk_http\n\
+backend bk_http\n    option httpchk GET /\n\
+    server tls_ok {tls} ssl verify required ca-file {ca} sni str(origin.example) check inter 100ms\n\
+    server clear_check {tls} ssl verify none no-check-ssl check inter 100ms rise 1 fall 1\n\
+    server port_check {tls} ssl verify none check-ssl check-sni origin.example port {port} check inter 100ms\n\
+backend bk_tcp\n\
+    server l6 {tls} ssl verify none check inter 100ms\n",
+        opem = p(&opem),
+        ca = p(&ca.cert),
+        port = tls.port(),
+    );
+    let c = cfg(
+        &format!("    stats socket {} level admin\n", p(&sock)),
+        &body,
+    );
+    let px = Proxy::start(&c, &[tls, fe]);
+    wait_sock(&sock);
+    let status = |bk: &str, sv: &str| {
+        let csv = ask(&sock, "show stat");
+        (
+            stat_field(&csv, bk, sv, "status").unwrap_or_default(),
+            stat_field(&csv, bk, sv, "check_status").unwrap_or_default(),
+        )
+    };
+    wait_until("TLS checks pass, the clear one fails", || {
+        status("bk_http", "tls_ok") == ("UP".into(), "L7OK".into())
+            && status("bk_http", "port_check") == ("UP".into(), "L7OK".into())
+            && status("bk_http", "clear_check").0 == "DOWN"
+            && status("bk_tcp", "l6") == ("UP".into(), "L6OK".into())
+    });
+    assert_eq!(get(fe, "/").status, 200, "{}", px.stderr());
+}
+
 /// `server ... ssl verify required` without a CA file is a configuration
 /// error, unless `ssl-server-verify none` changes the default.
 #[test]

@@ -811,6 +811,23 @@ pub struct Server {
     /// `ssl` and its options: connections to this server use TLS. Default
     /// is none (clear text).
     pub tls: Option<ServerTls>,
+    /// `check-ssl` (true) / `no-check-ssl` (false). Default is none: checks
+    /// use TLS when the server has `ssl` and neither `port` nor `addr` is
+    /// set for checks (HAProxy's rule); see [`Server::check_uses_tls`].
+    pub check_ssl: Option<bool>,
+    /// `check-sni`: the SNI sent by TLS checks. Default is none (the
+    /// server's fixed `sni`, if any).
+    pub check_sni: Option<String>,
+}
+
+impl Server {
+    /// Whether health checks run over TLS: `check-ssl`, or a server with
+    /// `ssl` checked on its own address and port, unless `no-check-ssl`.
+    pub fn check_uses_tls(&self) -> bool {
+        self.check_ssl.unwrap_or(
+            self.tls.is_some() && self.check_port.is_none() && self.check_addr.is_none(),
+        )
+    }
 }
 
 impl Server {
@@ -843,6 +860,8 @@ impl Server {
             cookie: None,
             id: None,
             tls: None,
+            check_ssl: None,
+            check_sni: None,
         }
     }
 }

@@ -100,8 +100,8 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("cookie", 1, Opt::Impl),
     ("id", 1, Opt::Impl),
     ("no-check-ssl", 0, Opt::Impl),
-    ("check-ssl", 0, CHECK_TLS),
-    ("check-sni", 1, CHECK_TLS),
+    ("check-ssl", 0, Opt::Impl),
+    ("check-sni", 1, Opt::Impl),
     ("check-alpn", 1, CHECK_TLS),
     ("check-send-proxy", 0, NY),
     ("no-check-send-proxy", 0, NY),
@@ -182,11 +182,6 @@ pub(crate) fn server_option_support() -> Vec<(&'static str, Support, &'static st
     SERVER_OPTIONS
         .iter()
         .map(|(name, _, opt)| match (opt, *name) {
-            (Opt::Impl, "no-check-ssl") => (
-                *name,
-                Support::Implemented,
-                "checks are never ciphered; accepted",
-            ),
             (Opt::Impl | Opt::Tls, _) => (*name, Support::Implemented, ""),
             (Opt::Warn(note), _) => (*name, Support::Warning, *note),
             (Opt::NotYet(note), _) => (*name, Support::NotYet, *note),
@@ -295,7 +290,9 @@ fn apply_one(
         "enabled" => s.disabled = false,
         "check" => s.check = true,
         "no-check" => s.check = false,
-        "no-check-ssl" => {}
+        "no-check-ssl" => s.check_ssl = Some(false),
+        "check-ssl" => s.check_ssl = Some(true),
+        "check-sni" => s.check_sni = Some(arg.to_string()),
         "inter" => s.inter = interval(arg, name, label)?,
         "fastinter" => s.fastinter = Some(interval(arg, name, label)?),
         "downinter" => s.downinter = Some(interval(arg, name, label)?),

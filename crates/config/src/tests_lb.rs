@@ -445,7 +445,6 @@ fn keyword_errors_with_lines() {
         ("backend b\n server s 1.1.1.1:80 id 0\n", "t.cfg:2: 'server s': 'id': custom id has to be > 0"),
         ("backend b\n server s 1.1.1.1:80 id 3\n server t 1.1.1.2:80 id 3\n", "t.cfg:3: 'server': 'id' : custom id 3 already used at t.cfg:2 ('server s')"),
         ("backend b\n default-server id 3\n", "t.cfg:2: 'default-server': 'id' option is not accepted in default-server sections"),
-        ("backend b\n server s 1.1.1.1:80 check-ssl\n", "t.cfg:2: 'server s': 'check-ssl': health checks over TLS are not implemented yet in Fairlead"),
         ("backend b\n server s 1.1.1.1:80 check-send-proxy\n", "option 'check-send-proxy' is not implemented yet"),
         ("backend b\n server s 1.1.1.1:80 cookie\n", "t.cfg:2: 'server s': 'cookie' expects an argument"),
     ];

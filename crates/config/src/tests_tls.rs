@@ -364,9 +364,7 @@ fn server_errors_name_the_line() {
         ("backend b\n server s 1.1.1.1:443 ssl verify none sni str()\n", "sni expression 'str()' is not supported yet"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none ssl-min-ver 1.2\n", "t.cfg:2: 'server s': 'ssl-min-ver': unknown ssl/tls version '1.2'"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none force-tlsv10\n", "t.cfg:2: server 'b/s': no TLS version left: only TLSv1.0 would be offered"),
-        ("backend b\n server s 1.1.1.1:443 ssl verify none check-ssl\n", "t.cfg:2: 'server s': 'check-ssl': health checks over TLS are not implemented yet in Fairlead"),
-        ("backend b\n server s 1.1.1.1:443 ssl verify none check-sni x\n", "'check-sni': health checks over TLS are not implemented yet"),
-        ("backend b\n server s 1.1.1.1:443 ssl verify none check-alpn h2\n", "'check-alpn': health checks over TLS are not implemented yet"),
+        ("backend b\n server s 1.1.1.1:443 ssl verify none check-alpn h2\n", "'check-alpn': this TLS option of health checks is not implemented yet"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none crl-file x\n", "option 'crl-file' is not implemented yet in Fairlead"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none curves X25519\n", "option 'curves' is not implemented yet"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none sigalgs x\n", "option 'sigalgs' is not implemented yet"),
@@ -563,9 +561,10 @@ fn catalog_statuses() {
             "server {kw}"
         );
     }
+    for kw in ["check-ssl", "check-sni", "no-check-ssl"] {
+        assert_eq!(status("server", kw), Some(Support::Implemented), "server {kw}");
+    }
     for kw in [
-        "check-ssl",
-        "check-sni",
         "check-alpn",
         "crl-file",
         "curves",
@@ -577,4 +576,24 @@ fn catalog_statuses() {
     assert!(!all
         .iter()
         .any(|k| k.note.contains("TLS is not implemented")));
+}
+
+/// HAProxy's rule for the checks' transport: the server's own when no
+/// check `port`/`addr` is set, `check-ssl` forces TLS, `no-check-ssl`
+/// clear text; `check-sni` is kept.
+#[test]
+fn check_transport_follows_haproxy() {
+    let cfg = crate::test_util::ok(
+        "backend b
+ server a 1.1.1.1:443 ssl verify none check
+ server p 1.1.1.1:443 ssl verify none check port 8443
+ server f 1.1.1.1:80 check check-ssl check-sni x.example
+ server n 1.1.1.1:443 ssl verify none check no-check-ssl
+ server c 1.1.1.1:80 check
+",
+    );
+    let s = &cfg.config.backends[0].servers;
+    let tls: Vec<bool> = s.iter().map(|s| s.check_uses_tls()).collect();
+    assert_eq!(tls, [true, false, true, false, false]);
+    assert_eq!(s[2].check_sni.as_deref(), Some("x.example"));
 }

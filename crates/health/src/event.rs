@@ -18,6 +18,12 @@ pub enum CheckStatus {
     L4Tout,
     /// TCP connection refused, reset or unreachable.
     L4Con,
+    /// TLS handshake completed (plain `check` over TLS).
+    L6Ok,
+    /// TLS handshake not completed in time.
+    L6Tout,
+    /// TLS handshake failed.
+    L6Rsp,
     /// HTTP, tcp-check or agent check passed.
     L7Ok,
     /// No (complete) response in time.
@@ -39,6 +45,9 @@ impl CheckStatus {
             CheckStatus::L4Ok => "L4OK",
             CheckStatus::L4Tout => "L4TOUT",
             CheckStatus::L4Con => "L4CON",
+            CheckStatus::L6Ok => "L6OK",
+            CheckStatus::L6Tout => "L6TOUT",
+            CheckStatus::L6Rsp => "L6RSP",
             CheckStatus::L7Ok => "L7OK",
             CheckStatus::L7Tout => "L7TOUT",
             CheckStatus::L7Rsp => "L7RSP",
@@ -55,6 +64,9 @@ impl CheckStatus {
             CheckStatus::L4Ok => "Layer4 check passed",
             CheckStatus::L4Tout => "Layer4 timeout",
             CheckStatus::L4Con => "Layer4 connection problem",
+            CheckStatus::L6Ok => "Layer6 check passed",
+            CheckStatus::L6Tout => "Layer6 timeout",
+            CheckStatus::L6Rsp => "Layer6 invalid response",
             CheckStatus::L7Ok => "Layer7 check passed",
             CheckStatus::L7Tout => "Layer7 timeout",
             CheckStatus::L7Rsp => "Layer7 invalid response",
@@ -65,7 +77,7 @@ impl CheckStatus {
 
     /// Whether this status counts as a successful check.
     pub fn is_ok(self) -> bool {
-        matches!(self, CheckStatus::L4Ok | CheckStatus::L7Ok)
+        matches!(self, CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok)
     }
 }
 

@@ -90,6 +90,7 @@ mod probe;
 mod runner;
 
 pub use event::{CheckStatus, HealthEvent, Outcome};
+pub use probe::CheckTls;
 pub use health::{is_http_error_status, ServerHealth};
 
 use fairlead_config as config;
@@ -145,6 +146,8 @@ pub struct CheckTarget {
     /// `is_drain` or `weight_pct`, including each slowstart step (every
     /// `slowstart / 20`, at most every 100 ms). Default does nothing.
     pub on_change: Arc<dyn Fn() + Send + Sync>,
+    /// TLS for the checks (not the agent). Default is none: clear text.
+    pub tls: Option<CheckTls>,
 }
 
 impl CheckTarget {
@@ -176,6 +179,7 @@ impl CheckTarget {
             slowstart: None,
             health,
             on_change: Arc::new(|| {}),
+            tls: None,
         }
     }
 
@@ -224,6 +228,7 @@ impl CheckTarget {
             slowstart: server.slowstart,
             health,
             on_change: Arc::new(|| {}),
+            tls: None,
         })
     }
 }

@@ -6,9 +6,17 @@ use crate::event::{CheckStatus, Outcome};
 use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck, TcpCheckRule};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use fairlead_net::Conn;
 use tokio::net::TcpStream;
 use tokio::time::{timeout_at, Instant};
+
+/// TLS for checks (`check-ssl`, or a server with `ssl` checked on its own
+/// address and port): the client configuration and the name to send.
+#[derive(Debug, Clone)]
+pub struct CheckTls {
+    pub config: std::sync::Arc<rustls::ClientConfig>,
+    pub name: rustls::pki_types::ServerName<'static>,
+}
 
 /// Most response bytes a check looks at (HAProxy's default buffer size);
 /// content beyond it is not read.
@@ -195,13 +203,23 @@ impl Probe {
         }
     }
 
-    pub(crate) async fn run(&self, addr: SocketAddr, limits: &Limits) -> Outcome {
+    pub(crate) async fn run(
+        &self,
+        addr: SocketAddr,
+        limits: &Limits,
+        tls: Option<&CheckTls>,
+    ) -> Outcome {
         let start = Instant::now();
         match self {
-            Probe::Tcp => match connect(addr, limits.connect_deadline(start), start).await {
+            Probe::Tcp => match connect(addr, limits.connect_deadline(start), start, tls).await {
                 Ok(s) => {
                     close(s);
-                    Outcome::new(CheckStatus::L4Ok, start.elapsed())
+                    let ok = if tls.is_some() {
+                        CheckStatus::L6Ok
+                    } else {
+                        CheckStatus::L4Ok
+                    };
+                    Outcome::new(ok, start.elapsed())
                 }
                 Err(o) => o,
             },
@@ -212,32 +230,47 @@ impl Probe {
                 port,
             } => {
                 let addr = port.map_or(addr, |p| SocketAddr::new(addr.ip(), p));
-                http_check(addr, limits, start, request, expect.as_ref(), *head).await
+                http_check(addr, limits, start, request, expect.as_ref(), *head, tls).await
             }
-            Probe::TcpCheck(steps) => tcp_check(addr, limits, start, steps).await,
+            Probe::TcpCheck(steps) => tcp_check(addr, limits, start, steps, tls).await,
         }
     }
 }
 
+/// Connects, then completes the TLS handshake when `tls` is set (within
+/// the same deadline; a failure is a layer 6 error, as in HAProxy).
 async fn connect(
     addr: SocketAddr,
     deadline: Instant,
     start: Instant,
-) -> Result<TcpStream, Outcome> {
-    match timeout_at(deadline, TcpStream::connect(addr)).await {
-        Err(_) => Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
-        Ok(Err(e)) => Err(Outcome::new(CheckStatus::L4Con, start.elapsed()).info(err_text(&e))),
-        Ok(Ok(s)) => {
-            let _ = s.set_nodelay(true);
-            Ok(s)
+    tls: Option<&CheckTls>,
+) -> Result<Conn, Outcome> {
+    let tcp = match timeout_at(deadline, TcpStream::connect(addr)).await {
+        Err(_) => return Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
+        Ok(Err(e)) => {
+            return Err(Outcome::new(CheckStatus::L4Con, start.elapsed()).info(err_text(&e)))
         }
+        Ok(Ok(s)) => s,
+    };
+    let _ = tcp.set_nodelay(true);
+    let Some(t) = tls else {
+        return Ok(Conn::plain(tcp));
+    };
+    let _ = socket2::SockRef::from(&tcp).set_linger(Some(Duration::ZERO));
+    let left = deadline.saturating_duration_since(Instant::now());
+    match fairlead_tls::stream::connect(tcp, t.config.clone(), t.name.clone(), Some(left)).await {
+        Ok(c) => Ok(c),
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(Outcome::new(CheckStatus::L6Tout, start.elapsed()))
+        }
+        Err(e) => Err(Outcome::new(CheckStatus::L6Rsp, start.elapsed()).info(err_text(&e))),
     }
 }
 
 /// Closes with a reset, as HAProxy ends its checks, so that checks leave
 /// no TIME_WAIT sockets behind.
-fn close(s: TcpStream) {
-    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+fn close(s: Conn) {
+    let _ = socket2::SockRef::from(s.tcp()).set_linger(Some(Duration::ZERO));
     drop(s);
 }
 
@@ -251,12 +284,12 @@ fn err_text(e: &std::io::Error) -> String {
 }
 
 async fn write_all(
-    s: &mut TcpStream,
+    s: &mut Conn,
     data: &[u8],
     deadline: Instant,
     start: Instant,
 ) -> Result<(), Outcome> {
-    match timeout_at(deadline, s.write_all(data)).await {
+    match timeout_at(deadline, s.write_all(data, None)).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(err_text(&e))),
         Err(_) => Err(Outcome::new(CheckStatus::L7Tout, start.elapsed())),
@@ -270,7 +303,7 @@ enum Read {
     Error(String),
 }
 
-async fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>, deadline: Instant) -> Read {
+async fn read_more(s: &mut Conn, buf: &mut Vec<u8>, deadline: Instant) -> Read {
     let mut chunk = [0u8; 4096];
     let room = (MAX_RESPONSE - buf.len().min(MAX_RESPONSE)).min(chunk.len());
     if room == 0 {
@@ -380,8 +413,9 @@ async fn http_check(
     request: &[u8],
     expect: Option<&Matcher>,
     head_method: bool,
+    tls: Option<&CheckTls>,
 ) -> Outcome {
-    let mut s = match connect(addr, limits.connect_deadline(start), start).await {
+    let mut s = match connect(addr, limits.connect_deadline(start), start, tls).await {
         Ok(s) => s,
         Err(o) => return o,
     };
@@ -485,8 +519,14 @@ async fn http_check(
     }
 }
 
-async fn tcp_check(addr: SocketAddr, limits: &Limits, start: Instant, steps: &[Step]) -> Outcome {
-    let mut conn: Option<TcpStream> = None;
+async fn tcp_check(
+    addr: SocketAddr,
+    limits: &Limits,
+    start: Instant,
+    steps: &[Step],
+    tls: Option<&CheckTls>,
+) -> Outcome {
+    let mut conn: Option<Conn> = None;
     let mut deadline = limits.read_deadline(start, start);
     let mut buf = Vec::new();
     let mut expects = 0;
@@ -517,7 +557,7 @@ async fn tcp_check(addr: SocketAddr, limits: &Limits, start: Instant, steps: &[S
             if limits.check.is_none() {
                 cd = cd.min(start + limits.inter);
             }
-            match connect(a, cd, start).await {
+            match connect(a, cd, start, tls).await {
                 Ok(s) => conn = Some(s),
                 Err(o) => return fail(o, comment),
             }
@@ -582,7 +622,7 @@ async fn tcp_check(addr: SocketAddr, limits: &Limits, start: Instant, steps: &[S
     }
     if conn.is_none() {
         // Only comments: a plain connect.
-        match connect(addr, limits.connect_deadline(start), start).await {
+        match connect(addr, limits.connect_deadline(start), start, tls).await {
             Ok(s) => conn = Some(s),
             Err(o) => return o,
         }
@@ -607,7 +647,7 @@ pub(crate) async fn agent_check(
     limits: &Limits,
 ) -> Result<AgentReply, Outcome> {
     let start = Instant::now();
-    let mut s = connect(addr, limits.connect_deadline(start), start).await?;
+    let mut s = connect(addr, limits.connect_deadline(start), start, None).await?;
     let deadline = limits.read_deadline(start, Instant::now());
     if let Some(data) = send {
         if let Err(o) = write_all(&mut s, data, deadline, start).await {

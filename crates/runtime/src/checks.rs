@@ -7,6 +7,39 @@ use fairlead_config::Config;
 use fairlead_health::{CheckTarget, CheckerHandle, HealthEvent};
 use std::sync::Arc;
 
+/// The TLS settings of a server's checks: the server's own context (its
+/// verification, client certificate, session cache), or, for `check-ssl`
+/// on a server without `ssl`, one that does not verify. The SNI is
+/// `check-sni`, else the server's fixed `sni`.
+fn check_tls(
+    scfg: &fairlead_config::Server,
+    srv: &fairlead_backend::Server,
+) -> std::io::Result<fairlead_health::CheckTls> {
+    let own;
+    let ctx = match &srv.tls {
+        Some(c) => c,
+        None => {
+            let t = fairlead_config::ServerTls {
+                verify: fairlead_config::Verify::None,
+                ..Default::default()
+            };
+            own = fairlead_tls::ServerContext::build(&t)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+            &own
+        }
+    };
+    let ip = srv.addr.load().ip();
+    let name = scfg
+        .check_sni
+        .as_deref()
+        .and_then(|n| fairlead_tls::ServerName::try_from(n.to_string()).ok())
+        .unwrap_or_else(|| ctx.server_name(None, None, ip));
+    Ok(fairlead_health::CheckTls {
+        config: ctx.config(),
+        name,
+    })
+}
+
 /// Starts the checker thread; `None` when no server is checked.
 pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<CheckerHandle>> {
     let mut targets = Vec::new();
@@ -21,6 +54,9 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
             ) else {
                 continue;
             };
+            if scfg.check_uses_tls() {
+                t.tls = Some(check_tls(scfg, srv)?);
+            }
             let weak = Arc::downgrade(be);
             t.on_change = Arc::new(move || {
                 if let Some(b) = weak.upgrade() {

@@ -60,6 +60,25 @@ fn latency(l: &fairlead_backend::counters::Latencies) -> fairlead_stats::Latency
     }
 }
 
+/// Splits the checker's `L7STS/503 in 3ms` into the CSV's separate
+/// `check_status` (`L7STS`), `check_code` (503) and `check_duration` (3).
+fn check_info(text: &str) -> CheckInfo {
+    let (head, ms) = match text.split_once(" in ") {
+        Some((h, d)) => (h, d.strip_suffix("ms").and_then(|d| d.parse().ok())),
+        None => (text, None),
+    };
+    let (status, code) = match head.split_once('/') {
+        Some((st, c)) => (st, c.parse().ok()),
+        None => (head, None),
+    };
+    CheckInfo {
+        status: status.to_string(),
+        code,
+        duration_ms: ms,
+        ..Default::default()
+    }
+}
+
 fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
     let state = if s.maint.load(Ordering::Relaxed) {
         ServerState::Maint
@@ -84,10 +103,7 @@ fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
         weight: u64::from(s.eweight()),
         uweight: u64::from(s.weight.load(Ordering::Relaxed)),
         backup: s.backup,
-        check: checked.then(|| CheckInfo {
-            status: s.health.status_text(),
-            ..Default::default()
-        }),
+        check: checked.then(|| check_info(&s.health.status_text())),
         lastchg_secs: s.health.last_change_secs(),
         slim: (maxconn > 0).then_some(u64::from(maxconn)),
         qlimit: (s.maxqueue > 0).then_some(u64::from(s.maxqueue)),
