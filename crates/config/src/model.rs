@@ -824,9 +824,8 @@ impl Server {
     /// Whether health checks run over TLS: `check-ssl`, or a server with
     /// `ssl` checked on its own address and port, unless `no-check-ssl`.
     pub fn check_uses_tls(&self) -> bool {
-        self.check_ssl.unwrap_or(
-            self.tls.is_some() && self.check_port.is_none() && self.check_addr.is_none(),
-        )
+        self.check_ssl
+            .unwrap_or(self.tls.is_some() && self.check_port.is_none() && self.check_addr.is_none())
     }
 }
 

@@ -562,14 +562,13 @@ fn catalog_statuses() {
         );
     }
     for kw in ["check-ssl", "check-sni", "no-check-ssl"] {
-        assert_eq!(status("server", kw), Some(Support::Implemented), "server {kw}");
+        assert_eq!(
+            status("server", kw),
+            Some(Support::Implemented),
+            "server {kw}"
+        );
     }
-    for kw in [
-        "check-alpn",
-        "crl-file",
-        "curves",
-        "allow-0rtt",
-    ] {
+    for kw in ["check-alpn", "crl-file", "curves", "allow-0rtt"] {
         assert_eq!(status("server", kw), Some(Support::NotYet), "server {kw}");
     }
     assert_eq!(status("server", "npn"), Some(Support::Warning));

@@ -77,7 +77,10 @@ impl CheckStatus {
 
     /// Whether this status counts as a successful check.
     pub fn is_ok(self) -> bool {
-        matches!(self, CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok)
+        matches!(
+            self,
+            CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok
+        )
     }
 }
 

@@ -90,8 +90,8 @@ mod probe;
 mod runner;
 
 pub use event::{CheckStatus, HealthEvent, Outcome};
-pub use probe::CheckTls;
 pub use health::{is_http_error_status, ServerHealth};
+pub use probe::CheckTls;
 
 use fairlead_config as config;
 use std::net::SocketAddr;

@@ -4,9 +4,9 @@
 use crate::core::{parse_agent_line, AgentReply};
 use crate::event::{CheckStatus, Outcome};
 use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck, TcpCheckRule};
+use fairlead_net::Conn;
 use std::net::SocketAddr;
 use std::time::Duration;
-use fairlead_net::Conn;
 use tokio::net::TcpStream;
 use tokio::time::{timeout_at, Instant};
 

@@ -166,7 +166,9 @@ impl Task {
                     _ = self.wake.notified() => {}
                 }
             }
-            let o = probe.run(self.t.addr, &self.limits, self.t.tls.as_ref()).await;
+            let o = probe
+                .run(self.t.addr, &self.limits, self.t.tls.as_ref())
+                .await;
             self.t.health.set_status(o.status_text());
             let was_maint = self.maint();
             if let Some(c) = self.core.borrow_mut().check.as_mut() {

@@ -23,8 +23,9 @@ fn check_tls(
                 verify: fairlead_config::Verify::None,
                 ..Default::default()
             };
-            own = fairlead_tls::ServerContext::build(&t)
-                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+            own = fairlead_tls::ServerContext::build(&t).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+            })?;
             &own
         }
     };
