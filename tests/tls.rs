@@ -210,6 +210,65 @@ backend bk\n    server s1 {o}\n",
     log.wait_for(&["tls TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384 /?tls12"]);
 }
 
+/// `option httpslog`: HAProxy's line, ending with the error codes,
+/// resumption, SNI, version and cipher; `%[ssl_c_used]` and
+/// `%[ssl_c_verify]` give the client certificate's result.
+#[test]
+fn httpslog_and_tls_log_fetches() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "o");
+    let [b1, b2] = [(); 2].map(|_| free_addr(ip));
+    let mut log = Syslog::new(ip);
+    let pki = Pki::new("httpslog");
+    let ca = pki.ca("ca");
+    let pem = pki.server(&ca, "www", "www.example");
+    let client = pki.leaf(&ca, "client", "fairlead client", &[], Key::Ec, true);
+    let _p = Proxy::start(
+        &cfg(
+            "",
+            &format!(
+                "frontend fe\n    bind {b1} ssl crt {pem}\n    log {sink} local0\n    option httpslog\n    default_backend bk\n\
+frontend fe_cc\n    bind {b2} ssl crt {pem} ca-file {ca} verify optional\n    log {sink} local0\n\
+    log-format \"cc %[ssl_c_used] %[ssl_c_verify] %[ssl_fc_sni] %HU\"\n    default_backend bk\n\
+backend bk\n    server s1 {o}\n",
+                pem = p(&pem),
+                ca = p(&ca.cert),
+                sink = log.addr
+            ),
+        ),
+        &[b1, b2],
+    );
+    let r = curl(&[
+        "--cacert",
+        p(&ca.cert),
+        "--resolve",
+        &resolve("www.example", b1),
+        &https_url("www.example", b1, "/?httpslog"),
+    ]);
+    assert!(r.ok(), "{r:?}");
+    let l = log.wait_for(&["\"GET /?httpslog HTTP/1.1\""]);
+    assert!(
+        l.ends_with("\" 0/0/0/0/0 www.example/TLSv1.3/TLS_AES_128_GCM_SHA256"),
+        "{l}"
+    );
+    let url = https_url("www.example", b2, "/?cc");
+    let res = resolve("www.example", b2);
+    let r = curl(&["--cacert", p(&ca.cert), "--resolve", &res, &url]);
+    assert!(r.ok(), "{r:?}");
+    log.wait_for(&["cc 0 0 www.example /?cc"]);
+    let r = curl(&[
+        "--cacert",
+        p(&ca.cert),
+        "--resolve",
+        &res,
+        "--cert",
+        p(&client),
+        &https_url("www.example", b2, "/?cert"),
+    ]);
+    assert!(r.ok(), "{r:?}");
+    log.wait_for(&["cc 1 0 www.example /?cert"]);
+}
+
 // 2 -------------------------------------------------------------------------
 
 /// Certificate selection by SNI: exact names, a wildcard (one label only,

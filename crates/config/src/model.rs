@@ -81,6 +81,8 @@ pub enum LogStyle {
     Http,
     /// `option httplog clf`.
     HttpClf,
+    /// `option httpslog`.
+    Https,
     /// `log-format <string>` (validated while parsing).
     Custom(String),
 }
@@ -93,6 +95,7 @@ impl LogStyle {
             LogStyle::Tcp => Some(fairlead_log::TCPLOG_FORMAT),
             LogStyle::Http => Some(fairlead_log::HTTPLOG_FORMAT),
             LogStyle::HttpClf => Some(fairlead_log::HTTPLOG_CLF),
+            LogStyle::Https => Some(fairlead_log::HTTPSLOG_FORMAT),
             LogStyle::Custom(s) => Some(s),
         }
     }

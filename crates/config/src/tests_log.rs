@@ -190,7 +190,7 @@ fn errors() {
         ),
         (
             "frontend f\n bind :1\n log-format %[src]\n",
-            "sample expressions ('%[...]') in log formats are not implemented yet in Fairlead",
+            "sample expression '%[src]' is not implemented yet in Fairlead",
         ),
         (
             "frontend f\n bind :1\n option httplog json\n",
@@ -247,6 +247,11 @@ fn catalog_status() {
     }
     assert_eq!(
         status("frontend", "option httpslog"),
-        Some(Support::Warning)
+        Some(Support::Implemented)
+    );
+    let p = ok("frontend f\n mode http\n bind :1\n option httpslog\n");
+    assert_eq!(
+        p.config.frontends[0].options.log.style.format_string(),
+        Some(fairlead_log::HTTPSLOG_FORMAT)
     );
 }

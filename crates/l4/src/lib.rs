@@ -326,7 +326,9 @@ pub async fn serve_tcp(
         ..Default::default()
     };
     let start = Instant::now();
-    let tls = client.tls_version_cipher();
+    // Copied once: the log is written after the tunnel, which borrows the
+    // TLS layer mutably meanwhile.
+    let tls = client.tls_info();
     let log = |term: fairlead_log::TermState,
                server: Option<&fairlead_backend::Server>,
                t: [Option<u64>; 2],
@@ -357,8 +359,11 @@ pub async fn serve_tcp(
             retries,
             pid: setup.pid,
             hostname: &setup.hostname,
-            ssl_version: tls.map(|t| t.0),
-            ssl_cipher: tls.map(|t| t.1),
+            ssl_version: tls.as_ref().map(|t| t.version),
+            ssl_cipher: tls.as_ref().map(|t| t.cipher),
+            ssl_sni: tls.as_ref().and_then(|t| t.sni.as_deref()),
+            ssl_resumed: tls.as_ref().map(|t| t.resumed),
+            ssl_c_used: tls.as_ref().map(|t| t.peer_cert),
             ..Default::default()
         };
         if setup.dontlognull && bytes.0 == 0 {

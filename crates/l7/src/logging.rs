@@ -112,7 +112,7 @@ pub(crate) fn emit(
     server: Option<&str>,
     gauges: &Gauges,
     counter: u64,
-    tls: Option<(&str, &str)>,
+    tls: Option<&fairlead_net::TlsInfo>,
 ) {
     if setup.connect_only {
         return;
@@ -152,8 +152,11 @@ pub(crate) fn emit(
         hostname: &setup.hostname,
         request_counter: counter,
         log_counter: counter,
-        ssl_version: tls.map(|t| t.0),
-        ssl_cipher: tls.map(|t| t.1),
+        ssl_version: tls.map(|t| t.version),
+        ssl_cipher: tls.map(|t| t.cipher),
+        ssl_sni: tls.and_then(|t| t.sni.as_deref()),
+        ssl_resumed: tls.map(|t| t.resumed),
+        ssl_c_used: tls.map(|t| t.peer_cert),
         http: true,
         ..Default::default()
     };

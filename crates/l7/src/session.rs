@@ -401,7 +401,7 @@ impl Session {
             srv.map(|s| s.name.as_str()),
             &gauges,
             self.ctx.front.counters.get(C::ReqTot),
-            self.client.tls_version_cipher(),
+            self.client.tls_info_ref().as_deref(),
         );
     }
 

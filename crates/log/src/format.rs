@@ -8,8 +8,11 @@
 //! an empty string; on by default); `%o` applies its flags to every later
 //! variable; `%%` is a verbatim `%`; spaces are separators, merged and
 //! printed once (a variable that prints nothing, such as `%hr` without
-//! captures, leaves no double space). `%[...]` sample expressions are not
-//! implemented yet and are rejected.
+//! captures, leaves no double space). `%[...]` accepts the TLS sample
+//! fetches of `option httpslog` and the client certificate's
+//! (`ssl_fc_sni`, `ssl_fc_is_resumed`, `ssl_c_used`, `ssl_c_verify`,
+//! `fc_err`, `ssl_fc_err[,hex]`, ...); other sample expressions are
+//! rejected as not implemented yet.
 //!
 //! Rendering never allocates: it only grows the output vector.
 
@@ -20,6 +23,10 @@ use crate::time::{self, Civil};
 
 /// `option httplog`, byte-compatible with HAProxy 2.6.
 pub const HTTPLOG_FORMAT: &str = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r";
+
+/// `option httpslog` (HAProxy 2.6): httplog plus the connection's error
+/// codes, resumption, SNI, TLS version and cipher.
+pub const HTTPSLOG_FORMAT: &str = "%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %CC %CS %tsc %ac/%fc/%bc/%sc/%rc %sq/%bq %hr %hs %{+Q}r %[fc_err]/%[ssl_fc_err,hex]/%[ssl_c_err]/%[ssl_c_ca_err]/%[ssl_fc_is_resumed] %[ssl_fc_sni]/%sslv/%sslc";
 
 /// `option httplog clf`.
 pub const HTTPLOG_CLF: &str = "%{+Q}o %{-Q}ci - - [%trg] %r %ST %B \"\" \"\" %cp %ms %ft %b %s %TR %Tw %Tc %Tr %Ta %tsc %ac %fc %bc %sc %rc %sq %bq %CC %CS %hrl %hsl";
@@ -102,6 +109,16 @@ enum Var {
     Pid,
     Sslv,
     Sslc,
+    // Sample fetches (`%[name]`), the TLS ones `option httpslog` uses.
+    FcErr,
+    SslFc,
+    SslFcErr,
+    SslCErr,
+    SslCCaErr,
+    SslFcIsResumed,
+    SslFcSni,
+    SslCUsed,
+    SslCVerify,
     H,
     Rt,
     Lc,
@@ -176,12 +193,30 @@ const VARS: &[(&str, Var, bool)] = &[
     ("lc", Var::Lc, false),
 ];
 
+/// The sample fetches `%[...]` accepts, a TLS subset: what `option
+/// httpslog` logs and the client certificate's result. A failed or
+/// missing sample prints `-`, as in HAProxy.
+const FETCHES: &[(&str, Var)] = &[
+    ("fc_err", Var::FcErr),
+    ("ssl_fc", Var::SslFc),
+    ("ssl_fc_err", Var::SslFcErr),
+    ("ssl_c_err", Var::SslCErr),
+    ("ssl_c_ca_err", Var::SslCCaErr),
+    ("ssl_fc_is_resumed", Var::SslFcIsResumed),
+    ("ssl_fc_sni", Var::SslFcSni),
+    ("ssl_c_used", Var::SslCUsed),
+    ("ssl_c_verify", Var::SslCVerify),
+];
+
 /// Variables HAProxy knows that Fairlead does not provide yet.
 const NOT_YET: &[&str] = &[];
 
 fn var_name(v: Var) -> &'static str {
     if v == Var::Mode {
         return "mode";
+    }
+    if let Some((n, _)) = FETCHES.iter().find(|(_, x)| *x == v) {
+        return n;
     }
     VARS.iter()
         .find(|(_, x, _)| *x == v)
@@ -241,9 +276,31 @@ pub fn compile(fmt: &str) -> Result<LogFormat, String> {
                     i += end + 1;
                 }
                 if b.get(i) == Some(&b'[') {
-                    return Err(format!(
-                        "sample expressions ('%[...]') in log formats are not implemented yet in Fairlead (in '{fmt}')"
-                    ));
+                    let end = fmt[i..]
+                        .find(']')
+                        .ok_or_else(|| format!("missing ']' after '%[' in '{fmt}'"))?;
+                    let expr = &fmt[i + 1..i + end];
+                    // Converters: only `hex` on the error codes (a zero
+                    // prints the same either way).
+                    let (name, conv) = match expr.split_once(',') {
+                        Some((n, c)) => (n.trim(), Some(c.trim())),
+                        None => (expr.trim(), None),
+                    };
+                    let Some((_, v)) = FETCHES.iter().find(|(n, _)| *n == name) else {
+                        let known: Vec<&str> = FETCHES.iter().map(|(n, _)| *n).collect();
+                        return Err(format!(
+                            "sample expression '%[{expr}]' is not implemented yet in Fairlead (in '{fmt}'); the fetches available in log formats are {}",
+                            known.join(", ")
+                        ));
+                    };
+                    if let Some(c) = conv.filter(|c| *c != "hex") {
+                        return Err(format!(
+                            "converter '{c}' in '%[{expr}]' is not implemented yet in Fairlead (only 'hex')"
+                        ));
+                    }
+                    nodes.push(Node::Var(*v, flags));
+                    i += end + 1;
+                    continue;
                 }
                 let start = i;
                 while i < b.len() && b[i].is_ascii_alphabetic() {
@@ -747,6 +804,23 @@ fn render_var(v: Var, flags: u8, r: &LogRecord, out: &mut Vec<u8>) -> bool {
         Var::H => text(out, Some(r.hostname.as_bytes()), flags),
         Var::Sslv => text(out, r.ssl_version.map(str::as_bytes), flags),
         Var::Sslc => text(out, r.ssl_cipher.map(str::as_bytes), flags),
+        Var::SslFcSni => text(out, r.ssl_sni.map(str::as_bytes), flags),
+        Var::FcErr => num(out, 0),
+        Var::SslFc => num(out, i64::from(r.ssl_version.is_some())),
+        Var::SslFcErr | Var::SslCErr | Var::SslCCaErr | Var::SslCVerify => match r.ssl_version {
+            // An established TLS connection had no error (a failed
+            // handshake or verification never reaches a request).
+            Some(_) => num(out, 0),
+            None => text(out, None, flags),
+        },
+        Var::SslFcIsResumed => match r.ssl_resumed {
+            Some(b) => num(out, i64::from(b)),
+            None => text(out, None, flags),
+        },
+        Var::SslCUsed => match r.ssl_c_used {
+            Some(b) => num(out, i64::from(b)),
+            None => text(out, None, flags),
+        },
         Var::Rt | Var::Lc => {
             let n = if v == Var::Rt {
                 r.request_counter
@@ -910,6 +984,27 @@ fn json_var(v: Var, r: &LogRecord, out: &mut Vec<u8>) {
         Var::Tu => num(out, r.tu()),
         Var::Bytes => time::pad(out, r.bytes_out, 1),
         Var::Rc => num(out, r.retries.into()),
+        Var::Sslv | Var::Sslc | Var::SslFcSni => {
+            let s = match v {
+                Var::Sslv => r.ssl_version,
+                Var::Sslc => r.ssl_cipher,
+                _ => r.ssl_sni,
+            };
+            match s {
+                Some(s) => json_str(out, s.as_bytes(), |_| false),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        Var::SslFcErr
+        | Var::SslCErr
+        | Var::SslCCaErr
+        | Var::SslCVerify
+        | Var::SslFcIsResumed
+        | Var::SslCUsed
+            if r.ssl_version.is_none() =>
+        {
+            out.extend_from_slice(b"null")
+        }
         // Every other variable is a plain number.
         _ => {
             render_var(v, 0, r, out);

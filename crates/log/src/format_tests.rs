@@ -356,7 +356,7 @@ fn compile_errors() {
     let e = compile("%ci %[src]").unwrap_err();
     assert!(e.contains("not implemented yet"), "{e}");
     let e = compile("%{+Q}[src]").unwrap_err();
-    assert!(e.contains("sample expressions"), "{e}");
+    assert!(e.contains("sample expression '%[src]'"), "{e}");
     let e = compile("%zz").unwrap_err();
     assert!(e.starts_with("no such format variable 'zz'"), "{e}");
     assert!(compile("100%").unwrap_err().contains("'%%'"));
@@ -405,4 +405,46 @@ fn json_escaping_and_duplicates() {
         "{\"s\":\"we\\\"ird\\\\\",\"r\":\"GET /#22x#02 HTTP/1.1\",\"hr\":\"{a\\\\b|}\",\"hrl\":[\"a\\\\b\",null],\"rc\":2,\"B\":5,\"ft\":\"f~\",\"Tw\":-1,\"ci\":null}"
     );
     assert_eq!(json("text only", &r), "{}");
+}
+
+/// `option httpslog`: the manual's example line ends with
+/// `0/0/0/0/0 1wt.eu/TLSv1.3/TLS_AES_256_GCM_SHA384`; in clear the TLS
+/// samples are missing (`-`), the connection error code is 0.
+#[test]
+fn httpslog_and_tls_fetches() {
+    let mut r = http_record();
+    r.ssl_version = Some("TLSv1.3");
+    r.ssl_cipher = Some("TLS_AES_256_GCM_SHA384");
+    r.ssl_sni = Some("1wt.eu");
+    r.ssl_resumed = Some(false);
+    r.ssl_c_used = Some(false);
+    assert!(line(HTTPSLOG_FORMAT, &r)
+        .ends_with("\"GET / HTTP/1.1\" 0/0/0/0/0 1wt.eu/TLSv1.3/TLS_AES_256_GCM_SHA384"));
+    r.ssl_resumed = Some(true);
+    assert_eq!(
+        line(
+            "%[ssl_fc_is_resumed] %[ssl_c_used] %[ssl_c_verify] %[ssl_fc]",
+            &r
+        ),
+        "1 0 0 1"
+    );
+    assert_eq!(
+        json("%[ssl_fc_sni] %sslv %[ssl_fc_is_resumed]", &r),
+        r#"{"ssl_fc_sni":"1wt.eu","sslv":"TLSv1.3","ssl_fc_is_resumed":1}"#
+    );
+    let clear = http_record();
+    assert!(line(HTTPSLOG_FORMAT, &clear).ends_with("\"GET / HTTP/1.1\" 0/-/-/-/- -/-/-"));
+    assert_eq!(
+        json("%[ssl_fc_sni] %sslv %[ssl_c_verify]", &clear),
+        r#"{"ssl_fc_sni":null,"sslv":null,"ssl_c_verify":null}"#
+    );
+    let e = compile("%[req.hdr(host)]").unwrap_err();
+    assert!(
+        e.contains("not implemented yet") && e.contains("ssl_fc_sni"),
+        "{e}"
+    );
+    assert!(compile("%[ssl_fc_err,lower]")
+        .unwrap_err()
+        .contains("converter 'lower'"));
+    assert!(compile("%[ssl_fc_sni").unwrap_err().contains("missing ']'"));
 }

@@ -27,7 +27,9 @@ mod record;
 mod target;
 mod time;
 
-pub use format::{compile, LogFormat, DEFAULT_FORMAT, HTTPLOG_CLF, HTTPLOG_FORMAT, TCPLOG_FORMAT};
+pub use format::{
+    compile, LogFormat, DEFAULT_FORMAT, HTTPLOG_CLF, HTTPLOG_FORMAT, HTTPSLOG_FORMAT, TCPLOG_FORMAT,
+};
 pub use logger::{system_hostname, Logger, LoggerOptions, Sink, SinkId};
 pub use record::{CookieReq, CookieResp, LogRecord, Phase, TermState, Who};
 pub use target::{parse_target, Facility, Level, LogAddr, SyslogFormat, TargetSpec};

@@ -112,6 +112,13 @@ pub struct LogRecord<'a> {
     pub ssl_version: Option<&'a str>,
     /// `%sslc`: the client connection's cipher suite, OpenSSL's name.
     pub ssl_cipher: Option<&'a str>,
+    /// `%[ssl_fc_sni]`: the SNI the client sent.
+    pub ssl_sni: Option<&'a str>,
+    /// `%[ssl_fc_is_resumed]`; `None` in clear.
+    pub ssl_resumed: Option<bool>,
+    /// `%[ssl_c_used]`: the client presented a (verified) certificate;
+    /// `None` in clear.
+    pub ssl_c_used: Option<bool>,
     /// `%rt`: request counter (HTTP request or TCP stream number).
     pub request_counter: u64,
     /// `%lc`: the frontend's log counter.
@@ -163,6 +170,9 @@ impl Default for LogRecord<'_> {
             hostname: "",
             ssl_version: None,
             ssl_cipher: None,
+            ssl_sni: None,
+            ssl_resumed: None,
+            ssl_c_used: None,
             request_counter: 0,
             log_counter: 0,
             http: false,

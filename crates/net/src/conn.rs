@@ -101,14 +101,13 @@ impl Conn {
         self.tls.as_ref().map(|t| t.borrow().info().clone())
     }
 
-    /// The TLS version and cipher names (`%sslv`, `%sslc`), without
-    /// copying anything; `None` in clear.
-    pub fn tls_version_cipher(&self) -> Option<(&'static str, &'static str)> {
-        self.tls.as_ref().map(|t| {
-            let t = t.borrow();
-            let i = t.info();
-            (i.version, i.cipher)
-        })
+    /// What the TLS handshake negotiated, borrowed (no copy); `None` in
+    /// clear. Never hold it across an `.await`: the connection's reads and
+    /// writes borrow the same cell mutably.
+    pub fn tls_info_ref(&self) -> Option<std::cell::Ref<'_, TlsInfo>> {
+        self.tls
+            .as_ref()
+            .map(|t| std::cell::Ref::map(t.borrow(), |l| l.info()))
     }
 
     /// Bytes held by the TLS layer's buffers (0 on a clear connection).

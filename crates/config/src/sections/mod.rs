@@ -580,9 +580,11 @@ fn finish_log(d: &mut Draft, global: &[LogTarget], diags: &mut Diags) {
     }
     let at = d.log_style_loc.as_ref().unwrap_or(&d.loc);
     match &l.style {
-        LogStyle::Http | LogStyle::HttpClf => {
+        LogStyle::Http | LogStyle::HttpClf | LogStyle::Https => {
             let opt = if l.json {
                 "option httplog-json"
+            } else if l.style == LogStyle::Https {
+                "option httpslog"
             } else {
                 "option httplog"
             };

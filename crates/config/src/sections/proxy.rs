@@ -383,7 +383,7 @@ fn implemented(
             o.log.json = false;
             d.log_style_loc = Some(loc.clone());
         }
-        "option httplog" | "option tcplog" | "option httplog-json" => {
+        "option httplog" | "option tcplog" | "option httplog-json" | "option httpslog" => {
             let style = match (name, words.get(2).map(String::as_str)) {
                 ("option httplog", Some("clf")) if words.len() == 3 => LogStyle::HttpClf,
                 ("option httplog", Some(_)) => {
@@ -393,6 +393,10 @@ fn implemented(
                 ("option tcplog", _) => {
                     args(words, 2, 0)?;
                     LogStyle::Tcp
+                }
+                ("option httpslog", _) => {
+                    args(words, 2, 0)?;
+                    LogStyle::Https
                 }
                 _ => {
                     args(words, 2, 0)?;
