@@ -1338,6 +1338,14 @@ fn reload_ssl_certs_under_load() {
     let start = info(&sock, "CumConns");
     wait_until("load under way", || info(&sock, "CumConns") >= start + 20);
 
+    // `show ssl cert`: the file, then its details.
+    let list = ask(&sock, "show ssl cert");
+    assert!(list.contains(p(&live)), "{list}");
+    let detail = ask(&sock, &format!("show ssl cert {}", p(&live)));
+    assert!(detail.contains("Subject: /CN=reload-A"), "{detail}");
+    assert!(detail.contains("DNS:reload.example"), "{detail}");
+    assert!(detail.contains("Algorithm: EC256"), "{detail}");
+
     // Replace the file (atomically) and reload.
     let tmp = pki.path("live.pem.new");
     std::fs::copy(&b, &tmp).unwrap();
@@ -1347,6 +1355,8 @@ fn reload_ssl_certs_under_load() {
         out.contains("Reloaded 1 certificate(s) on 1 TLS listener(s)"),
         "reload ssl certs answered: {out:?}"
     );
+    let detail = ask(&sock, &format!("show ssl cert {}", p(&live)));
+    assert!(detail.contains("Subject: /CN=reload-B"), "{detail}");
     wait_until("new handshakes get certificate B", || {
         subject_now().as_deref() == Some("CN = reload-B")
     });

@@ -304,6 +304,19 @@ pub struct ErrorReport {
     pub errors: Vec<CapturedError>,
 }
 
+/// A certificate in use, for `show ssl cert <file>` (HAProxy's fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SslCertInfo {
+    pub file: String,
+    pub serial: String,
+    pub not_before: String,
+    pub not_after: String,
+    pub san: String,
+    pub algorithm: String,
+    pub subject: String,
+    pub issuer: String,
+}
+
 /// The running process, as the CLI drives it. Implemented by the process
 /// over its live state; every method is called from a CLI thread, never
 /// from a worker.
@@ -369,5 +382,11 @@ pub trait AdminApi: Send + Sync {
     /// files of every `bind ... ssl` line. `Ok` holds the reply.
     fn reload_ssl_certs(&self) -> Result<String, String> {
         Err("No TLS listener.".into())
+    }
+
+    /// `show ssl cert`: the certificates in use, one per file, in
+    /// configuration order. Default is none.
+    fn ssl_certs(&self) -> Vec<SslCertInfo> {
+        Vec::new()
     }
 }

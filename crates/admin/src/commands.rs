@@ -174,6 +174,13 @@ pub(crate) static COMMANDS: &[Command] = &[
         set_profiling
     ),
     cmd!(
+        &["show", "ssl", "cert"],
+        "show ssl cert [<certfile>]",
+        "display the SSL certificates used in memory, or the details of a file",
+        Operator,
+        show_ssl_cert
+    ),
+    cmd!(
         &["reload", "ssl", "certs"],
         "reload ssl certs",
         "re-read the certificate files of every 'bind ... ssl' line",
@@ -739,6 +746,27 @@ fn set_profiling(s: &mut Session, w: &[String]) -> String {
         Ok(()) => String::new(),
         Err(e) => with_newline(e),
     }
+}
+
+fn show_ssl_cert(s: &mut Session, w: &[String]) -> String {
+    let certs = s.api.ssl_certs();
+    let want = arg(w, 3);
+    if want.is_empty() {
+        let mut out = String::from("# transaction\n# filename\n");
+        for c in &certs {
+            out.push_str(&c.file);
+            out.push('\n');
+        }
+        return out;
+    }
+    let Some(c) = certs.iter().find(|c| c.file == want) else {
+        return "Can't display the certificate: Not found or the certificate is a bundle!\n".into();
+    };
+    format!(
+        "Filename: {}\nStatus: Used\nSerial: {}\nnotBefore: {}\nnotAfter: {}\n\
+Subject Alternative Name: {}\nAlgorithm: {}\nSubject: {}\nIssuer: {}\n",
+        c.file, c.serial, c.not_before, c.not_after, c.san, c.algorithm, c.subject, c.issuer
+    )
 }
 
 fn reload_ssl_certs(s: &mut Session, _: &[String]) -> String {

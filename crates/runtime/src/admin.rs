@@ -284,6 +284,36 @@ impl AdminApi for Admin {
         }
     }
 
+    fn ssl_certs(&self) -> Vec<fairlead_admin::SslCertInfo> {
+        let mut out: Vec<fairlead_admin::SslCertInfo> = Vec::new();
+        let mut done: Vec<*const fairlead_tls::BindContext> = Vec::new();
+        for fe in &self.hub.shared.frontends {
+            for (_, ctx) in &fe.tls {
+                let p = Arc::as_ptr(ctx);
+                if done.contains(&p) {
+                    continue;
+                }
+                done.push(p);
+                for d in ctx.certificates() {
+                    if out.iter().any(|c| c.file == d.file) {
+                        continue;
+                    }
+                    out.push(fairlead_admin::SslCertInfo {
+                        file: d.file,
+                        serial: d.serial,
+                        not_before: d.not_before,
+                        not_after: d.not_after,
+                        san: d.san,
+                        algorithm: d.algorithm,
+                        subject: d.subject,
+                        issuer: d.issuer,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     fn reload_ssl_certs(&self) -> Result<String, String> {
         // One context may serve several addresses: reload each once.
         let mut done: Vec<*const fairlead_tls::BindContext> = Vec::new();

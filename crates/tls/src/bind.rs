@@ -70,6 +70,8 @@ pub struct BindContext {
     ticketer: Option<Arc<dyn ProducesTickets>>,
     /// Shared by every configuration built, so sessions survive reloads.
     sessions: Arc<dyn StoresServerSessions>,
+    /// The certificates of the current configuration (`show ssl cert`).
+    certs: ArcSwap<Vec<Arc<crate::certs::LoadedCert>>>,
 }
 
 impl std::fmt::Debug for BindContext {
@@ -146,14 +148,15 @@ impl BindContext {
         } else {
             ServerSessionMemoryCache::new(entries)
         };
-        let (config, count, warnings) = make(cfg, &ticketer, &sessions)?;
+        let (config, certs, warnings) = make(cfg, &ticketer, &sessions)?;
         Ok(BindContext {
             cfg: cfg.clone(),
             current: ArcSwap::new(config),
             warnings,
-            count: AtomicUsize::new(count),
+            count: AtomicUsize::new(certs.len()),
             ticketer,
             sessions,
+            certs: ArcSwap::from_pointee(certs),
         })
     }
 
@@ -177,8 +180,10 @@ impl BindContext {
 
     /// [`BindContext::reload`], also returning the warnings of this load.
     pub fn reload_with_warnings(&self) -> Result<(usize, Vec<String>), TlsError> {
-        let (config, count, warnings) = make(&self.cfg, &self.ticketer, &self.sessions)?;
+        let (config, certs, warnings) = make(&self.cfg, &self.ticketer, &self.sessions)?;
+        let count = certs.len();
         self.current.store(config);
+        self.certs.store(Arc::new(certs));
         self.count.store(count, Ordering::Relaxed);
         Ok((count, warnings))
     }
@@ -186,6 +191,12 @@ impl BindContext {
     /// Number of certificates loaded (for logs).
     pub fn cert_count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
+    }
+
+    /// The certificates new handshakes use, described for `show ssl
+    /// cert`, in load order.
+    pub fn certificates(&self) -> Vec<crate::certs::CertDetails> {
+        self.certs.load().iter().map(|c| c.details()).collect()
     }
 }
 
@@ -195,7 +206,14 @@ fn make(
     cfg: &BindTls,
     ticketer: &Option<Arc<dyn ProducesTickets>>,
     sessions: &Arc<dyn StoresServerSessions>,
-) -> Result<(Arc<ServerConfig>, usize, Vec<String>), TlsError> {
+) -> Result<
+    (
+        Arc<ServerConfig>,
+        Vec<Arc<crate::certs::LoadedCert>>,
+        Vec<String>,
+    ),
+    TlsError,
+> {
     let mut warnings = Vec::new();
     let s = suites::resolve(&cfg.protocol, &mut warnings)?;
     if cfg.ca_file.is_some() && cfg.verify == Verify::None {
@@ -204,7 +222,12 @@ fn make(
     }
     let verifier = client_verifier(cfg, &s.provider)?;
     let entries = load_bind_certs(cfg, &s.provider, &mut warnings)?;
-    let count = entries.len();
+    let mut certs: Vec<Arc<crate::certs::LoadedCert>> = Vec::new();
+    for e in &entries {
+        if !certs.iter().any(|c| Arc::ptr_eq(c, &e.cert)) {
+            certs.push(e.cert.clone());
+        }
+    }
     let resolver = CertResolver::new(entries, cfg.strict_sni);
     let mut sc = ServerConfig::builder_with_provider(s.provider.clone())
         .with_protocol_versions(&s.versions)
@@ -226,7 +249,7 @@ fn make(
     }
     sc.send_tls13_tickets = TLS13_TICKETS;
     sc.max_early_data_size = 0;
-    Ok((Arc::new(sc), count, warnings))
+    Ok((Arc::new(sc), certs, warnings))
 }
 
 #[cfg(test)]

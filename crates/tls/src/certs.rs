@@ -69,6 +69,122 @@ pub struct LoadedCert {
     pub not_after: i64,
 }
 
+/// What `show ssl cert <file>` prints about a certificate, HAProxy's
+/// fields (dates as OpenSSL prints them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertDetails {
+    pub file: String,
+    /// Hexadecimal, upper case.
+    pub serial: String,
+    pub not_before: String,
+    pub not_after: String,
+    /// `DNS:a.example, DNS:*.b.example`.
+    pub san: String,
+    /// `EC256`, `RSA2048`, ...
+    pub algorithm: String,
+    /// `/CN=a.example/O=...`
+    pub subject: String,
+    pub issuer: String,
+}
+
+/// `Nov 22 04:00:00 2026 GMT`, as OpenSSL's `ASN1_TIME_print`.
+fn openssl_date(t: &x509_parser::time::ASN1Time) -> String {
+    let d = t.to_datetime();
+    const M: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {:>2} {:02}:{:02}:{:02} {} GMT",
+        M[usize::from(u8::from(d.month())) - 1],
+        d.day(),
+        d.hour(),
+        d.minute(),
+        d.second(),
+        d.year()
+    )
+}
+
+/// `/CN=x/O=y`, OpenSSL's one-line form.
+fn slash_name(n: &x509_parser::x509::X509Name<'_>) -> String {
+    let mut out = String::new();
+    for rdn in n.iter() {
+        for a in rdn.iter() {
+            let key = x509_parser::objects::oid2abbrev(
+                a.attr_type(),
+                x509_parser::objects::oid_registry(),
+            )
+            .map(str::to_string)
+            .unwrap_or_else(|_| a.attr_type().to_id_string());
+            let val = a.as_str().unwrap_or("?");
+            out.push('/');
+            out.push_str(&key);
+            out.push('=');
+            out.push_str(val);
+        }
+    }
+    out
+}
+
+impl LoadedCert {
+    /// The leaf's details for `show ssl cert <file>`.
+    pub fn details(&self) -> CertDetails {
+        let mut d = CertDetails {
+            file: self.file.clone(),
+            serial: String::new(),
+            not_before: String::new(),
+            not_after: String::new(),
+            san: String::new(),
+            algorithm: String::new(),
+            subject: String::new(),
+            issuer: String::new(),
+        };
+        let Some(der) = self.key.cert.first() else {
+            return d;
+        };
+        let Ok((_, c)) = X509Certificate::from_der(der.as_ref()) else {
+            return d;
+        };
+        d.serial = c.raw_serial().iter().map(|b| format!("{b:02X}")).collect();
+        d.not_before = openssl_date(&c.validity().not_before);
+        d.not_after = openssl_date(&c.validity().not_after);
+        if let Ok(Some(san)) = c.subject_alternative_name() {
+            let names: Vec<String> = san
+                .value
+                .general_names
+                .iter()
+                .filter_map(|g| match g {
+                    GeneralName::DNSName(n) => Some(format!("DNS:{n}")),
+                    GeneralName::IPAddress(ip) => Some(format!("IP:{}", ip_text(ip))),
+                    _ => None,
+                })
+                .collect();
+            d.san = names.join(", ");
+        }
+        let bits = c.public_key().parsed().map(|k| k.key_size()).unwrap_or(0);
+        d.algorithm = match self.key_type {
+            KeyType::Rsa => format!("RSA{bits}"),
+            KeyType::Ecdsa => format!("EC{bits}"),
+            KeyType::Ed25519 => "ED25519".into(),
+            KeyType::Other => "unknown".into(),
+        };
+        d.subject = slash_name(c.subject());
+        d.issuer = slash_name(c.issuer());
+        d
+    }
+}
+
+fn ip_text(b: &[u8]) -> String {
+    match b.len() {
+        4 => std::net::Ipv4Addr::new(b[0], b[1], b[2], b[3]).to_string(),
+        16 => {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(b);
+            std::net::Ipv6Addr::from(a).to_string()
+        }
+        _ => "?".into(),
+    }
+}
+
 /// A certificate with the names it is served for, ready for the resolver.
 #[derive(Debug, Clone)]
 pub struct CertEntry {
