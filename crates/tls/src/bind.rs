@@ -200,20 +200,20 @@ impl BindContext {
     }
 }
 
+/// What [`make`] builds: the configuration, its certificates, warnings.
+type Built = (
+    Arc<ServerConfig>,
+    Vec<Arc<crate::certs::LoadedCert>>,
+    Vec<String>,
+);
+
 /// Builds a configuration for `cfg` from the files, with a context's
 /// ticketer and session cache.
 fn make(
     cfg: &BindTls,
     ticketer: &Option<Arc<dyn ProducesTickets>>,
     sessions: &Arc<dyn StoresServerSessions>,
-) -> Result<
-    (
-        Arc<ServerConfig>,
-        Vec<Arc<crate::certs::LoadedCert>>,
-        Vec<String>,
-    ),
-    TlsError,
-> {
+) -> Result<Built, TlsError> {
     let mut warnings = Vec::new();
     let s = suites::resolve(&cfg.protocol, &mut warnings)?;
     if cfg.ca_file.is_some() && cfg.verify == Verify::None {
