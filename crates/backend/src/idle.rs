@@ -24,7 +24,10 @@ pub fn take(id: usize, sni: Option<&str>) -> Option<Conn> {
         let mut m = m.borrow_mut();
         let list = m.get_mut(&id)?;
         if let Some(want) = sni {
-            let fits = |c: &Conn| c.tls_info().is_some_and(|i| i.sni.as_deref() == Some(want));
+            let fits = |c: &Conn| {
+                c.tls_info_ref()
+                    .is_some_and(|i| i.sni.as_deref() == Some(want))
+            };
             while let Some(pos) = list.iter().rposition(|(c, _)| fits(c)) {
                 let (c, _) = list.remove(pos);
                 if c.idle_alive() {

@@ -251,6 +251,7 @@ impl Backend {
             .collect();
         let o = &cfg.options;
         let lb = Lb::new(&o.balance, &o.hash_type, o.allbackups, &specs);
+        let tls_sni_varies = servers.iter().any(|s| s.tls_sni_varies);
         let backend = Backend {
             name: cfg.name.clone(),
             options: cfg.options.clone(),
@@ -266,10 +267,8 @@ impl Backend {
                     .as_ref()
                     .is_some_and(|t| t.sni == Some(config::SniSource::HostHeader))
             }),
-            tls_sni_varies: false,
+            tls_sni_varies,
         };
-        let mut backend = backend;
-        backend.tls_sni_varies = backend.servers.iter().any(|s| s.tls_sni_varies);
         backend.refresh_weights();
         Ok(backend)
     }

@@ -264,6 +264,24 @@ impl Methods {
     }
 }
 
+impl Methods {
+    /// [`Methods::resolve`] of these settings with the global `defaults`,
+    /// its problems added to `out` as `(is_alert, message)`; no bounds on
+    /// error.
+    fn range(&self, defaults: &Methods, bind: bool, out: &mut Vec<(bool, String)>) -> VersionRange {
+        let mut warns = Vec::new();
+        let r = match self.with_defaults(defaults).resolve(bind, &mut warns) {
+            Ok(r) => r,
+            Err(e) => {
+                out.push((true, e));
+                (None, None)
+            }
+        };
+        out.extend(warns.into_iter().map(|w| (false, w)));
+        r
+    }
+}
+
 /// `(min_ver, max_ver)`.
 type VersionRange = (Option<TlsVersion>, Option<TlsVersion>);
 
@@ -378,19 +396,7 @@ impl BindDraft {
         if !self.ssl {
             return None;
         }
-        let mut warns = Vec::new();
-        let (min_ver, max_ver) = match self
-            .methods
-            .with_defaults(&defaults.methods)
-            .resolve(true, &mut warns)
-        {
-            Ok(r) => r,
-            Err(e) => {
-                out.push((true, e));
-                (None, None)
-            }
-        };
-        out.extend(warns.into_iter().map(|w| (false, w)));
+        let (min_ver, max_ver) = self.methods.range(&defaults.methods, true, out);
         if self.verify != Verify::None && self.ca_file.is_none() {
             out.push((true, "verify is enabled but no CA file specified.".into()));
         }
@@ -483,19 +489,7 @@ impl ServerDraft {
         if !self.ssl {
             return None;
         }
-        let mut warns = Vec::new();
-        let (min_ver, max_ver) = match self
-            .methods
-            .with_defaults(&defaults.methods)
-            .resolve(false, &mut warns)
-        {
-            Ok(r) => r,
-            Err(e) => {
-                out.push((true, e));
-                (None, None)
-            }
-        };
-        out.extend(warns.into_iter().map(|w| (false, w)));
+        let (min_ver, max_ver) = self.methods.range(&defaults.methods, false, out);
         let verify = self.verify.unwrap_or(g.ssl_server_verify);
         if verify == Verify::Required && self.ca_file.is_none() {
             // HAProxy's wording, which depends on the global setting only.

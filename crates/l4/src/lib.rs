@@ -326,8 +326,8 @@ pub async fn serve_tcp(
         ..Default::default()
     };
     let start = Instant::now();
-    // Copied once: the log is written after the tunnel, which borrows the
-    // TLS layer mutably meanwhile.
+    // Copied once (the log is written after the tunnel, which borrows the
+    // TLS layer mutably meanwhile); the server's SNI may come from it too.
     let tls = client.tls_info();
     let log = |term: fairlead_log::TermState,
                server: Option<&fairlead_backend::Server>,
@@ -388,13 +388,8 @@ pub async fn serve_tcp(
     let queued = Some(start.elapsed().as_millis() as u64);
     let server = slot.server().clone();
     let mut attempts = 0;
-    let client_sni = if be.tls_sni_varies {
-        client.tls_info().and_then(|i| i.sni)
-    } else {
-        None
-    };
     let names = TlsNames {
-        client_sni: client_sni.as_deref(),
+        client_sni: tls.as_ref().and_then(|t| t.sni.as_deref()),
         host: None,
     };
     let conn = match connect_server(be, slot, &key, &mut attempts, names).await {

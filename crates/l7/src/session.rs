@@ -535,7 +535,7 @@ impl Session {
             })
             .flatten();
         let client_sni = if be.tls_sni_varies {
-            self.client.tls_info().and_then(|i| i.sni)
+            self.client.tls_info_ref().and_then(|i| i.sni.clone())
         } else {
             None
         };

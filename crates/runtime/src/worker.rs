@@ -115,7 +115,7 @@ async fn handshake(
         Ok(conn) => {
             let st = &fe.tls_stats;
             st.handshakes.fetch_add(1, Ordering::Relaxed);
-            if conn.tls_info().is_some_and(|i| i.resumed) {
+            if conn.tls_info_ref().is_some_and(|i| i.resumed) {
                 st.resumed.fetch_add(1, Ordering::Relaxed);
             }
             Some(conn)

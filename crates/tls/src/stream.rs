@@ -505,7 +505,7 @@ impl<C: Side> Session<C> {
                 .conn
                 .common()
                 .negotiated_cipher_suite()
-                .map_or("", |s| openssl_name(s.suite())),
+                .map_or("", |s| crate::suites::openssl_name(s.suite())),
             sni: self.info.sni.take(),
             alpn: self.conn.common().alpn_protocol().map(Into::into),
             resumed: self.conn.common().handshake_kind() == Some(HandshakeKind::Resumed),
@@ -703,23 +703,6 @@ pub fn fuzz_server_input(config: Arc<ServerConfig>, chunks: &[&[u8]]) -> bool {
         s.inb.park();
     }
     true
-}
-
-/// OpenSSL's name of a cipher suite, as HAProxy logs it (`%sslc`).
-pub fn openssl_name(s: rustls::CipherSuite) -> &'static str {
-    use rustls::CipherSuite as S;
-    match s {
-        S::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
-        S::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
-        S::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
-        S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
-        S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
-        S::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-ECDSA-CHACHA20-POLY1305",
-        S::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
-        S::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
-        S::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
-        other => other.as_str().unwrap_or("unknown"),
-    }
 }
 
 #[cfg(test)]

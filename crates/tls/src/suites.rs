@@ -133,6 +133,19 @@ pub fn versions(
     Ok(out)
 }
 
+/// OpenSSL's name of a suite, as HAProxy logs it (`%sslc`), from the
+/// same tables `ciphers`/`ciphersuites` are read with; the IANA name for
+/// a suite they lack.
+pub fn openssl_name(suite: rustls::CipherSuite) -> &'static str {
+    TLS12
+        .iter()
+        .chain(TLS13)
+        .find(|(_, s)| s.suite() == suite)
+        .map(|(n, _)| *n)
+        .or_else(|| suite.as_str())
+        .unwrap_or("unknown")
+}
+
 /// Finds the suite `name` in `table` (OpenSSL or IANA spelling, any case).
 fn lookup(table: &[(&str, SupportedCipherSuite)], name: &str) -> Option<SupportedCipherSuite> {
     table
@@ -269,6 +282,17 @@ mod tests {
         assert_eq!(
             e.message,
             "ssl-min-ver TLSv1.3 is above ssl-max-ver TLSv1.2"
+        );
+    }
+
+    #[test]
+    fn openssl_names_come_from_the_tables() {
+        for (name, s) in TLS12.iter().chain(TLS13) {
+            assert_eq!(openssl_name(s.suite()), *name);
+        }
+        assert_eq!(
+            openssl_name(rustls::CipherSuite::TLS_RSA_WITH_AES_128_GCM_SHA256),
+            "TLS_RSA_WITH_AES_128_GCM_SHA256"
         );
     }
 
