@@ -28,13 +28,11 @@
 use std::io;
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{Resumption, UnbufferedClientConnection};
-use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::unbuffered::{ConnectionState, EncryptError, UnbufferedStatus};
-use rustls::{ClientConfig, DigitallySignedStruct, HandshakeKind, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, HandshakeKind, RootCertStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -76,7 +74,7 @@ pub(crate) fn client_config(o: &TlsOptions) -> io::Result<ClientConfig> {
     let mut cfg = if o.insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+            .with_custom_certificate_verifier(Arc::new(fairlead_tls::origin::NoVerify(provider)))
             .with_no_client_auth()
     } else {
         let mut roots = RootCertStore::empty();
@@ -194,57 +192,6 @@ pub(crate) fn server_name(o: &TlsOptions, host: &str) -> io::Result<ServerName<'
     let name = o.sni.as_deref().unwrap_or(host);
     ServerName::try_from(name.to_string())
         .map_err(|_| invalid(format!("bad TLS server name '{name}'")))
-}
-
-/// `--insecure`: any certificate chain and name is accepted, but the
-/// handshake signatures are still checked against the certificate's key
-/// (so the peer does hold the key of the certificate it presents).
-#[derive(Debug)]
-struct AcceptAnyCert(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// What [`TlsConn::drive`] should achieve.
