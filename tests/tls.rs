@@ -487,66 +487,49 @@ backend bk\n    server s1 {o}\n",
         &[bind],
     );
     let cafile = p(&ca.cert).to_string();
+    // (client, its signature algorithms, key size and type it must get)
+    let clients = [
+        (
+            "RSA-only",
+            "rsa_pss_rsae_sha256:rsa_pkcs1_sha256",
+            "2048",
+            "RSA",
+        ),
+        ("ECDSA-only", "ECDSA+SHA256", "256", "ECDSA"),
+    ];
     for version in ["-tls1_3", "-tls1_2"] {
-        let r = s_client(
-            bind,
-            &[
-                "-CAfile",
-                &cafile,
-                "-servername",
-                "dual.example",
-                version,
-                "-sigalgs",
-                "rsa_pss_rsae_sha256:rsa_pkcs1_sha256",
-            ],
-            b"",
-        );
-        assert!(r.ok(), "{version} RSA-only: {r:?}");
-        assert!(
-            r.stdout.contains("Server public key is 2048 bit"),
-            "{version} RSA-only: {}",
-            r.stdout
-        );
-        assert!(
-            r.stdout.contains("Peer signature type: RSA"),
-            "{version} RSA-only: {}",
-            r.stdout
-        );
-        assert!(
-            r.stdout.contains("Verify return code: 0 (ok)"),
-            "{}",
-            r.stdout
-        );
-
-        let r = s_client(
-            bind,
-            &[
-                "-CAfile",
-                &cafile,
-                "-servername",
-                "dual.example",
-                version,
-                "-sigalgs",
-                "ECDSA+SHA256",
-            ],
-            b"",
-        );
-        assert!(r.ok(), "{version} ECDSA-only: {r:?}");
-        assert!(
-            r.stdout.contains("Server public key is 256 bit"),
-            "{version} ECDSA-only: {}",
-            r.stdout
-        );
-        assert!(
-            r.stdout.contains("Peer signature type: ECDSA"),
-            "{version} ECDSA-only: {}",
-            r.stdout
-        );
-        assert!(
-            r.stdout.contains("Verify return code: 0 (ok)"),
-            "{}",
-            r.stdout
-        );
+        for (who, sigalgs, bits, kind) in clients {
+            let r = s_client(
+                bind,
+                &[
+                    "-CAfile",
+                    &cafile,
+                    "-servername",
+                    "dual.example",
+                    version,
+                    "-sigalgs",
+                    sigalgs,
+                ],
+                b"",
+            );
+            assert!(r.ok(), "{version} {who}: {r:?}");
+            assert!(
+                r.stdout
+                    .contains(&format!("Server public key is {bits} bit")),
+                "{version} {who}: {}",
+                r.stdout
+            );
+            assert!(
+                r.stdout.contains(&format!("Peer signature type: {kind}")),
+                "{version} {who}: {}",
+                r.stdout
+            );
+            assert!(
+                r.stdout.contains("Verify return code: 0 (ok)"),
+                "{}",
+                r.stdout
+            );
+        }
     }
 }
 
