@@ -15,6 +15,7 @@ use fairlead_admin::{
     OutputFormat, PoolInfo, ProfilingReport, ServerChange, ServerInfo, ServerRef, SessionInfo,
     StatRequest, TasksProfiling, TasksProfilingState,
 };
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +23,22 @@ use std::time::Duration;
 /// The process as the CLI sees it.
 pub struct Admin {
     pub hub: Arc<Hub>,
+}
+
+impl Admin {
+    /// Every `bind ... ssl` line's context once (one context serves all the
+    /// addresses of its line), with its frontend's name and first address.
+    fn tls_contexts(&self) -> Vec<(&str, SocketAddr, &Arc<fairlead_tls::BindContext>)> {
+        let mut out: Vec<(&str, SocketAddr, &Arc<fairlead_tls::BindContext>)> = Vec::new();
+        for fe in &self.hub.shared.frontends {
+            for (addr, ctx) in &fe.tls {
+                if !out.iter().any(|(_, _, c)| Arc::ptr_eq(c, ctx)) {
+                    out.push((&fe.name, *addr, ctx));
+                }
+            }
+        }
+        out
+    }
 }
 
 impl AdminApi for Admin {
@@ -286,56 +303,40 @@ impl AdminApi for Admin {
 
     fn ssl_certs(&self) -> Vec<fairlead_admin::SslCertInfo> {
         let mut out: Vec<fairlead_admin::SslCertInfo> = Vec::new();
-        let mut done: Vec<*const fairlead_tls::BindContext> = Vec::new();
-        for fe in &self.hub.shared.frontends {
-            for (_, ctx) in &fe.tls {
-                let p = Arc::as_ptr(ctx);
-                if done.contains(&p) {
+        for (_, _, ctx) in self.tls_contexts() {
+            for d in ctx.certificates() {
+                if out.iter().any(|c| c.file == d.file) {
                     continue;
                 }
-                done.push(p);
-                for d in ctx.certificates() {
-                    if out.iter().any(|c| c.file == d.file) {
-                        continue;
-                    }
-                    out.push(fairlead_admin::SslCertInfo {
-                        file: d.file,
-                        serial: d.serial,
-                        not_before: d.not_before,
-                        not_after: d.not_after,
-                        san: d.san,
-                        algorithm: d.algorithm,
-                        subject: d.subject,
-                        issuer: d.issuer,
-                    });
-                }
+                out.push(fairlead_admin::SslCertInfo {
+                    file: d.file,
+                    serial: d.serial,
+                    not_before: d.not_before,
+                    not_after: d.not_after,
+                    san: d.san,
+                    algorithm: d.algorithm,
+                    subject: d.subject,
+                    issuer: d.issuer,
+                });
             }
         }
         out
     }
 
     fn reload_ssl_certs(&self) -> Result<String, String> {
-        // One context may serve several addresses: reload each once.
-        let mut done: Vec<*const fairlead_tls::BindContext> = Vec::new();
-        let (mut certs, mut ok, mut failed) = (0, 0, Vec::new());
-        for fe in &self.hub.shared.frontends {
-            for (addr, ctx) in &fe.tls {
-                let p = Arc::as_ptr(ctx);
-                if done.contains(&p) {
-                    continue;
-                }
-                done.push(p);
-                match ctx.reload() {
-                    Ok(n) => {
-                        certs += n;
-                        ok += 1;
-                    }
-                    Err(e) => failed.push(format!("frontend '{}' bind {addr}: {e}", fe.name)),
-                }
-            }
-        }
-        if done.is_empty() {
+        let contexts = self.tls_contexts();
+        if contexts.is_empty() {
             return Err("No TLS listener.".into());
+        }
+        let (mut certs, mut ok, mut failed) = (0, 0, Vec::new());
+        for (fe, addr, ctx) in contexts {
+            match ctx.reload() {
+                Ok(n) => {
+                    certs += n;
+                    ok += 1;
+                }
+                Err(e) => failed.push(format!("frontend '{fe}' bind {addr}: {e}")),
+            }
         }
         let mut out = format!("Reloaded {certs} certificate(s) on {ok} TLS listener(s).");
         if !failed.is_empty() {
