@@ -38,6 +38,9 @@ pub struct Config {
     /// Sections that are parsed and stored but not implemented yet
     /// (`userlist`, `resolvers`, `peers`, `mailers`, `cache`, `ring`, ...).
     pub other_sections: Vec<OtherSection>,
+    /// The pattern and map files the rules use, shared by path (the
+    /// runtime API edits them).
+    pub patterns: fairlead_rules::pattern::Registry,
 }
 
 impl Config {
@@ -302,6 +305,9 @@ pub struct Timeouts {
     /// `timeout check`: read timeout of a check once connected. Default is
     /// none (`inter` bounds the check).
     pub check: Option<Duration>,
+    /// `timeout tarpit`: how long `http-request tarpit` holds a request.
+    /// Default is none: `timeout connect`, as HAProxy.
+    pub tarpit: Option<Duration>,
 }
 
 /// `option forwardfor [except <net>] [header <name>] [if-none]`.
@@ -741,6 +747,9 @@ pub struct Frontend {
     pub default_backend: Option<String>,
     /// `disabled`. Default is false.
     pub disabled: bool,
+    /// The section's compiled rules (a `listen` section's frontend and
+    /// backend share them). Default is none.
+    pub rules: std::sync::Arc<fairlead_rules::proxy::ProxyRules>,
 }
 
 /// A `backend` (or the back half of a `listen`).
@@ -752,6 +761,8 @@ pub struct Backend {
     pub servers: Vec<Server>,
     /// `disabled`. Default is false.
     pub disabled: bool,
+    /// The section's compiled rules. Default is none.
+    pub rules: std::sync::Arc<fairlead_rules::proxy::ProxyRules>,
 }
 
 /// Where a server lives. Names are resolved at start-up by the runtime.

@@ -4,6 +4,7 @@
 use crate::core::{parse_agent_line, AgentReply};
 use crate::event::{CheckStatus, Outcome};
 use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck, TcpCheckRule};
+use fairlead_http::{BodyKind, ChunkProgress, ChunkedState, MAX_HEADERS};
 use fairlead_net::Conn;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -326,83 +327,39 @@ pub(crate) struct Head {
     pub code: u16,
     pub reason: String,
     pub len: usize,
-    pub content_length: Option<usize>,
-    pub chunked: bool,
+    /// Framing, the request method (HEAD), 1xx, 204 and 304 accounted for.
+    pub body: BodyKind,
 }
 
-/// `Ok(None)`: incomplete; `Err`: not HTTP.
-pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<Head>, &'static str> {
-    let Some(eol) = buf.iter().position(|&b| b == b'\n') else {
-        if buf.len() >= 5 && !buf.starts_with(b"HTTP/") {
-            return Err("Non-HTTP response");
-        }
-        return Ok(None);
-    };
-    let line = String::from_utf8_lossy(&buf[..eol]);
-    let line = line.trim_end_matches('\r');
-    let mut parts = line.splitn(3, ' ');
-    let version = parts.next().unwrap_or("");
-    let code = parts.next().unwrap_or("");
-    if !version.starts_with("HTTP/") || code.len() != 3 {
-        return Err("Non-HTTP response");
+/// Parses the response head with the proxy's own parser
+/// ([`fairlead_http::parse_response_with_limit`]). `Ok(None)`: incomplete;
+/// `Err`: the check's failure text, "Non-HTTP response" when the status
+/// line itself is not HTTP/1.x, the parser's reason otherwise (e.g.
+/// ambiguous framing). The check's own size limit ([`MAX_RESPONSE`]) is
+/// applied by the caller.
+pub(crate) fn parse_head(buf: &[u8], head_method: bool) -> Result<Option<Head>, &'static str> {
+    match fairlead_http::parse_response_with_limit(buf, head_method, usize::MAX, MAX_HEADERS) {
+        Ok(Some(h)) => Ok(Some(Head {
+            code: h.status,
+            reason: String::from_utf8_lossy(&buf[h.reason.0..h.reason.1])
+                .trim()
+                .to_string(),
+            len: h.head_len,
+            body: h.body,
+        })),
+        Ok(None) => Ok(None),
+        Err(e) if e.in_start_line() => Err("Non-HTTP response"),
+        Err(e) => Err(e.reason),
     }
-    let Ok(code) = code.parse::<u16>() else {
-        return Err("Non-HTTP response");
-    };
-    let reason = parts.next().unwrap_or("").trim().to_string();
-    // End of head: an empty line.
-    let mut pos = eol + 1;
-    let mut content_length = None;
-    let mut chunked = false;
-    loop {
-        let Some(n) = buf[pos..].iter().position(|&b| b == b'\n') else {
-            return Ok(None);
-        };
-        let line = &buf[pos..pos + n];
-        pos += n + 1;
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            break;
-        }
-        let line = String::from_utf8_lossy(line);
-        if let Some((name, value)) = line.split_once(':') {
-            let (name, value) = (name.trim(), value.trim());
-            if name.eq_ignore_ascii_case("content-length") {
-                content_length = value.parse().ok();
-            } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                chunked = value.to_ascii_lowercase().contains("chunked");
-            }
-        }
-    }
-    Ok(Some(Head {
-        code,
-        reason,
-        len: pos,
-        content_length,
-        chunked,
-    }))
 }
 
-/// Decodes a chunked body; `None` while the last chunk is missing.
-pub(crate) fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
+/// Decodes a chunked body with the proxy's chunked parser; `None` while
+/// the body is incomplete (or not valid chunked framing).
+pub(crate) fn dechunk(data: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::new();
-    loop {
-        let eol = data.iter().position(|&b| b == b'\n')?;
-        let size_line = String::from_utf8_lossy(&data[..eol]);
-        let size_hex = size_line.trim().split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_hex, 16).ok()?;
-        data = &data[eol + 1..];
-        if size == 0 {
-            return Some(out);
-        }
-        if data.len() < size {
-            return None;
-        }
-        out.extend_from_slice(&data[..size]);
-        data = &data[size..];
-        data = data
-            .strip_prefix(b"\r\n")
-            .or_else(|| data.strip_prefix(b"\n"))?;
+    match ChunkedState::new().feed_with(data, |d| out.extend_from_slice(d)) {
+        Ok(ChunkProgress::Done(_)) => Some(out),
+        _ => None,
     }
 }
 
@@ -428,27 +385,27 @@ async fn http_check(
     let mut buf = Vec::with_capacity(1024);
     let mut eof = false;
     let result = loop {
-        match parse_head(&buf) {
+        match parse_head(&buf, head_method) {
             Err(e) => break Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e)),
             Ok(Some(h)) => {
-                let no_body = head_method || h.code < 200 || h.code == 204 || h.code == 304;
                 let body = &buf[h.len..];
                 let done = !need_body
-                    || no_body
                     || eof
                     || buf.len() >= MAX_RESPONSE
-                    || match (h.content_length, h.chunked) {
-                        (_, true) => dechunk(body).is_some(),
-                        (Some(n), false) => body.len() >= n,
-                        (None, false) => false,
+                    || match h.body {
+                        BodyKind::None => true,
+                        BodyKind::Chunked => dechunk(body).is_some(),
+                        BodyKind::Length(n) => body.len() as u64 >= n,
+                        BodyKind::CloseDelimited => false,
                     };
                 if done {
-                    let body = if no_body {
-                        Vec::new()
-                    } else if h.chunked {
-                        dechunk(body).unwrap_or_else(|| body.to_vec())
-                    } else {
-                        body[..h.content_length.unwrap_or(body.len()).min(body.len())].to_vec()
+                    let body = match h.body {
+                        BodyKind::None => Vec::new(),
+                        BodyKind::Chunked => dechunk(body).unwrap_or_else(|| body.to_vec()),
+                        BodyKind::Length(n) => body
+                            [..usize::try_from(n).unwrap_or(usize::MAX).min(body.len())]
+                            .to_vec(),
+                        BodyKind::CloseDelimited => body.to_vec(),
                     };
                     break Ok((h, body));
                 }
@@ -701,18 +658,58 @@ mod tests {
 
     #[test]
     fn head_parsing() {
-        assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le"), Ok(None));
-        let h = parse_head(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\nbody")
+        assert_eq!(
+            parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false),
+            Ok(None)
+        );
+        assert_eq!(parse_head(b"HTT", false), Ok(None));
+        let h = parse_head(
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\nbody",
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (h.code, h.reason.as_str(), h.body),
+            (503, "Service Unavailable", BodyKind::Length(4))
+        );
+        assert_eq!(h.len, 55);
+        let h = parse_head(b"HTTP/1.0 200 OK\r\n\r\nall of it", false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.body, BodyKind::CloseDelimited);
+        let h = parse_head(
+            b"HTTP/1.1 200  Fine \xff \r\ncontent-length: 4\r\n\r\n",
+            true,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (h.reason.as_str(), h.body),
+            ("Fine \u{fffd}", BodyKind::None)
+        );
+        let h = parse_head(b"HTTP/1.1 404\nTransfer-Encoding: chunked\n\n", false)
             .unwrap()
             .unwrap();
         assert_eq!(
-            (h.code, h.reason.as_str(), h.content_length),
-            (503, "Service Unavailable", Some(4))
+            (h.code, h.reason.as_str(), h.body),
+            (404, "", BodyKind::Chunked)
         );
-        assert_eq!(h.len, 55);
-        assert!(parse_head(b"SSH-2.0-OpenSSH\r\n").is_err());
-        assert!(parse_head(b"+PONG").is_err());
-        assert!(parse_head(b"HTTP/1.0 2x0 OK\r\n\r\n").is_err());
+        for bad in [
+            &b"SSH-2.0-OpenSSH\r\n"[..],
+            b"+PONG",
+            b"HTTP/1.0 2x0 OK\r\n\r\n",
+            b"HTTP/1.1 20 OK\r\n\r\n",
+        ] {
+            assert_eq!(parse_head(bad, false), Err("Non-HTTP response"));
+        }
+        assert_eq!(
+            parse_head(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                false
+            ),
+            Err("differing Content-Length values")
+        );
     }
 
     #[test]

@@ -91,6 +91,18 @@ impl ChunkedState {
     /// After `Done`, further feeds return `Done(0)`; after an error, they
     /// return the same error.
     pub fn feed(&mut self, data: &[u8]) -> Result<ChunkProgress, HttpError> {
+        self.feed_with(data, |_| {})
+    }
+
+    /// [`ChunkedState::feed`] that also hands each run of chunk data (the
+    /// decoded body, framing and trailers left out) to `on_data`, in order,
+    /// without copying: what a client that needs the body itself uses
+    /// (health checks matching the content).
+    pub fn feed_with(
+        &mut self,
+        data: &[u8],
+        mut on_data: impl FnMut(&[u8]),
+    ) -> Result<ChunkProgress, HttpError> {
         if let Some(e) = self.err {
             return Err(e);
         }
@@ -102,6 +114,7 @@ impl ChunkedState {
             if self.st == St::Data {
                 let avail = (data.len() - i) as u64;
                 let n = self.size.min(avail);
+                on_data(&data[i..i + n as usize]);
                 self.size -= n;
                 i += n as usize;
                 self.pos += n;

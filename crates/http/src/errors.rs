@@ -17,6 +17,15 @@ impl HttpError {
     }
 }
 
+impl HttpError {
+    /// True when the start line itself was rejected (not HTTP/1.x, bad
+    /// status code, invalid method or target): the peer probably does not
+    /// speak HTTP at all, e.g. a health check reaching an SSH or Redis port.
+    pub fn in_start_line(&self) -> bool {
+        crate::request::START_LINE_REASONS.contains(&self.reason)
+    }
+}
+
 impl std::fmt::Display for HttpError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

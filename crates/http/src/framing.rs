@@ -295,14 +295,16 @@ pub(crate) fn analyze(
     Ok(a)
 }
 
-/// Is `name` a hop-by-hop header that a proxy must not forward, given the
-/// Connection headers of the same head (`lines`)? `keep_upgrade` keeps the
-/// Upgrade header. Framing headers and Host are never dropped, even when a
-/// peer lists them in Connection.
+/// Is `name` a hop-by-hop header that a proxy must not forward?
+/// `keep_upgrade` keeps the Upgrade header; `listed_in_connection` tells
+/// whether some Connection header of the same head lists `name` (only
+/// called when that matters). Framing headers and Host are never dropped,
+/// even when a peer lists them in Connection, and `close` is a connection
+/// option, not a header name.
 pub(crate) fn is_hop_by_hop(
     name: &[u8],
     keep_upgrade: bool,
-    conn_lines: Option<HeaderLines<'_>>,
+    listed_in_connection: impl FnOnce(&[u8]) -> bool,
 ) -> bool {
     const FIXED: &[&[u8]] = &[b"connection", b"keep-alive", b"proxy-connection", b"te"];
     if FIXED.iter().any(|f| eq_ic(name, f)) {
@@ -312,43 +314,18 @@ pub(crate) fn is_hop_by_hop(
         return !keep_upgrade;
     }
     const PROTECTED: &[&[u8]] = &[b"content-length", b"transfer-encoding", b"host"];
-    if PROTECTED.iter().any(|p| eq_ic(name, p)) {
+    if PROTECTED.iter().any(|p| eq_ic(name, p)) || eq_ic(name, b"close") {
         return false;
     }
-    let Some(lines) = conn_lines else {
-        return false;
-    };
-    for line in lines {
-        let (n, v) = split_header_line(line);
-        // `close` is a connection option, not a header name (keep-alive and
-        // upgrade were handled above).
-        if eq_ic(n, b"connection")
-            && !eq_ic(name, b"close")
-            && list_elems(v).any(|tok| eq_ic(tok, name))
-        {
-            return true;
-        }
-    }
-    false
+    listed_in_connection(name)
 }
 
-/// True when some Connection header lists a token other than
+/// True when a Connection header value lists a token other than
 /// close/keep-alive/upgrade (so per-header lookups are needed).
-pub(crate) fn connection_names_other_headers(lines: HeaderLines<'_>) -> bool {
-    for line in lines {
-        let (n, v) = split_header_line(line);
-        if eq_ic(n, b"connection")
-            && list_elems(v).any(|t| {
-                !t.is_empty()
-                    && !eq_ic(t, b"close")
-                    && !eq_ic(t, b"keep-alive")
-                    && !eq_ic(t, b"upgrade")
-            })
-        {
-            return true;
-        }
-    }
-    false
+pub(crate) fn names_other_headers(connection_value: &[u8]) -> bool {
+    list_elems(connection_value).any(|t| {
+        !t.is_empty() && !eq_ic(t, b"close") && !eq_ic(t, b"keep-alive") && !eq_ic(t, b"upgrade")
+    })
 }
 
 #[cfg(test)]

@@ -4,18 +4,23 @@
 //! Nothing here allocates per request except into the caller's output
 //! buffer; parsing works on the caller's bytes (httparse) and bodies are
 //! never copied, only measured, so the proxy forwards them unmodified.
+//! Heads that rules edit are described by [`msg::Head`] (HAProxy's HTX
+//! idea): spans into the receive buffer plus an arena for edited bytes,
+//! pooled per thread.
 #![forbid(unsafe_code)]
 
 mod chunked;
 pub mod cookie;
 mod errors;
 mod framing;
+pub mod msg;
 mod request;
 mod response;
 mod rewrite;
 
 pub use chunked::{MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use errors::error_response;
+pub use msg::{EditError, Head, HeadMut, View};
 pub use request::{has_header, method_is_idempotent, parse_request, parse_request_with_limit};
 pub use response::{parse_response, parse_response_with_limit};
 pub use rewrite::{write_request_head, write_response_head};
@@ -101,6 +106,11 @@ pub struct RequestHead {
 pub struct ResponseHead {
     pub head_len: usize,
     pub status: u16,
+    /// Reason phrase as an offset range into the buffer (after the single
+    /// space that follows the status code; empty, at the end of the status
+    /// line, when the server sent none). Bytes as received, obs-text
+    /// included.
+    pub reason: (usize, usize),
     pub minor_version: u8,
     /// Framing, already taking into account the request method (HEAD),
     /// 1xx, 204 and 304 (no body).

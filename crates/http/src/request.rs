@@ -12,6 +12,18 @@ use crate::{BodyKind, HttpError, RequestHead, MAX_HEADERS, REQUEST_REWRITE_HEADE
 /// The HTTP/2 connection preface start, answered with a specific reason.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
 
+/// Reasons of the errors found in the start line itself (request line or
+/// status line): see [`HttpError::in_start_line`].
+pub(crate) const START_LINE_REASONS: &[&str] = &[
+    "invalid status code",
+    "invalid method or request target",
+    "HTTP/2 preface on HTTP/1 port",
+    "unsupported HTTP version",
+    "incomplete request line",
+    "incomplete status line",
+    "non-ASCII byte in request target",
+];
+
 /// Maps an httparse syntax error to our error (status given by the caller).
 pub(crate) fn syntax_error(e: httparse::Error, buf: &[u8], status: u16) -> HttpError {
     use httparse::Error as E;

@@ -1,7 +1,7 @@
 //! Response head parsing ([`parse_response`]): status validation and
 //! message-body length rules of RFC 9112 §6.3 from the proxy's side.
 
-use crate::framing::{self, Te};
+use crate::framing::{self, skip_leading_empty_lines, Te};
 use crate::request::syntax_error;
 use crate::{BodyKind, HttpError, ResponseHead, MAX_HEADERS, RESPONSE_REWRITE_HEADERS};
 
@@ -98,9 +98,34 @@ pub fn parse_response_with_limit(
     Ok(Some(ResponseHead {
         head_len,
         status,
+        reason: reason_range(buf, head_len),
         minor_version: minor,
         body,
         conn: a.conn,
         keep_alive,
     }))
+}
+
+/// Where the reason phrase of a status line that httparse accepted lies:
+/// `HTTP/1.x SP 3DIGIT` is 12 bytes, then either SP and the reason, or the
+/// line end (httparse, without its lenient options, allows exactly one
+/// space between the parts). Computed from positions because httparse
+/// replaces a reason containing obs-text with a static empty string.
+fn reason_range(buf: &[u8], head_len: usize) -> (usize, usize) {
+    let end = head_len.min(buf.len());
+    let start = skip_leading_empty_lines(&buf[..end]);
+    let eol = buf[start..end]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(end, |p| start + p);
+    let eol = if eol > start && buf[eol - 1] == b'\r' {
+        eol - 1
+    } else {
+        eol
+    };
+    let code_end = (start + 12).min(eol);
+    match buf.get(code_end) {
+        Some(b' ') if code_end < eol => (code_end + 1, eol),
+        _ => (code_end, code_end),
+    }
 }

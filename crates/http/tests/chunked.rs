@@ -198,3 +198,30 @@ fn line_and_trailer_limits() {
     b.extend_from_slice(b"\r\n");
     assert_eq!(whole(&b).unwrap_err().status, 400);
 }
+
+#[test]
+fn feed_with_hands_over_the_decoded_data() {
+    let body = b"3\r\nabc\r\n2;x=\"y\"\r\nde\r\n0\r\nT: 1\r\n\r\nNEXT";
+    for split in 0..body.len() {
+        let mut st = ChunkedState::new();
+        let mut data = Vec::new();
+        let first = st.feed_with(&body[..split], |d| data.extend_from_slice(d));
+        let end = match first.unwrap() {
+            ChunkProgress::Done(n) => n,
+            ChunkProgress::NeedMore => {
+                match st.feed_with(&body[split..], |d| data.extend_from_slice(d)) {
+                    Ok(ChunkProgress::Done(n)) => split + n,
+                    other => panic!("split {split}: {other:?}"),
+                }
+            }
+        };
+        assert_eq!(end, body.len() - 4, "split {split}");
+        assert_eq!(data, b"abcde", "split {split}");
+    }
+    let mut st = ChunkedState::new();
+    let mut data = Vec::new();
+    assert!(st
+        .feed_with(b"3\r\nabcX", |d| data.extend_from_slice(d))
+        .is_err());
+    assert_eq!(data, b"abc");
+}

@@ -202,3 +202,32 @@ fn pipelined_responses() {
     }
     assert_eq!(statuses, [100, 200, 204, 200]);
 }
+
+#[test]
+fn reason_range() {
+    let reason = |b: &[u8]| {
+        let h = parse_response(b, false, MAX).unwrap().unwrap();
+        b[h.reason.0..h.reason.1].to_vec()
+    };
+    assert_eq!(reason(b"HTTP/1.1 200 OK\r\n\r\n"), b"OK");
+    assert_eq!(
+        reason(b"\r\nHTTP/1.1 503 Service  Unavailable\n\n"),
+        b"Service  Unavailable"
+    );
+    assert_eq!(reason(b"HTTP/1.1 404\r\n\r\n"), b"");
+    assert_eq!(reason(b"HTTP/1.1 404 \r\n\r\n"), b"");
+    // httparse hides a reason with obs-text; the range still has it.
+    assert_eq!(reason(b"HTTP/1.0 200 caf\xe9\r\n\r\n"), b"caf\xe9");
+}
+
+#[test]
+fn start_line_errors_are_flagged() {
+    let err = |b: &[u8]| parse_response(b, false, MAX).unwrap_err();
+    assert!(err(b"SSH-2.0-OpenSSH\r\n").in_start_line());
+    assert!(err(b"HTTP/1.1 2x0 OK\r\n\r\n").in_start_line());
+    assert!(err(b"HTTP/1.1 600 Odd\r\n\r\n").in_start_line());
+    assert!(!err(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").in_start_line());
+    assert!(!err(b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n").in_start_line());
+    let req = parse_request(b"GET /\x80 HTTP/1.1\r\nHost: a\r\n\r\n", MAX).unwrap_err();
+    assert!(req.in_start_line());
+}

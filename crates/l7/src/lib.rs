@@ -24,9 +24,12 @@
 
 mod body;
 mod key;
+mod local;
 pub mod logging;
 mod persist;
+mod process;
 mod session;
+mod txn;
 
 pub use session::serve_http;
 
@@ -126,8 +129,41 @@ pub struct HttpCtx {
     pub front: HttpFront,
     /// The frontend's own services (stats page, Prometheus), if any.
     pub service: Option<std::sync::Arc<dyn LocalService + Send + Sync>>,
+    /// The default backend (`default_backend`, a listen section's own
+    /// servers, or a backend without servers that answers 503).
     pub be: std::sync::Arc<fairlead_backend::Backend>,
+    /// The frontend's rules and every backend it may switch to.
+    pub routes: std::sync::Arc<Routes>,
     pub stop: std::rc::Rc<fairlead_net::Stop>,
+}
+
+/// What content switching needs: the frontend's rules and the backends
+/// by name, built once at start-up and shared by every worker.
+#[derive(Default)]
+pub struct Routes {
+    /// The frontend's compiled rules.
+    pub fe_rules: std::sync::Arc<fairlead_rules::proxy::ProxyRules>,
+    /// Every backend, in configuration order.
+    pub backends: Vec<std::sync::Arc<fairlead_backend::Backend>>,
+    /// Each backend's compiled rules (same order).
+    pub be_rules: Vec<std::sync::Arc<fairlead_rules::proxy::ProxyRules>>,
+    /// Backend index by name.
+    pub by_name: std::collections::HashMap<String, usize>,
+    /// The index of the default backend, if it is a configured one.
+    pub default: Option<usize>,
+    /// The machine's host name (`hostname`, `%H`).
+    pub hostname: String,
+}
+
+impl Routes {
+    /// Whether requests need the rule engine at all (otherwise the session
+    /// takes the plain path: no message model, no routing).
+    pub fn active(&self) -> bool {
+        self.fe_rules.has_http_rules()
+            || self
+                .default
+                .is_some_and(|i| self.be_rules[i].has_http_rules())
+    }
 }
 
 /// The effective per-request settings once the backend is known.

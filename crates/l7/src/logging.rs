@@ -32,6 +32,8 @@ pub(crate) struct ReqLog {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub server: Option<usize>,
+    /// The backend content switching chose (`None`: the default one).
+    pub backend: Option<usize>,
     pub retries: u32,
     pub redispatched: bool,
     pub term: TermState,
@@ -56,6 +58,7 @@ impl ReqLog {
             bytes_in: 0,
             bytes_out: 0,
             server: None,
+            backend: None,
             retries: 0,
             redispatched: false,
             term: TermState::NORMAL,

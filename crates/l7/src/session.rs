@@ -9,8 +9,7 @@ use fairlead_backend::counters::C;
 use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot, TlsNames};
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
-    error_response, parse_request, parse_response, BodyKind, ConnHeader, RequestHead,
-    RequestRewrite, ResponseHead,
+    parse_request, parse_response, BodyKind, ConnHeader, RequestHead, RequestRewrite, ResponseHead,
 };
 use fairlead_log::{Phase, Who};
 use fairlead_net::io::{until, with_timeout};
@@ -23,13 +22,15 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 /// A server connection attached to the session between requests.
-struct Attached {
+pub(crate) struct Attached {
     idx: usize,
+    /// The server's process-wide id (the index is per backend).
+    srv_id: usize,
     stream: Conn,
 }
 
 /// What the phase loop does next.
-enum Next {
+pub(crate) enum Next {
     KeepGoing,
     Close,
 }
@@ -37,17 +38,17 @@ enum Next {
 /// One client connection's state. It owns everything (no borrows), so that
 /// the request phase can run as a `'static` future in a pooled slot
 /// ([`fairlead_net::reuse`]) while the idle phase stays small.
-struct Session {
-    client: Conn,
-    peer: SocketAddr,
-    ctx: Rc<HttpCtx>,
-    eff: Effective,
-    cbuf: IoBuf,
+pub(crate) struct Session {
+    pub(crate) client: Conn,
+    pub(crate) peer: SocketAddr,
+    pub(crate) ctx: Rc<HttpCtx>,
+    pub(crate) eff: Effective,
+    pub(crate) cbuf: IoBuf,
     /// A server connection kept private to this client between requests
     /// (`http-reuse never`); with the other modes it goes back to the
     /// thread's idle pool after each response.
-    attached: Option<Attached>,
-    first: bool,
+    pub(crate) attached: Option<Attached>,
+    pub(crate) first: bool,
     accepted_at: Instant,
     /// End of the previous request (or accept), for the next log line.
     last_end: Instant,
@@ -89,7 +90,7 @@ pub async fn serve_http(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>) {
     }
     // The client is gone: its server connection may serve other clients.
     if let Some(a) = s.attached.take() {
-        park(&s.ctx.be, a, s.eff);
+        park(a, s.eff);
     }
 }
 
@@ -100,9 +101,9 @@ async fn request_phase(mut s: Session) -> (Session, Next) {
 }
 
 /// Puts a server connection back in this thread's idle pool.
-fn park(be: &Backend, a: Attached, eff: Effective) {
+fn park(a: Attached, eff: Effective) {
     if eff.reuse != HttpReuse::Never && eff.conn_mode == HttpConnMode::KeepAlive {
-        idle::put(be.servers[a.idx].id, a.stream);
+        idle::put(a.srv_id, a.stream);
     }
 }
 
@@ -113,9 +114,10 @@ struct Outcome {
 }
 
 impl Session {
-    async fn send_error(&self, status: u16, rl: &mut ReqLog) {
+    pub(crate) async fn send_error(&self, status: u16, rl: &mut ReqLog) {
         rl.status = Some(status);
-        rl.bytes_out += error_response(status).len() as u64;
+        let page = crate::process::error_page(&self.ctx, rl.backend, status);
+        rl.bytes_out += page.len() as u64;
         let fc = &self.ctx.front.counters;
         fc.status(status);
         if status < 500 {
@@ -123,7 +125,7 @@ impl Session {
         }
         let _ = self
             .client
-            .write_all(error_response(status), self.ctx.front.timeouts.client)
+            .write_all(&page, self.ctx.front.timeouts.client)
             .await;
         self.client.shutdown_write();
     }
@@ -276,10 +278,33 @@ impl Session {
                 return Next::Close;
             }
         };
+        let mut model = None;
+        let mut prefer = None;
+        if self.ctx.routes.active() {
+            let mut m = crate::local::Model::take(self.cbuf.filled(), &head);
+            match self.process(&head, &mut m) {
+                crate::process::Decision::Local(l) => {
+                    let next = self.send_local(l, &head, &mut m, rl).await;
+                    m.give();
+                    return next;
+                }
+                crate::process::Decision::Forward { be, server } => {
+                    rl.backend = be;
+                    prefer = server;
+                }
+            }
+            model = Some(m);
+        }
         if let Some(next) = self.local_service(&head, rl).await {
+            if let Some(m) = model {
+                m.give();
+            }
             return next;
         }
-        let outcome = self.exchange(&head, rl).await;
+        let outcome = self.exchange(&head, model.as_mut(), prefer, rl).await;
+        if let Some(m) = model {
+            m.give();
+        }
         let Some(outcome) = outcome else {
             return Next::Close;
         };
@@ -348,7 +373,7 @@ impl Session {
     /// Feeds the backend's and server's latency histograms.
     fn record_latency(&self, rl: &ReqLog) {
         let Some(i) = rl.server else { return };
-        let be = &self.ctx.be;
+        let be = crate::process::backend(&self.ctx, rl.backend);
         let us = |a: Option<Instant>, b: Option<Instant>| {
             Some(b?.saturating_duration_since(a?).as_micros() as u64)
         };
@@ -374,7 +399,7 @@ impl Session {
         let Some(setup) = self.ctx.front.log.as_deref() else {
             return;
         };
-        let be = &self.ctx.be;
+        let be = crate::process::backend(&self.ctx, rl.backend);
         let srv = rl.server.map(|i| &be.servers[i]);
         let gauges = Gauges {
             actconn: self
@@ -437,10 +462,10 @@ impl Session {
         let idx = slot.idx();
         rl.server = Some(idx);
         if let Some(a) = attached.take() {
-            if a.idx == idx && a.stream.idle_alive() {
+            if a.idx == idx && a.srv_id == be.servers[idx].id && a.stream.idle_alive() {
                 return Ok((a, slot, true));
             }
-            park(be, a, eff);
+            park(a, eff);
         }
         let may_pool = match eff.reuse {
             HttpReuse::Never => false,
@@ -461,7 +486,16 @@ impl Session {
                 _ => None,
             };
             if let Some(stream) = idle::take(server.id, sni) {
-                return Ok((Attached { idx, stream }, slot, true));
+                let srv_id = server.id;
+                return Ok((
+                    Attached {
+                        idx,
+                        srv_id,
+                        stream,
+                    },
+                    slot,
+                    true,
+                ));
             }
         }
         let connected = connect_server(be, slot, key, attempts, names).await;
@@ -470,6 +504,7 @@ impl Session {
             Ok(c) => Ok((
                 Attached {
                     idx: c.slot.idx(),
+                    srv_id: c.slot.server().id,
                     stream: c.stream,
                 },
                 c.slot,
@@ -484,10 +519,20 @@ impl Session {
 
     /// Phases 3 to 6 for one parsed request. `None` means both sides must be
     /// closed now (an error response, if any, was already sent).
-    async fn exchange(&mut self, head: &RequestHead, rl: &mut ReqLog) -> Option<Outcome> {
+    async fn exchange(
+        &mut self,
+        head: &RequestHead,
+        mut model: Option<&mut crate::local::Model>,
+        prefer: Option<usize>,
+        rl: &mut ReqLog,
+    ) -> Option<Outcome> {
         let ctx = self.ctx.clone();
         let fe = &ctx.front;
-        let be = &ctx.be;
+        let be = crate::process::backend(&ctx, rl.backend);
+        self.eff = Effective {
+            conn_mode: fe.conn_mode.max(be.options.http_conn_mode),
+            reuse: be.options.http_reuse,
+        };
         let bt = &be.options.timeouts;
         let server_conn = if head.upgrade {
             ConnHeader::Upgrade
@@ -504,15 +549,26 @@ impl Session {
             (!excepted && !present).then_some((ff.header.as_str(), ip))
         });
         let mut out = pool::take_out();
-        fairlead_http::write_request_head(
-            self.cbuf.filled(),
-            head,
-            &RequestRewrite {
-                conn: server_conn,
-                forwarded_for,
-            },
-            &mut out,
-        );
+        match model.as_deref_mut() {
+            Some(m) => {
+                m.head
+                    .write_request_h1(self.cbuf.filled(), server_conn, forwarded_for, &mut out);
+                m.keep_request(
+                    self.cbuf.filled(),
+                    head,
+                    crate::local::sections(&ctx, rl.backend),
+                );
+            }
+            None => fairlead_http::write_request_head(
+                self.cbuf.filled(),
+                head,
+                &RequestRewrite {
+                    conn: server_conn,
+                    forwarded_for,
+                },
+                &mut out,
+            ),
+        }
         let cookie = be.options.cookie.as_ref();
         let persist = cookie
             .map(|c| persist::lookup(c, be, self.cbuf.filled(), head.head_len))
@@ -563,7 +619,7 @@ impl Session {
                 self.first,
                 &mut self.attached,
                 &key,
-                persist.server,
+                prefer.or(persist.server),
                 avoid,
                 &mut attempts,
                 names,
@@ -585,7 +641,7 @@ impl Session {
                 server.counters.inc(C::ConnReused);
             }
             let result = self
-                .forward_request(&conn, &out, &mut framer, &mut sbuf, head, &req_bytes)
+                .forward_request(&conn, &out, &mut framer, &mut sbuf, head, &req_bytes, *bt)
                 .await;
             // Can this failure be retried on another attempt?
             let may_retry = |wanted: bool, attempts: u32| {
@@ -673,12 +729,23 @@ impl Session {
         slot.server().counters.inc(C::ReqTot);
         pool::give_out(out);
         let request_done = framer.is_done();
-        self.respond(head, conn, slot, resp, sbuf, request_done, persist, bt, rl)
-            .await
+        self.respond(
+            head,
+            conn,
+            slot,
+            resp,
+            sbuf,
+            request_done,
+            persist,
+            model,
+            rl,
+        )
+        .await
     }
 
     /// Phase 4: send the head, stream the body and read the response head
     /// concurrently, relaying interim 1xx responses.
+    #[allow(clippy::too_many_arguments)]
     async fn forward_request(
         &mut self,
         conn: &Attached,
@@ -687,9 +754,9 @@ impl Session {
         sbuf: &mut IoBuf,
         head: &RequestHead,
         req_bytes: &Cell<u64>,
+        bt: fairlead_config::Timeouts,
     ) -> Result<ResponseHead, Fail> {
         let ctx = self.ctx.clone();
-        let bt = &ctx.be.options.timeouts;
         let ct = ctx.front.timeouts.client;
         let server = &conn.stream;
         if server.write_all(out, bt.server).await.is_err() {
@@ -776,14 +843,16 @@ impl Session {
         mut sbuf: IoBuf,
         request_done: bool,
         persist: Persist,
-        bt: &fairlead_config::Timeouts,
+        model: Option<&mut crate::local::Model>,
         rl: &mut ReqLog,
     ) -> Option<Outcome> {
         rl.status = Some(resp.status);
         let ctx = self.ctx.clone();
         let ct = ctx.front.timeouts.client;
+        let be = crate::process::backend(&ctx, rl.backend);
+        let bt = &be.options.timeouts;
         if resp.status == 101 && head.upgrade {
-            return self.upgrade(conn, slot, sbuf).await;
+            return self.upgrade(conn, slot, sbuf, bt).await;
         }
         let client_keep = head.keep_alive
             && request_done
@@ -798,9 +867,19 @@ impl Session {
             ConnHeader::None
         };
         let mut out = pool::take_out();
-        fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out);
-        if let Some(c) = &ctx.be.options.cookie {
-            persist::edit_response(c, persist, &ctx.be, conn.idx, &mut out);
+        match model.filter(|m| m.has_response_rules()) {
+            Some(m) => {
+                if let Err(local) = self.response_rules(m, &resp, sbuf.filled(), rl) {
+                    pool::give_out(out);
+                    let _ = self.send_local_bytes(local, rl).await;
+                    return None;
+                }
+                m.write_response(sbuf.filled(), conn_hdr, &mut out);
+            }
+            None => fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out),
+        }
+        if let Some(c) = &be.options.cookie {
+            persist::edit_response(c, persist, be, conn.idx, &mut out);
         }
         sbuf.consume(resp.head_len);
         // Send the head together with the body bytes already received.
@@ -813,7 +892,7 @@ impl Session {
             }
         };
         let srv = slot.server().clone();
-        let (fc, bc, sc) = (&ctx.front.counters, &ctx.be.counters, &srv.counters);
+        let (fc, bc, sc) = (&ctx.front.counters, &be.counters, &srv.counters);
         for c in [fc, bc, sc] {
             c.status(resp.status);
         }
@@ -874,7 +953,7 @@ impl Session {
                 self.attached = Some(conn);
             } else {
                 // Shared: an idle client holds no server connection.
-                park(&ctx.be, conn, self.eff);
+                park(conn, self.eff);
             }
         }
         Some(Outcome {
@@ -890,10 +969,10 @@ impl Session {
         conn: Attached,
         slot: ServerSlot,
         mut sbuf: IoBuf,
+        bt: &fairlead_config::Timeouts,
     ) -> Option<Outcome> {
         let ctx = self.ctx.clone();
         let ct = ctx.front.timeouts.client;
-        let bt = &ctx.be.options.timeouts;
         if self.client.write_all(sbuf.filled(), ct).await.is_err() {
             return None;
         }
@@ -1003,6 +1082,7 @@ mod tests {
                 be: std::sync::Arc::new(
                     fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
                 ),
+                routes: Default::default(),
                 stop: std::rc::Rc::new(fairlead_net::Stop::new()),
             });
             let idle = super::serve_http(c.into(), "127.0.0.1:1".parse().unwrap(), ctx.clone());

@@ -251,6 +251,13 @@ impl Conn {
         crate::shutdown_write(&self.tcp);
     }
 
+    /// Drops the connection without a FIN: `SO_LINGER` 0, so that closing
+    /// sends a reset (HAProxy's `silent-drop`, as close as user space
+    /// gets without TTL tricks). The caller then drops the connection.
+    pub fn abort(&self) {
+        crate::set_abortive_close(&self.tcp);
+    }
+
     /// Checks, without blocking, whether an idle pooled connection is still
     /// usable: nothing to read and not closed by the peer. On TLS, records
     /// that carry no data (a TLS 1.3 session ticket sent after the

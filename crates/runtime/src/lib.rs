@@ -80,6 +80,8 @@ pub struct FrontendRt {
     pub mode: Mode,
     pub addrs: Vec<(SocketAddr, Option<bool>)>,
     pub backend: Arc<Backend>,
+    /// Content switching: the frontend's rules and the backends by name.
+    pub routes: Arc<fairlead_l7::Routes>,
     pub http: HttpFront,
     pub limit: Limit,
     pub client_timeout: Option<Duration>,
@@ -279,6 +281,22 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             let ctx = Arc::new(ctx);
             tls.extend(b.addrs.iter().map(|a| (*a, ctx.clone())));
         }
+        let routes = Arc::new(fairlead_l7::Routes {
+            fe_rules: f.rules.clone(),
+            backends: backends.clone(),
+            be_rules: cfg.backends.iter().map(|b| b.rules.clone()).collect(),
+            by_name: cfg
+                .backends
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (b.name.clone(), i))
+                .collect(),
+            default: f
+                .default_backend
+                .as_ref()
+                .and_then(|n| cfg.backends.iter().position(|b| &b.name == n)),
+            hostname: fairlead_log::system_hostname(),
+        });
         let t = f.options.timeouts;
         let limit = Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn));
         frontends.push(Arc::new(FrontendRt {
@@ -307,6 +325,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             tls,
             tls_stats: TlsStats::default(),
             backend,
+            routes,
         }));
     }
     Ok(Shared {

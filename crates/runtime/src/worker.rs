@@ -67,6 +67,7 @@ pub(crate) fn run(
                     service: services.get(fe_idx).cloned().flatten(),
                     front: fe.http.clone(),
                     be: fe.backend.clone(),
+                    routes: fe.routes.clone(),
                     stop: local_stop.clone(),
                 });
                 shared.listeners_open.fetch_add(1, Ordering::SeqCst);

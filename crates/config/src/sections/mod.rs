@@ -6,6 +6,7 @@ pub(crate) mod balance;
 pub(crate) mod checks;
 pub(crate) mod global;
 pub(crate) mod proxy;
+pub(crate) mod rules;
 
 use std::collections::{HashMap, HashSet};
 
@@ -111,6 +112,12 @@ pub(crate) struct Draft {
     pub stats_loc: Option<Location>,
     /// Where `http-request use-service prometheus-exporter` was set.
     pub prometheus_loc: Option<Location>,
+    /// Rule lines (`acl`, `http-request`, `use_backend`, ...) in file
+    /// order, a named defaults section's first; compiled by
+    /// [`rules::compile`] once the whole file is read.
+    pub rule_lines: Vec<(Location, Vec<String>)>,
+    /// Error page lines (`errorfile`, `errorloc`, `http-error`, ...).
+    pub error_lines: Vec<(Location, Vec<String>)>,
 }
 
 impl Draft {
@@ -139,6 +146,8 @@ impl Draft {
             stats_own: false,
             stats_loc: None,
             prometheus_loc: None,
+            rule_lines: Vec::new(),
+            error_lines: Vec::new(),
         }
     }
 
@@ -154,6 +163,8 @@ impl Draft {
         self.log_style_loc = from.log_style_loc.clone();
         self.stats_loc = from.stats_loc.clone();
         self.prometheus_loc = from.prometheus_loc.clone();
+        self.rule_lines = from.rule_lines.clone();
+        self.error_lines = from.error_lines.clone();
     }
 }
 
@@ -474,14 +485,31 @@ impl<'a> Parser<'a> {
             finish_http_only(d, &mut self.diags);
             finish_tls(d, &self.global, &self.tls, &mut self.diags);
         }
+        let env = rules::build_env(&self.others, self.global.bufsize, &mut self.diags);
+        let compiled: Vec<_> = self
+            .proxies
+            .iter_mut()
+            .map(|d| rules::compile(d, &env, self.global.bufsize, &mut self.diags))
+            .collect();
+        let modes: HashMap<&str, Mode> = self
+            .proxies
+            .iter()
+            .filter(|d| d.kind.is_backend())
+            .map(|d| (d.name.as_str(), d.opts.mode))
+            .collect();
+        for (d, r) in self.proxies.iter().zip(&compiled) {
+            rules::check_switching(d, r, &modes, &mut self.diags);
+        }
         let mut config = Config {
             global: self.global.clone(),
+            patterns: env.patterns.clone(),
             other_sections: std::mem::take(&mut self.others),
             ..Config::default()
         };
-        for d in &self.proxies {
+        for (d, rules) in self.proxies.iter().zip(compiled) {
             if d.kind.is_backend() {
                 config.backends.push(Backend {
+                    rules: rules.clone(),
                     name: d.name.clone(),
                     location: d.loc.clone(),
                     options: d.opts.clone(),
@@ -496,6 +524,7 @@ impl<'a> Parser<'a> {
                     (None, _) => None,
                 };
                 config.frontends.push(Frontend {
+                    rules,
                     name: d.name.clone(),
                     location: d.loc.clone(),
                     binds: d.binds.clone(),

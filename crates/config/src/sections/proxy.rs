@@ -146,6 +146,14 @@ fn implemented(
     loc: &Location,
     listen_budget: &mut usize,
 ) -> Result<(), String> {
+    if super::rules::is_rule_keyword(name) {
+        d.rule_lines.push((loc.clone(), words.to_vec()));
+        return Ok(());
+    }
+    if super::rules::is_error_keyword(name) {
+        d.error_lines.push((loc.clone(), words.to_vec()));
+        return Ok(());
+    }
     let o = &mut d.opts;
     match name {
         "mode" => match args(words, 1, 1)?[0].as_str() {
@@ -299,6 +307,7 @@ fn implemented(
                 "timeout client-fin" => &mut tm.client_fin,
                 "timeout server-fin" => &mut tm.server_fin,
                 "timeout check" => &mut tm.check,
+                "timeout tarpit" => &mut tm.tarpit,
                 _ => &mut tm.queue,
             };
             *slot = Some(v);

@@ -1,0 +1,158 @@
+//! The rule layer's keywords (`acl`, `http-request`, `use_backend`,
+//! `errorfile`, ...): stored in file order while the sections are read,
+//! then compiled by `fairlead-rules` once the whole configuration is known
+//! (userlists, `http-errors` sections and backends may come later in the
+//! file than the rules that name them).
+
+use super::{Draft, Kind};
+use crate::diag::Diags;
+use crate::model::{Location, Mode, OtherSection};
+use fairlead_rules::proxy::{BackendTarget, ProxyRules, SectionInfo};
+use fairlead_rules::Env;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Keywords whose lines go to [`ProxyRules::add`].
+pub(crate) fn is_rule_keyword(name: &str) -> bool {
+    fairlead_rules::proxy::KEYWORDS.contains(&name)
+}
+
+/// Keywords that set error pages.
+pub(crate) fn is_error_keyword(name: &str) -> bool {
+    matches!(
+        name,
+        "errorfile" | "errorfiles" | "errorloc" | "errorloc302" | "errorloc303" | "http-error"
+    )
+}
+
+/// Builds the environment rules compile against: userlists and
+/// `http-errors` sections.
+pub(crate) fn build_env(others: &[OtherSection], max_reply: usize, diags: &mut Diags) -> Env {
+    let mut env = Env::default();
+    for s in others {
+        let lines: Vec<(usize, Vec<String>)> =
+            s.lines.iter().map(|(l, w)| (l.line, w.clone())).collect();
+        let at = |line: usize| Location {
+            file: s.location.file.clone(),
+            line,
+        };
+        match s.kind.as_str() {
+            "userlist" => match fairlead_rules::userlist::Userlist::parse(&s.name, &lines) {
+                Ok(ul) => {
+                    env.userlists.insert(s.name.clone(), Arc::new(ul));
+                }
+                Err(errs) => {
+                    for (line, e) in errs {
+                        diags.alert(&at(line), e);
+                    }
+                }
+            },
+            "http-errors" => {
+                match fairlead_rules::reply::parse_http_errors_section(&s.name, &lines, max_reply) {
+                    Ok(map) => {
+                        env.http_errors.insert(s.name.clone(), map);
+                    }
+                    Err(errs) => {
+                        for (line, e) in errs {
+                            diags.alert(&at(line), e);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    env
+}
+
+/// Compiles a section's rule lines and error pages.
+pub(crate) fn compile(
+    d: &mut Draft,
+    env: &Env,
+    max_reply: usize,
+    diags: &mut Diags,
+) -> Arc<ProxyRules> {
+    let sec = SectionInfo {
+        frontend: d.kind.is_frontend() || d.kind == Kind::Defaults,
+        backend: d.kind.is_backend() || d.kind == Kind::Defaults,
+        http: d.opts.mode == Mode::Http,
+        max_reply,
+    };
+    let mut rules = ProxyRules::default();
+    for (loc, words) in &d.rule_lines {
+        match rules.add(words, &sec, env) {
+            Ok(warnings) => {
+                for w in warnings {
+                    diags.warn(loc, format!("'{}': {w}", words[0]));
+                }
+            }
+            Err(e) => diags.alert(loc, prefixed(&words[0], e)),
+        }
+    }
+    let mut pages = fairlead_rules::reply::ErrorPages::default();
+    for (loc, words) in &d.error_lines {
+        let res = if words[0] == "http-error" {
+            fairlead_rules::reply::Reply::parse_http_error(&words[1..], max_reply, &env.http_errors)
+                .map(|r| {
+                    let w = r.warnings.clone();
+                    pages.set_reply(r);
+                    Some(w)
+                })
+        } else {
+            pages.apply_line(words, max_reply, &env.http_errors)
+        };
+        match res {
+            Ok(warnings) => {
+                for w in warnings.unwrap_or_default() {
+                    diags.warn(loc, w);
+                }
+            }
+            Err(e) => diags.alert(loc, prefixed(&words[0], e)),
+        }
+    }
+    rules.errors = pages;
+    Arc::new(rules)
+}
+
+fn prefixed(kw: &str, e: String) -> String {
+    if e.starts_with('\'') || e.starts_with("error detected") {
+        e
+    } else {
+        format!("'{kw}': {e}")
+    }
+}
+
+/// Checks that every static `use_backend` names a backend with a
+/// compatible mode, as HAProxy does when it resolves them.
+pub(crate) fn check_switching(
+    d: &Draft,
+    rules: &ProxyRules,
+    backends: &HashMap<&str, Mode>,
+    diags: &mut Diags,
+) {
+    let sec = d.kind.word();
+    for r in &rules.use_backend {
+        let BackendTarget::Name(be) = &r.action else {
+            continue;
+        };
+        let loc = d
+            .rule_lines
+            .iter()
+            .find(|(_, w)| w[0] == "use_backend" && w.get(1) == Some(be))
+            .map_or(&d.loc, |(l, _)| l);
+        match backends.get(be.as_str()) {
+            None => diags.alert(
+                loc,
+                format!("{sec} '{}': unable to find required use_backend: '{be}'.", d.name),
+            ),
+            Some(Mode::Tcp) if d.opts.mode == Mode::Http => diags.alert(
+                loc,
+                format!(
+                    "{sec} '{}': unable to use backend '{be}' with wrong mode, required: http, has: tcp.",
+                    d.name
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+}

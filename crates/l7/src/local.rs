@@ -1,0 +1,334 @@
+//! The rule engine's side of a session: the message model kept for one
+//! transaction ([`Model`]), the process phase, responses the proxy makes
+//! itself (deny, return, redirect, auth, tarpit), and the response rules
+//! (`http-response` backend then frontend, then `http-after-response`).
+
+use crate::logging::ReqLog;
+use crate::process::{self, backend, conn_facts, Decision, Local, TxnState};
+use crate::session::{Next, Session};
+use crate::txn::{HeadBuf, HttpTxn};
+use fairlead_backend::counters::C;
+use fairlead_http::msg::{self, Head};
+use fairlead_http::{BodyKind, ConnHeader, RequestHead, ResponseHead};
+use fairlead_log::{Phase, Who};
+use fairlead_net::pool;
+use fairlead_rules::exec::{run, Verdict};
+use fairlead_rules::proxy::ProxyRules;
+use std::sync::Arc;
+
+/// One transaction's message model and rule state.
+pub(crate) struct Model {
+    pub head: Head,
+    pub st: TxnState,
+    /// A copy of the request head's bytes (the request model's text), kept
+    /// once the receive buffer moves on, when response rules may read it.
+    req_copy: Option<Vec<u8>>,
+    res: Option<Head>,
+    res_rules: bool,
+}
+
+impl Model {
+    /// Builds the request model from the parsed head (pooled vectors).
+    pub fn take(buf: &[u8], head: &RequestHead) -> Model {
+        let mut h = msg::take();
+        h.fill_request(buf, head);
+        Model {
+            head: h,
+            st: TxnState::default(),
+            req_copy: None,
+            res: None,
+            res_rules: false,
+        }
+    }
+
+    /// Returns the pooled parts.
+    pub fn give(self) {
+        msg::give(self.head);
+        if let Some(r) = self.res {
+            msg::give(r);
+        }
+        if let Some(c) = self.req_copy {
+            pool::give_out(c);
+        }
+    }
+
+    /// Called before the request head leaves the receive buffer: keeps a
+    /// copy of it when the response rules of `be` or the frontend exist.
+    pub fn keep_request(
+        &mut self,
+        buf: &[u8],
+        head: &RequestHead,
+        rules: [Option<&Arc<ProxyRules>>; 2],
+    ) {
+        self.res_rules = rules.iter().flatten().any(|r| {
+            !r.http_response.is_empty()
+                || !r.http_after_response.is_empty()
+                || !r.res_captures.is_empty()
+        });
+        if self.res_rules {
+            let mut c = pool::take_out();
+            c.extend_from_slice(&buf[..head.head_len.min(buf.len())]);
+            self.req_copy = Some(c);
+        }
+    }
+
+    pub fn has_response_rules(&self) -> bool {
+        self.res_rules
+    }
+
+    /// Serialises the (edited) response head.
+    pub fn write_response(&self, buf: &[u8], conn: ConnHeader, out: &mut Vec<u8>) {
+        if let Some(r) = &self.res {
+            r.write_response_h1(buf, conn, out);
+        }
+    }
+}
+
+/// The rules of the chosen backend and of the frontend, each once.
+pub(crate) fn sections(ctx: &crate::HttpCtx, be: Option<usize>) -> [Option<&Arc<ProxyRules>>; 2] {
+    let fe = &ctx.routes.fe_rules;
+    let br = be
+        .or(ctx.routes.default)
+        .and_then(|i| ctx.routes.be_rules.get(i))
+        .filter(|r| !Arc::ptr_eq(r, fe));
+    [br, Some(fe)]
+}
+
+impl Session {
+    /// The process phase on a parsed request (see [`process`]).
+    pub(crate) fn process(&mut self, head: &RequestHead, m: &mut Model) -> Decision {
+        let ctx = self.ctx.clone();
+        let local = self.client.local_addr().ok();
+        let tls = self.client.tls_info_ref();
+        let facts = conn_facts(&ctx, self.peer, local, tls.as_deref());
+        let close = !matches!(head.body, BodyKind::None | BodyKind::Length(0))
+            || !head.keep_alive
+            || self.stopping_now();
+        process::process_request(
+            &ctx,
+            &facts,
+            &mut m.head,
+            self.cbuf.filled(),
+            &mut m.st,
+            close,
+        )
+    }
+
+    fn stopping_now(&self) -> bool {
+        self.ctx.stop.is_set()
+    }
+
+    /// Sends a response the proxy made itself, after `http-after-response`.
+    pub(crate) async fn send_local(
+        &mut self,
+        l: Local,
+        head: &RequestHead,
+        m: &mut Model,
+        rl: &mut ReqLog,
+    ) -> Next {
+        let fc = self.ctx.front.counters.clone();
+        let Local::Send {
+            bytes,
+            status,
+            close,
+            tarpit,
+            denied,
+        } = l
+        else {
+            // reject / silent-drop: no response at all.
+            fc.inc(C::Dreq);
+            rl.end(Who::Proxy, Phase::Request);
+            if matches!(l, Local::SilentDrop) {
+                self.client.abort();
+            }
+            return Next::Close;
+        };
+        if tarpit {
+            let t = &self.ctx.front.timeouts;
+            if let Some(d) = t.tarpit.or(t.connect) {
+                tokio::time::sleep(d).await;
+            }
+            rl.end(Who::Proxy, Phase::Tarpit);
+        } else if denied {
+            rl.end(Who::Proxy, Phase::Request);
+        } else {
+            rl.end(Who::Local, Phase::None);
+        }
+        if denied {
+            fc.inc(C::Dreq);
+        }
+        let bytes = self.after_local(bytes, m, rl);
+        rl.status = Some(status);
+        rl.bytes_out = bytes.len() as u64;
+        fc.status(status);
+        let wrote = self
+            .client
+            .write_all(&bytes, self.ctx.front.timeouts.client)
+            .await;
+        self.first = false;
+        if close || wrote.is_err() {
+            self.client.shutdown_write();
+            return Next::Close;
+        }
+        self.cbuf.consume(head.head_len);
+        self.cbuf.release_if_empty();
+        Next::KeepGoing
+    }
+
+    /// Sends a response made by a response rule (the server's response
+    /// is dropped) and closes.
+    pub(crate) async fn send_local_bytes(&mut self, l: Local, rl: &mut ReqLog) -> Next {
+        let Local::Send { bytes, status, .. } = l else {
+            rl.end(Who::Proxy, Phase::Headers);
+            return Next::Close;
+        };
+        rl.end(Who::Proxy, Phase::Headers);
+        rl.status = Some(status);
+        rl.bytes_out = bytes.len() as u64;
+        self.ctx.front.counters.status(status);
+        self.ctx.front.counters.inc(C::Dresp);
+        let _ = self
+            .client
+            .write_all(&bytes, self.ctx.front.timeouts.client)
+            .await;
+        self.client.shutdown_write();
+        Next::Close
+    }
+
+    /// `http-response` (backend, then frontend) and `http-after-response`
+    /// rules on a server's response. `Err`: a rule answered instead.
+    pub(crate) fn response_rules(
+        &mut self,
+        m: &mut Model,
+        resp: &ResponseHead,
+        sbuf: &[u8],
+        rl: &mut ReqLog,
+    ) -> Result<(), Local> {
+        let ctx = self.ctx.clone();
+        let be = backend(&ctx, rl.backend);
+        let local = self.client.local_addr().ok();
+        let tls = self.client.tls_info_ref();
+        let facts = conn_facts(&ctx, self.peer, local, tls.as_deref());
+        let res = m.res.get_or_insert_with(msg::take);
+        res.fill_response(sbuf, resp);
+        let nb = |_: Option<&str>| -> Option<i64> { None };
+        let server = rl.server.map(|i| be.servers[i].name.as_str());
+        let mut tx = HttpTxn {
+            req: HeadBuf {
+                head: &mut m.head,
+                buf: m.req_copy.as_deref().unwrap_or(&[]),
+            },
+            res: Some(HeadBuf {
+                head: res,
+                buf: sbuf,
+            }),
+            conn: &facts,
+            vars: &mut m.st.vars,
+            fx: &mut m.st.fx,
+            backend: Some(&be.name),
+            server,
+            nbsrv: &nb,
+            req_body: None,
+        };
+        let secs = sections(&ctx, rl.backend);
+        capture_response_headers(&ctx.routes.fe_rules, &mut tx);
+        for r in secs.iter().flatten() {
+            let v = run(&r.http_response, &r.acls, &mut tx, true);
+            if let Verdict::Deny(a) = &v {
+                if a.is_default && a.status() == 502 {
+                    return Err(Local::Send {
+                        bytes: process::error_page(&ctx, rl.backend, 502),
+                        status: 502,
+                        close: true,
+                        tarpit: false,
+                        denied: true,
+                    });
+                }
+            }
+            if let Some(l) = process::local_of(&ctx, rl.backend, &be.name, v, &tx, true) {
+                return Err(l);
+            }
+        }
+        for r in secs.iter().flatten() {
+            let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
+        }
+        Ok(())
+    }
+
+    /// `http-after-response` on a response the proxy made: parsed into the
+    /// model, edited, serialised again with its body.
+    fn after_local(&mut self, bytes: Vec<u8>, m: &mut Model, rl: &ReqLog) -> Vec<u8> {
+        let ctx = self.ctx.clone();
+        let secs = sections(&ctx, rl.backend);
+        if !secs
+            .iter()
+            .flatten()
+            .any(|r| !r.http_after_response.is_empty())
+        {
+            return bytes;
+        }
+        let Ok(Some(resp)) = fairlead_http::parse_response(&bytes, false, bytes.len() + 1) else {
+            return bytes;
+        };
+        let local = self.client.local_addr().ok();
+        let tls = self.client.tls_info_ref();
+        let facts = conn_facts(&ctx, self.peer, local, tls.as_deref());
+        let mut res = msg::take();
+        res.fill_response(&bytes, &resp);
+        let nb = |_: Option<&str>| -> Option<i64> { None };
+        let be = backend(&ctx, rl.backend);
+        let req_buf = self.cbuf.filled();
+        let mut tx = HttpTxn {
+            req: HeadBuf {
+                head: &mut m.head,
+                buf: req_buf,
+            },
+            res: Some(HeadBuf {
+                head: &mut res,
+                buf: &bytes,
+            }),
+            conn: &facts,
+            vars: &mut m.st.vars,
+            fx: &mut m.st.fx,
+            backend: Some(&be.name),
+            server: None,
+            nbsrv: &nb,
+            req_body: None,
+        };
+        for r in secs.iter().flatten() {
+            let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
+        }
+        let close = resp.conn.close;
+        let mut out = Vec::with_capacity(bytes.len() + 64);
+        res.write_response_h1(
+            &bytes,
+            if close {
+                ConnHeader::Close
+            } else {
+                ConnHeader::None
+            },
+            &mut out,
+        );
+        out.extend_from_slice(&bytes[resp.head_len..]);
+        msg::give(res);
+        out
+    }
+}
+
+/// `capture response header` declarations fill the first response slots.
+fn capture_response_headers(fe: &ProxyRules, tx: &mut HttpTxn<'_>) {
+    if fe.res_captures.is_empty() {
+        return;
+    }
+    let Some(res) = &tx.res else { return };
+    let v = res.head.view(res.buf);
+    tx.fx.res_captures = fe
+        .res_captures
+        .iter()
+        .map(|c| {
+            v.full_values(c.name.as_bytes())
+                .next()
+                .map(|x| x[..x.len().min(c.len)].to_vec())
+        })
+        .collect();
+}

@@ -1,0 +1,347 @@
+//! The **process** phase (HAProxy's HTTP_PROCESS_FE → SWITCHING_RULES →
+//! HTTP_PROCESS_BE → SRV_RULES): the frontend's `http-request` rules and
+//! `redirect`s, `monitor-uri`, content switching (`use_backend`), the
+//! backend's rules, then `use-server`. Everything here is synchronous: it
+//! runs on the parsed head, and its outcome is either a backend (and maybe
+//! a server) to forward to, or a response the proxy makes itself.
+//!
+//! The response side (`http-response` backend then frontend, then
+//! `http-after-response`) is in [`respond_rules`].
+
+use crate::txn::{ConnFacts, Effects, HeadBuf, HttpTxn, Vars};
+use crate::{HttpCtx, Routes};
+use fairlead_backend::Backend;
+use fairlead_http::msg::Head;
+use fairlead_rules::acl::Tri;
+use fairlead_rules::answer::Answer;
+use fairlead_rules::exec::{run, Verdict};
+use fairlead_rules::proxy::{BackendTarget, ProxyRules};
+use fairlead_rules::txn::TlsFacts;
+use std::sync::Arc;
+
+/// A response the proxy makes itself, and how the connection ends.
+pub(crate) enum Local {
+    /// Send these bytes (a whole response). `tarpit`: wait `timeout
+    /// tarpit` first.
+    Send {
+        bytes: Vec<u8>,
+        status: u16,
+        close: bool,
+        tarpit: bool,
+        /// A `deny`/`tarpit`/error: counted as a denied request.
+        denied: bool,
+    },
+    /// `reject`: close without a response.
+    Reject,
+    /// `silent-drop`: close without a response or a FIN the client sees
+    /// (reset).
+    SilentDrop,
+}
+
+/// The outcome of the process phase.
+pub(crate) enum Decision {
+    /// Forward to this backend (`None`: the default one) and, with
+    /// `use-server`, preferably this server.
+    Forward {
+        be: Option<usize>,
+        server: Option<usize>,
+    },
+    Local(Local),
+}
+
+/// Per-transaction rule state, kept from the request to the response.
+#[derive(Default)]
+pub(crate) struct TxnState {
+    pub vars: Vars,
+    pub fx: Effects,
+}
+
+/// The backend a request goes to.
+pub(crate) fn backend(ctx: &HttpCtx, idx: Option<usize>) -> &Arc<Backend> {
+    idx.and_then(|i| ctx.routes.backends.get(i))
+        .unwrap_or(&ctx.be)
+}
+
+/// The rules of a backend (none for the synthetic no-backend one).
+fn be_rules(routes: &Routes, idx: Option<usize>) -> Option<&Arc<ProxyRules>> {
+    idx.or(routes.default).and_then(|i| routes.be_rules.get(i))
+}
+
+/// Usable servers of a backend (`nbsrv`).
+fn nbsrv(routes: &Routes, current: &Backend, name: Option<&str>) -> Option<i64> {
+    let be = match name {
+        Some(n) if n != current.name => routes.by_name.get(n).map(|&i| &*routes.backends[i])?,
+        _ => current,
+    };
+    let (active, backup) = be.usable_counts();
+    Some(if active > 0 { active } else { backup } as i64)
+}
+
+/// The error page of `status` for a request on `be`: the backend's
+/// `errorfile`, the frontend's, else the built-in page.
+pub(crate) fn error_page(ctx: &HttpCtx, be: Option<usize>, status: u16) -> Vec<u8> {
+    let routes = &ctx.routes;
+    let none = fairlead_rules::reply::ErrorPages::default();
+    let be_pages = be_rules(routes, be).map_or(&none, |r| &r.errors);
+    match fairlead_rules::reply::ErrorPages::lookup(be_pages, &routes.fe_rules.errors, status) {
+        Some(r) => {
+            let mut out = Vec::new();
+            fairlead_rules::answer::render_static(r, &mut out);
+            out
+        }
+        None => fairlead_http::error_response(status).to_vec(),
+    }
+}
+
+/// Facts about the client connection, gathered once per request that
+/// runs rules.
+pub(crate) fn conn_facts<'a>(
+    ctx: &'a HttpCtx,
+    peer: std::net::SocketAddr,
+    local: Option<std::net::SocketAddr>,
+    tls: Option<&'a fairlead_net::TlsInfo>,
+) -> ConnFacts<'a> {
+    ConnFacts {
+        src: peer,
+        dst: local,
+        tls: tls.map(|i| TlsFacts {
+            sni: i.sni.as_deref(),
+            alpn: i.alpn.as_deref(),
+            protocol: Some(i.version),
+            cipher: Some(i.cipher),
+            resumed: i.resumed,
+            c_used: i.peer_cert,
+            c_verify: 0,
+            c_s_dn: None,
+        }),
+        frontend: &ctx.front.name,
+        hostname: &ctx.routes.hostname,
+    }
+}
+
+/// Runs the request side of the rules. `close` is whether a local reply
+/// must close the connection (the request has a body that was not read,
+/// or the client asked for it).
+pub(crate) fn process_request(
+    ctx: &HttpCtx,
+    facts: &ConnFacts<'_>,
+    msg: &mut Head,
+    buf: &[u8],
+    st: &mut TxnState,
+    close: bool,
+) -> Decision {
+    let routes = &ctx.routes;
+    let fe = &routes.fe_rules;
+    let nb = |name: Option<&str>| nbsrv(routes, &ctx.be, name);
+    let mut tx = HttpTxn {
+        req: HeadBuf { head: msg, buf },
+        res: None,
+        conn: facts,
+        vars: &mut st.vars,
+        fx: &mut st.fx,
+        backend: None,
+        server: None,
+        nbsrv: &nb,
+        req_body: None,
+    };
+    capture_headers(fe, &mut tx);
+    if let Some(d) = monitor(fe, &tx, close) {
+        return d;
+    }
+    if let Some(d) = section_rules(ctx, fe, None, &mut tx, close) {
+        return d;
+    }
+    let be_idx = switch(routes, &tx);
+    let be = backend(ctx, be_idx);
+    tx.backend = Some(&be.name);
+    let own = be_rules(routes, be_idx);
+    if let Some(br) = own.filter(|r| !Arc::ptr_eq(r, fe)) {
+        if let Some(d) = section_rules(ctx, br, be_idx, &mut tx, close) {
+            return d;
+        }
+    }
+    let server = own.and_then(|br| {
+        br.use_server.iter().find_map(|r| {
+            (r.check(&br.acls, &tx) == Tri::Pass)
+                .then(|| be.servers.iter().position(|s| s.name == r.action))
+                .flatten()
+        })
+    });
+    Decision::Forward { be: be_idx, server }
+}
+
+/// `capture request header` declarations fill the first capture slots.
+fn capture_headers(fe: &ProxyRules, tx: &mut HttpTxn<'_>) {
+    if fe.req_captures.is_empty() {
+        return;
+    }
+    let v = tx.req.head.view(tx.req.buf);
+    let caps: Vec<Option<Vec<u8>>> = fe
+        .req_captures
+        .iter()
+        .map(|c| {
+            v.full_values(c.name.as_bytes())
+                .next()
+                .map(|x| x[..x.len().min(c.len)].to_vec())
+        })
+        .collect();
+    tx.fx.req_captures = caps;
+}
+
+/// `monitor-uri`: 200, or 503 when a `monitor fail` condition holds.
+fn monitor(fe: &ProxyRules, tx: &HttpTxn<'_>, close: bool) -> Option<Decision> {
+    let uri = fe.monitor_uri.as_deref()?;
+    if tx.req.head.view(tx.req.buf).target() != uri.as_bytes() {
+        return None;
+    }
+    let failing = fe
+        .monitor_fail
+        .iter()
+        .any(|c| c.eval(&fe.acls, tx) == Tri::Pass);
+    let status = if failing { 503 } else { 200 };
+    let bytes = if failing {
+        fairlead_http::error_response(503).to_vec()
+    } else {
+        b"HTTP/1.1 200 OK\r\ncontent-length: 58\r\ncache-control: no-cache\r\ncontent-type: text/html\r\n\r\n<html><body><h1>200 OK</h1>\nService ready.\n</body></html>\n".to_vec()
+    };
+    Some(Decision::Local(Local::Send {
+        bytes,
+        status,
+        close: close || failing,
+        tarpit: false,
+        denied: false,
+    }))
+}
+
+/// One section's `http-request` rules, then its `redirect` rules.
+fn section_rules(
+    ctx: &HttpCtx,
+    rules: &ProxyRules,
+    be: Option<usize>,
+    tx: &mut HttpTxn<'_>,
+    close: bool,
+) -> Option<Decision> {
+    let v = run(&rules.http_request, &rules.acls, tx, false);
+    let realm = backend(ctx, be).name.clone();
+    if let Some(l) = local_of(ctx, be, &realm, v, tx, close) {
+        return Some(Decision::Local(l));
+    }
+    for r in &rules.redirects {
+        if r.check(&rules.acls, tx) != Tri::Pass {
+            continue;
+        }
+        if let Some(loc) = r.action.location(tx) {
+            return Some(Decision::Local(Local::Send {
+                bytes: r.action.response(&loc, close),
+                status: r.action.code,
+                close,
+                tarpit: false,
+                denied: false,
+            }));
+        }
+    }
+    None
+}
+
+/// Turns a rule set's verdict into a local response (`None`: go on).
+pub(crate) fn local_of(
+    ctx: &HttpCtx,
+    be: Option<usize>,
+    realm: &str,
+    v: Verdict<'_>,
+    tx: &HttpTxn<'_>,
+    close: bool,
+) -> Option<Local> {
+    let answer = |a: &Answer, close: bool| -> Vec<u8> {
+        if a.is_default {
+            error_page(ctx, be, a.status())
+        } else {
+            let mut out = Vec::new();
+            a.render(tx, close, &mut out);
+            out
+        }
+    };
+    Some(match v {
+        Verdict::Continue | Verdict::Allow | Verdict::Wait => return None,
+        Verdict::Deny(a) => Local::Send {
+            bytes: answer(a, true),
+            status: a.status(),
+            close: true,
+            tarpit: false,
+            denied: true,
+        },
+        Verdict::Tarpit(a) => Local::Send {
+            bytes: answer(a, true),
+            status: a.status(),
+            close: true,
+            tarpit: true,
+            denied: true,
+        },
+        Verdict::Return(a) => Local::Send {
+            bytes: answer(a, close),
+            status: a.status(),
+            close,
+            tarpit: false,
+            denied: false,
+        },
+        Verdict::Redirect(r, loc) => Local::Send {
+            bytes: r.response(&loc, close),
+            status: r.code,
+            close,
+            tarpit: false,
+            denied: false,
+        },
+        Verdict::Auth(r) => Local::Send {
+            bytes: auth_page(r.unwrap_or(realm)),
+            status: 401,
+            close,
+            tarpit: false,
+            denied: false,
+        },
+        Verdict::Reject => Local::Reject,
+        Verdict::SilentDrop => Local::SilentDrop,
+        Verdict::Close => Local::Reject,
+        // Services other than the stats page and the exporter are refused
+        // when the configuration is loaded.
+        Verdict::UseService(_) => Local::Send {
+            bytes: error_page(ctx, be, 503),
+            status: 503,
+            close: true,
+            tarpit: false,
+            denied: false,
+        },
+    })
+}
+
+/// HAProxy's 401 page with a `WWW-Authenticate` challenge.
+fn auth_page(realm: &str) -> Vec<u8> {
+    let body = "<html><body><h1>401 Unauthorized</h1>\nYou need a valid user and password to access this content.\n</body></html>\n";
+    format!(
+        "HTTP/1.1 401 Unauthorized\r\ncontent-length: {}\r\ncache-control: no-cache\r\ncontent-type: text/html\r\nwww-authenticate: Basic realm=\"{}\"\r\n\r\n{body}",
+        body.len(),
+        realm.replace('"', "")
+    )
+    .into_bytes()
+}
+
+/// `use_backend` rules (first match), else the default backend. A
+/// dynamic name that names no backend falls back to the default.
+fn switch(routes: &Routes, tx: &HttpTxn<'_>) -> Option<usize> {
+    let fe = &routes.fe_rules;
+    for r in &fe.use_backend {
+        if r.check(&fe.acls, tx) != Tri::Pass {
+            continue;
+        }
+        let found = match &r.action {
+            BackendTarget::Name(n) => routes.by_name.get(n.as_str()).copied(),
+            BackendTarget::Dynamic(f) => {
+                let name = f.render_vec(tx);
+                std::str::from_utf8(&name)
+                    .ok()
+                    .and_then(|n| routes.by_name.get(n).copied())
+            }
+        };
+        return found.or(routes.default);
+    }
+    routes.default
+}

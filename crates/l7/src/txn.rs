@@ -1,0 +1,228 @@
+//! The rule layer's view of an HTTP transaction: [`HttpTxn`] implements
+//! `fairlead_rules`' `Txn` (what fetches read) and `Stream` (what actions
+//! change) over the message model of `fairlead-http`.
+
+use fairlead_http::msg::Head;
+use fairlead_rules::action::UrlPart;
+use fairlead_rules::exec::{Edit, Stream};
+use fairlead_rules::txn::{Msg, Scope, TlsFacts, Txn, VarRef};
+use fairlead_rules::Sample;
+use std::net::{IpAddr, SocketAddr};
+
+/// A message head and the receive buffer its text lives in.
+pub(crate) struct HeadBuf<'a> {
+    pub head: &'a mut Head,
+    pub buf: &'a [u8],
+}
+
+impl Msg for HeadBuf<'_> {
+    fn method(&self) -> &[u8] {
+        self.head.view(self.buf).method()
+    }
+    fn target(&self) -> &[u8] {
+        self.head.view(self.buf).target()
+    }
+    fn version(&self) -> u8 {
+        self.head.view(self.buf).version()
+    }
+    fn status(&self) -> u16 {
+        self.head.view(self.buf).status()
+    }
+    fn header_count(&self) -> usize {
+        self.head.view(self.buf).header_count()
+    }
+    fn header(&self, i: usize) -> (&[u8], &[u8]) {
+        self.head.view(self.buf).header(i).unwrap_or((b"", b""))
+    }
+}
+
+impl Edit for HeadBuf<'_> {
+    fn add_header(&mut self, name: &[u8], value: &[u8]) {
+        let _ = self.head.edit(self.buf).add_header(name, value);
+    }
+    fn del_header(&mut self, name: &[u8]) {
+        let _ = self.head.edit(self.buf).del_header(name);
+    }
+    fn set_header_value(&mut self, i: usize, value: &[u8]) {
+        let slot = self.head.view(self.buf).headers().nth(i).map(|(s, _, _)| s);
+        if let Some(slot) = slot {
+            let _ = self.head.edit(self.buf).replace_field_value(slot, value);
+        }
+    }
+    fn set_url(&mut self, part: UrlPart, value: &[u8]) {
+        let mut e = self.head.edit(self.buf);
+        let _ = match part {
+            UrlPart::Path => e.set_path(value),
+            UrlPart::Query => e.set_query(Some(value)),
+            UrlPart::Method => e.set_method(value),
+            UrlPart::Uri | UrlPart::PathQ => e.set_target(value),
+        };
+    }
+    fn set_status(&mut self, code: u16, reason: Option<&[u8]>) {
+        let _ = self.head.edit(self.buf).set_status(code, reason);
+    }
+}
+
+/// Variables of one transaction (`txn`, `req`, `res`; `sess` too, kept
+/// for the request: see docs/rules.md) and the process-wide `proc` ones.
+#[derive(Default)]
+pub(crate) struct Vars {
+    list: Vec<(VarRef, Sample<'static>)>,
+}
+
+static PROC_VARS: std::sync::Mutex<Vec<(VarRef, Sample<'static>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+impl Vars {
+    fn get(&self, v: &VarRef) -> Option<Sample<'_>> {
+        if v.scope == Scope::Proc {
+            let p = PROC_VARS.lock().ok()?;
+            return p
+                .iter()
+                .find(|(k, _)| k == v)
+                .map(|(_, s)| s.clone().into_owned());
+        }
+        self.list
+            .iter()
+            .find(|(k, _)| k == v)
+            .map(|(_, s)| s.reborrow())
+    }
+
+    fn set(&mut self, v: &VarRef, s: Sample<'static>) {
+        let list = &mut self.list;
+        if v.scope == Scope::Proc {
+            if let Ok(mut p) = PROC_VARS.lock() {
+                put(&mut p, v, s);
+            }
+            return;
+        }
+        put(list, v, s);
+    }
+
+    fn unset(&mut self, v: &VarRef) {
+        if v.scope == Scope::Proc {
+            if let Ok(mut p) = PROC_VARS.lock() {
+                p.retain(|(k, _)| k != v);
+            }
+            return;
+        }
+        self.list.retain(|(k, _)| k != v);
+    }
+}
+
+fn put(list: &mut Vec<(VarRef, Sample<'static>)>, v: &VarRef, s: Sample<'static>) {
+    match list.iter_mut().find(|(k, _)| k == v) {
+        Some(e) => e.1 = s,
+        None => list.push((v.clone(), s)),
+    }
+}
+
+/// Facts about the connection a transaction came on.
+pub(crate) struct ConnFacts<'a> {
+    pub src: SocketAddr,
+    pub dst: Option<SocketAddr>,
+    pub tls: Option<TlsFacts<'a>>,
+    pub frontend: &'a str,
+    pub hostname: &'a str,
+}
+
+/// What rules captured or changed besides the message.
+#[derive(Default)]
+pub(crate) struct Effects {
+    pub src: Option<IpAddr>,
+    pub req_captures: Vec<Option<Vec<u8>>>,
+    pub res_captures: Vec<Option<Vec<u8>>>,
+    /// `set-log-level`: `Some(None)` is `silent`.
+    pub log_level: Option<Option<u8>>,
+}
+
+/// The transaction as rules see it.
+pub(crate) struct HttpTxn<'a> {
+    pub req: HeadBuf<'a>,
+    pub res: Option<HeadBuf<'a>>,
+    pub conn: &'a ConnFacts<'a>,
+    pub vars: &'a mut Vars,
+    pub fx: &'a mut Effects,
+    pub backend: Option<&'a str>,
+    pub server: Option<&'a str>,
+    pub nbsrv: &'a dyn Fn(Option<&str>) -> Option<i64>,
+    /// Slots of `http-request capture ... len` rules are numbered after
+    /// the declared ones.
+    pub req_body: Option<&'a [u8]>,
+}
+
+impl Txn for HttpTxn<'_> {
+    fn req(&self) -> Option<&dyn Msg> {
+        Some(&self.req)
+    }
+    fn res(&self) -> Option<&dyn Msg> {
+        self.res.as_ref().map(|r| r as &dyn Msg)
+    }
+    fn req_body(&self) -> Option<&[u8]> {
+        self.req_body
+    }
+    fn src(&self) -> Option<SocketAddr> {
+        Some(match self.fx.src {
+            Some(ip) => SocketAddr::new(ip, self.conn.src.port()),
+            None => self.conn.src,
+        })
+    }
+    fn dst(&self) -> Option<SocketAddr> {
+        self.conn.dst
+    }
+    fn tls(&self) -> Option<TlsFacts<'_>> {
+        self.conn.tls
+    }
+    fn var(&self, v: &VarRef) -> Option<Sample<'_>> {
+        self.vars.get(v)
+    }
+    fn frontend_name(&self) -> &str {
+        self.conn.frontend
+    }
+    fn backend_name(&self) -> Option<&str> {
+        self.backend
+    }
+    fn server_name(&self) -> Option<&str> {
+        self.server
+    }
+    fn nbsrv(&self, backend: Option<&str>) -> Option<i64> {
+        (self.nbsrv)(backend.or(self.backend))
+    }
+    fn hostname(&self) -> &str {
+        self.conn.hostname
+    }
+}
+
+impl Stream for HttpTxn<'_> {
+    fn edit(&mut self, res: bool) -> Option<&mut dyn Edit> {
+        if res {
+            self.res.as_mut().map(|r| r as &mut dyn Edit)
+        } else {
+            Some(&mut self.req)
+        }
+    }
+    fn set_var(&mut self, v: &VarRef, s: Sample<'static>) {
+        self.vars.set(v, s);
+    }
+    fn unset_var(&mut self, v: &VarRef) {
+        self.vars.unset(v);
+    }
+    fn set_src(&mut self, ip: IpAddr) {
+        self.fx.src = Some(ip);
+    }
+    fn capture(&mut self, res: bool, id: Option<usize>, value: Vec<u8>) {
+        let list = if res {
+            &mut self.fx.res_captures
+        } else {
+            &mut self.fx.req_captures
+        };
+        let i = id.unwrap_or(list.len());
+        if list.len() <= i {
+            list.resize(i + 1, None);
+        }
+        list[i] = Some(value);
+    }
+    fn set_log_level(&mut self, level: Option<u8>) {
+        self.fx.log_level = Some(level);
+    }
+}

@@ -1,0 +1,297 @@
+//! `acl` lines, anonymous ACLs and HAProxy's predefined ACLs.
+//!
+//! An ACL is a fetch expression, a match method and patterns. It is
+//! evaluated with three-valued logic ([`Tri`]): a fetch whose data has not
+//! arrived yet gives MISS, so that `tcp-request content` can wait.
+
+use crate::expr::{split_call, split_chain, Expr};
+use crate::fetch::{self, Fetch};
+use crate::pattern::{Method, PatternSet};
+use crate::sample::{Sample, SmpType};
+use crate::txn::Txn;
+
+/// A three-valued result: FAIL, MISS (not known yet) or PASS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tri {
+    Fail = 0,
+    Miss = 1,
+    Pass = 3,
+}
+
+impl Tri {
+    pub fn and(self, o: Tri) -> Tri {
+        from_bits(self as u8 & o as u8)
+    }
+    pub fn or(self, o: Tri) -> Tri {
+        from_bits(self as u8 | o as u8)
+    }
+    pub fn negate(self) -> Tri {
+        match self {
+            Tri::Pass => Tri::Fail,
+            Tri::Fail => Tri::Pass,
+            Tri::Miss => Tri::Miss,
+        }
+    }
+}
+
+fn from_bits(b: u8) -> Tri {
+    match b {
+        0 => Tri::Fail,
+        3 => Tri::Pass,
+        _ => Tri::Miss,
+    }
+}
+
+/// One `acl` line (or an anonymous ACL): OR-ed with the other lines of
+/// the same name.
+#[derive(Debug)]
+pub struct AclTerm {
+    expr: Expr,
+    /// Cast applied to each value before matching (`hdr_val` reads an
+    /// integer, `hdr_ip` an address).
+    cast: Option<SmpType>,
+    pats: PatternSet,
+    found_only: bool,
+}
+
+/// A named ACL (several lines) or an anonymous one.
+#[derive(Debug)]
+pub struct Acl {
+    pub name: String,
+    pub terms: Vec<AclTerm>,
+    /// The data classes the ACL reads ([`fetch::usage`]).
+    pub usage: u8,
+}
+
+impl Acl {
+    pub fn eval(&self, txn: &dyn Txn) -> Tri {
+        let mut r = Tri::Fail;
+        for t in &self.terms {
+            r = r.or(t.eval(txn));
+            if r == Tri::Pass {
+                break;
+            }
+        }
+        r
+    }
+}
+
+impl AclTerm {
+    fn eval(&self, txn: &dyn Txn) -> Tri {
+        let mut found = false;
+        let res = self.expr.fetch.each(txn, &mut |s| {
+            let Some(s) = self.expr.convert(s, txn) else {
+                return false;
+            };
+            let s = match self.cast {
+                Some(t) => match s.cast(t) {
+                    Some(s) => s,
+                    None => return false,
+                },
+                None => s,
+            };
+            found = true;
+            self.found_only || self.pats.matches(&s)
+        });
+        match res {
+            Err(_) => Tri::Miss,
+            Ok(true) => Tri::Pass,
+            Ok(false) => Tri::Fail,
+        }
+    }
+}
+
+/// The definitions of HAProxy's predefined ACLs.
+pub const PREDEFINED: &[(&str, &[&str])] = &[
+    ("TRUE", &["always_true"]),
+    ("FALSE", &["always_false"]),
+    ("HTTP", &["req.proto_http"]),
+    ("HTTP_1.0", &["req.ver", "1.0"]),
+    ("HTTP_1.1", &["req.ver", "1.1"]),
+    ("HTTP_2.0", &["req.ver", "2.0"]),
+    ("HTTP_CONTENT", &["hdr_val(content-length)", "gt", "0"]),
+    ("HTTP_URL_ABS", &["url_reg", "^[^/:]*://"]),
+    ("HTTP_URL_SLASH", &["url_beg", "/"]),
+    ("HTTP_URL_STAR", &["url", "*"]),
+    ("LOCALHOST", &["src", "127.0.0.1/8", "::1"]),
+    ("METH_CONNECT", &["method", "CONNECT"]),
+    ("METH_DELETE", &["method", "DELETE"]),
+    ("METH_GET", &["method", "GET", "HEAD"]),
+    ("METH_HEAD", &["method", "HEAD"]),
+    ("METH_OPTIONS", &["method", "OPTIONS"]),
+    ("METH_POST", &["method", "POST"]),
+    ("METH_PUT", &["method", "PUT"]),
+    ("METH_TRACE", &["method", "TRACE"]),
+    ("REQ_CONTENT", &["req.len", "gt", "0"]),
+];
+
+/// Fetches whose ACL forms take a `_val` (integer) or `_ip` suffix.
+const VALUE_SUFFIX_BASES: &[&str] = &[
+    "hdr",
+    "req.hdr",
+    "fhdr",
+    "req.fhdr",
+    "shdr",
+    "res.hdr",
+    "cook",
+    "req.cook",
+    "scook",
+    "res.cook",
+    "urlp",
+    "url_param",
+];
+
+/// Parses an ACL's criterion and values (`words` starts with the fetch
+/// expression). Returns the term and warnings.
+pub fn parse_term(
+    words: &[String],
+    env: &crate::Env,
+    allowed: u8,
+) -> Result<(AclTerm, Vec<String>), String> {
+    let Some(first) = words.first() else {
+        return Err("missing fetch method in ACL expression".into());
+    };
+    let (expr, suffix_method, cast) = criterion(first, env)?;
+    let _ = allowed;
+    let mut method = suffix_method;
+    let mut icase = false;
+    let mut i = 1;
+    let mut builder_files = Vec::new();
+    let mut no_dns = false;
+    // Flags.
+    while i < words.len() {
+        match words[i].as_str() {
+            "-i" => icase = true,
+            "-n" => no_dns = true,
+            "-M" => {}
+            "-m" => {
+                let m = words.get(i + 1).ok_or("missing match method after '-m'")?;
+                method =
+                    Some(Method::parse(m).ok_or_else(|| format!("unknown matching method '{m}'"))?);
+                i += 1;
+            }
+            "-f" => {
+                let f = words.get(i + 1).ok_or("missing file name after '-f'")?;
+                builder_files.push((f.clone(), icase));
+                i += 1;
+            }
+            "-u" => {
+                words.get(i + 1).ok_or("missing unique id after '-u'")?;
+                i += 1;
+            }
+            "--" => {
+                i += 1;
+                break;
+            }
+            w if w.starts_with('-')
+                && w.len() > 1
+                && !w[1..].starts_with(|c: char| c.is_ascii_digit()) =>
+            {
+                return Err(format!("'{w}' is not a valid ACL option. Please use '--' before any pattern beginning with a '-'"));
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    let out = cast.unwrap_or(expr.out_type());
+    let method = match method {
+        Some(m) => m,
+        None => default_method(out).ok_or_else(|| {
+            format!(
+                "ACL keyword '{}' returns type '{}' which needs a match method ('-m')",
+                first,
+                out.name()
+            )
+        })?,
+    };
+    let mut b = PatternSet::builder(method);
+    b = b.no_dns(no_dns);
+    for (f, ic) in builder_files {
+        let r = env.patterns.load_file(&f, false)?;
+        b = b.flag_ignore_case(ic);
+        b.add_file(r);
+    }
+    b = b.flag_ignore_case(icase);
+    let mut warnings = Vec::new();
+    let values = &words[i..];
+    let mut vi = 0;
+    let mut n_values = 0;
+    while vi < values.len() {
+        let v = values[vi].as_str();
+        if v == "-i" {
+            b = b.flag_ignore_case(true);
+            vi += 1;
+            continue;
+        }
+        b.add_value(v)?;
+        n_values += 1;
+        vi += 1;
+    }
+    let found_only = method == Method::Found;
+    let explicit_end = words.get(i.saturating_sub(1)).is_some_and(|w| w == "--");
+    if n_values == 0 && !b.has_files() && !found_only && method != Method::Bool && !explicit_end {
+        warnings.push("no pattern to match against were provided, so this ACL will never match. If this is what you intended, please add '--' to get rid of this warning. If you intended to match only for existence, please use '-m found'. If you wanted to force an int to match as a bool, please use '-m bool'.".to_string());
+    }
+    let pats = b.build()?;
+    Ok((
+        AclTerm {
+            expr,
+            cast,
+            pats,
+            found_only,
+        },
+        warnings,
+    ))
+}
+
+fn default_method(t: SmpType) -> Option<Method> {
+    Some(match t {
+        SmpType::Bool => Method::Bool,
+        SmpType::Sint => Method::Int,
+        SmpType::Ipv4 | SmpType::Ipv6 | SmpType::Addr => Method::Ip,
+        SmpType::Str | SmpType::Meth | SmpType::Any => Method::Str,
+        SmpType::Bin => return None,
+    })
+}
+
+/// Resolves an ACL criterion: a fetch, or a fetch with a match-method
+/// suffix (`path_beg`, `hdr_dom(host)`), or a `_val`/`_ip` form.
+fn criterion(s: &str, env: &crate::Env) -> Result<(Expr, Option<Method>, Option<SmpType>), String> {
+    let parts = split_chain(s)?;
+    let (name, args) = split_call(parts[0])?;
+    let compile = |fname: &str| -> Result<Expr, String> {
+        let f = Fetch::parse(fname, &args, env)?;
+        Expr::with_convs(f, &parts[1..], env)
+    };
+    if fetch::exists(name) {
+        return Ok((compile(name)?, None, None));
+    }
+    if let Some((base, suffix)) = name.rsplit_once('_') {
+        if fetch::exists(base) {
+            if VALUE_SUFFIX_BASES.contains(&base) {
+                match suffix {
+                    "val" => return Ok((compile(base)?, Some(Method::Int), Some(SmpType::Sint))),
+                    "ip" => return Ok((compile(base)?, Some(Method::Ip), Some(SmpType::Addr))),
+                    _ => {}
+                }
+            }
+            if let Some(m) = crate::pattern::method_for_suffix(suffix) {
+                return Ok((compile(base)?, Some(m), None));
+            }
+        }
+    }
+    Err(format!(
+        "unknown fetch method '{name}' in ACL expression '{s}'"
+    ))
+}
+
+/// Checks an ACL's usage against a rule set's mask: HAProxy warns when an
+/// ACL can never match there.
+pub fn usage_of(term: &AclTerm) -> u8 {
+    term.expr.fetch.usage()
+}
+
+/// The sample an ACL term would compare, for tests and `-c` diagnostics.
+pub fn sample_of<'a>(term: &'a AclTerm, txn: &'a dyn Txn) -> Option<Sample<'a>> {
+    term.expr.eval(txn).ok().flatten()
+}

@@ -1,0 +1,327 @@
+//! Running a rule set against a stream.
+//!
+//! The proxy implements [`Stream`] (reads through [`Txn`], edits through
+//! [`Edit`]); [`run`] walks one rule set in order and returns the verdict
+//! of the first final action, or [`Verdict::Continue`]. Values are
+//! rendered before anything is edited, so a rule sees the edits of the
+//! rules before it, as in HAProxy.
+
+use crate::acl::Tri;
+use crate::action::{Action, RefEdit, UrlPart, VarConds};
+use crate::answer::Answer;
+use crate::cond::Acls;
+use crate::proxy::Rule;
+use crate::redirect::Redirect;
+use crate::sample::{Sample, SmpType};
+use crate::txn::{Txn, VarRef};
+use std::net::IpAddr;
+
+/// Edits of one message head.
+pub trait Edit {
+    fn add_header(&mut self, name: &[u8], value: &[u8]);
+    /// Removes every field called `name`.
+    fn del_header(&mut self, name: &[u8]);
+    /// Replaces the value of the `i`th field (as [`crate::txn::Msg::header`]
+    /// numbers them).
+    fn set_header_value(&mut self, i: usize, value: &[u8]);
+    fn set_url(&mut self, part: UrlPart, value: &[u8]);
+    fn set_status(&mut self, code: u16, reason: Option<&[u8]>);
+}
+
+/// A stream that rules may change.
+pub trait Stream: Txn {
+    /// The request (`false`) or response (`true`) head to edit.
+    fn edit(&mut self, res: bool) -> Option<&mut dyn Edit>;
+    fn set_var(&mut self, v: &VarRef, s: Sample<'static>);
+    fn unset_var(&mut self, v: &VarRef);
+    fn set_src(&mut self, _ip: IpAddr) {}
+    /// Stores a capture: `id` is the slot (`capture ... id N` or a
+    /// `http-request capture ... len` slot given by the caller).
+    fn capture(&mut self, _res: bool, _id: Option<usize>, _value: Vec<u8>) {}
+    fn set_log_level(&mut self, _level: Option<u8>) {}
+}
+
+/// What a rule set decided.
+#[derive(Debug)]
+pub enum Verdict<'r> {
+    /// No final action matched: go on.
+    Continue,
+    /// `allow`/`accept`: stop this rule set, go on.
+    Allow,
+    Deny(&'r Answer),
+    Tarpit(&'r Answer),
+    Reject,
+    SilentDrop,
+    Close,
+    Auth(Option<&'r str>),
+    Redirect(&'r Redirect, Vec<u8>),
+    Return(&'r Answer),
+    UseService(&'r str),
+    /// A condition needs data that has not arrived (MISS).
+    Wait,
+}
+
+/// Runs `rules` in order. `res` says which message header actions edit.
+pub fn run<'r>(
+    rules: &'r [Rule<Action>],
+    acls: &Acls,
+    s: &mut dyn Stream,
+    res: bool,
+) -> Verdict<'r> {
+    for rule in rules {
+        match rule.check(acls, s) {
+            Tri::Fail => continue,
+            Tri::Miss => return Verdict::Wait,
+            Tri::Pass => {}
+        }
+        match apply(&rule.action, s, res) {
+            Verdict::Continue => {}
+            v => return v,
+        }
+    }
+    Verdict::Continue
+}
+
+fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
+    match a {
+        Action::AddHeader(name, f) | Action::SetHeader(name, f) => {
+            let v = f.render_vec(s);
+            if let Some(e) = s.edit(res) {
+                if matches!(a, Action::SetHeader(..)) {
+                    e.del_header(name.as_bytes());
+                }
+                e.add_header(name.as_bytes(), &v);
+            }
+        }
+        Action::DelHeader(name) => {
+            if let Some(e) = s.edit(res) {
+                e.del_header(name.as_bytes());
+            }
+        }
+        Action::ReplaceHeader {
+            name,
+            rep,
+            each_value,
+        } => {
+            let edits = replace_header(s, res, name, rep, *each_value);
+            if let Some(e) = s.edit(res) {
+                for (i, v) in edits {
+                    e.set_header_value(i, &v);
+                }
+            }
+        }
+        Action::SetUrl(part, f) => {
+            let v = f.render_vec(s);
+            if let Some(e) = s.edit(false) {
+                e.set_url(*part, &v);
+            }
+        }
+        Action::ReplaceUrl(part, rep) => {
+            if let Some(v) = replace_url(s, *part, rep) {
+                if let Some(e) = s.edit(false) {
+                    e.set_url(*part, &v);
+                }
+            }
+        }
+        Action::SetStatus(code, reason) => {
+            if let Some(e) = s.edit(true) {
+                e.set_status(*code, reason.as_deref().map(str::as_bytes));
+            }
+        }
+        Action::SetVar(v, e, c) => {
+            let val = e.eval(s).ok().flatten().map(Sample::into_owned);
+            if let Some(val) = val {
+                if var_conds_allow(s, v, &val, c) {
+                    s.set_var(v, val);
+                }
+            }
+        }
+        Action::SetVarFmt(v, f) => {
+            let val = f.render_vec(s);
+            s.set_var(v, Sample::owned_str(val));
+        }
+        Action::UnsetVar(v) => s.unset_var(v),
+        Action::Capture { expr, len, id } => {
+            let val = expr
+                .eval_str(s)
+                .and_then(|v| v.as_bytes().map(<[u8]>::to_vec));
+            if let Some(mut v) = val {
+                if *len > 0 {
+                    v.truncate(*len);
+                }
+                s.capture(res, *id, v);
+            }
+        }
+        Action::SetLogLevel(l) => s.set_log_level(*l),
+        Action::SetSrc(e) => {
+            let ip = e.eval(s).ok().flatten().and_then(|v| v.cast(SmpType::Addr));
+            match ip {
+                Some(Sample::Ipv4(a)) => s.set_src(IpAddr::V4(a)),
+                Some(Sample::Ipv6(a)) => s.set_src(IpAddr::V6(a)),
+                _ => {}
+            }
+        }
+        Action::RefEdit {
+            op,
+            target,
+            key,
+            value,
+            ..
+        } => {
+            let k = key.render_vec(s);
+            let v = value.as_ref().map(|f| f.render_vec(s));
+            let k = String::from_utf8_lossy(&k).into_owned();
+            match op {
+                RefEdit::SetMap => {
+                    let v = String::from_utf8_lossy(&v.unwrap_or_default()).into_owned();
+                    target.set_or_add(&k, &v);
+                }
+                RefEdit::AddAcl => {
+                    target.add_unique(&k);
+                }
+                RefEdit::DelMap | RefEdit::DelAcl => {
+                    target.delete_key(&k);
+                }
+            }
+        }
+        Action::Allow => return Verdict::Allow,
+        Action::Deny(r) => return Verdict::Deny(r),
+        Action::Tarpit(r) => return Verdict::Tarpit(r),
+        Action::Reject => return Verdict::Reject,
+        Action::SilentDrop => return Verdict::SilentDrop,
+        Action::Close => return Verdict::Close,
+        Action::Auth(realm) => return Verdict::Auth(realm.as_deref()),
+        Action::Redirect(r) => {
+            if let Some(loc) = r.location(s) {
+                return Verdict::Redirect(r, loc);
+            }
+        }
+        Action::Return(r) => return Verdict::Return(r),
+        Action::UseService(n) => return Verdict::UseService(n),
+    }
+    Verdict::Continue
+}
+
+/// HAProxy's `set-var` conditions, all of which must hold.
+fn var_conds_allow(s: &dyn Stream, v: &VarRef, new: &Sample<'_>, c: &VarConds) -> bool {
+    let cur = s.var(v);
+    let exists = cur.is_some();
+    if (c.ifexists || c.ifset) && !exists {
+        return false;
+    }
+    if (c.ifnotexists || c.ifnotset) && exists {
+        return false;
+    }
+    let empty = |x: &Sample<'_>| x.as_bytes().is_some_and(<[u8]>::is_empty);
+    if c.ifempty && !empty(new) {
+        return false;
+    }
+    if c.ifnotempty && empty(new) {
+        return false;
+    }
+    if c.ifgt || c.iflt {
+        let as_int = |x: Sample<'_>| match x.cast(SmpType::Sint) {
+            Some(Sample::Sint(i)) => Some(i),
+            _ => None,
+        };
+        let (Some(old), Some(n)) = (cur.and_then(as_int), as_int(new.clone())) else {
+            return false;
+        };
+        if c.ifgt && old <= n {
+            return false;
+        }
+        if c.iflt && old >= n {
+            return false;
+        }
+    }
+    true
+}
+
+/// Expands `\1`..`\9` in a rendered replacement with the captures.
+fn expand(caps: &regex::bytes::Captures<'_>, with: &[u8], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < with.len() {
+        if with[i] == b'\\' && i + 1 < with.len() && with[i + 1].is_ascii_digit() {
+            let n = (with[i + 1] - b'0') as usize;
+            if let Some(m) = caps.get(n) {
+                out.extend_from_slice(m.as_bytes());
+            }
+            i += 2;
+            continue;
+        }
+        out.push(with[i]);
+        i += 1;
+    }
+}
+
+/// HAProxy's regex replace: the whole input must match the regex (it is
+/// anchored by the user, as in HAProxy, which runs `regex_exec_match2`
+/// from the start); the result replaces the matched part.
+fn regex_replace(re: &regex::bytes::Regex, input: &[u8], with: &[u8]) -> Option<Vec<u8>> {
+    let caps = re.captures(input)?;
+    let m = caps.get(0)?;
+    let mut out = Vec::with_capacity(input.len() + with.len());
+    out.extend_from_slice(&input[..m.start()]);
+    expand(&caps, with, &mut out);
+    out.extend_from_slice(&input[m.end()..]);
+    Some(out)
+}
+
+fn replace_header(
+    s: &dyn Stream,
+    res: bool,
+    name: &str,
+    rep: &crate::action::Replace,
+    each_value: bool,
+) -> Vec<(usize, Vec<u8>)> {
+    let with = rep.with.render_vec(s);
+    let msg = if res { s.res() } else { s.req() };
+    let Some(m) = msg else {
+        return Vec::new();
+    };
+    let mut edits = Vec::new();
+    for i in 0..m.header_count() {
+        let (n, v) = m.header(i);
+        if !n.eq_ignore_ascii_case(name.as_bytes()) {
+            continue;
+        }
+        if !each_value {
+            if let Some(nv) = regex_replace(&rep.re, v, &with) {
+                edits.push((i, nv));
+            }
+            continue;
+        }
+        let mut out = Vec::with_capacity(v.len());
+        let mut changed = false;
+        let mut first = true;
+        crate::fetch::split_values(v, &mut |part| {
+            if !first {
+                out.extend_from_slice(b", ");
+            }
+            first = false;
+            match regex_replace(&rep.re, part, &with) {
+                Some(nv) => {
+                    changed = true;
+                    out.extend_from_slice(&nv);
+                }
+                None => out.extend_from_slice(part),
+            }
+            false
+        });
+        if changed {
+            edits.push((i, out));
+        }
+    }
+    edits
+}
+
+fn replace_url(s: &dyn Stream, part: UrlPart, rep: &crate::action::Replace) -> Option<Vec<u8>> {
+    let with = rep.with.render_vec(s);
+    let m = s.req()?;
+    let t = m.target();
+    let input = match part {
+        UrlPart::Path => crate::fetch::path_of(t),
+        _ => t,
+    };
+    regex_replace(&rep.re, input, &with)
+}

@@ -1,0 +1,1050 @@
+//! Sample fetches: the catalog (name, arguments, output type, where the
+//! data exists) and their evaluation against a [`Txn`].
+//!
+//! Multi-value fetches (`hdr`, `cook`, `url_param`, `res.hdr`) give every
+//! occurrence to an ACL ([`Fetch::each`]) and one occurrence to a sample
+//! context ([`Fetch::one`]): the one selected by the occurrence argument,
+//! the last one by default for headers, as HAProxy does.
+
+use crate::sample::{Sample, SmpType};
+use crate::txn::{Msg, Txn, VarRef};
+use std::borrow::Cow;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Where a fetch's data comes from (HAProxy's SMP_USE_* classes), as bits.
+pub mod usage {
+    /// Constants, variables, process state: valid everywhere.
+    pub const INTERNAL: u8 = 1;
+    /// The connection's addresses.
+    pub const L4: u8 = 2;
+    /// The TLS layer.
+    pub const L5: u8 = 4;
+    /// TCP-mode request contents.
+    pub const L6REQ: u8 = 8;
+    /// The HTTP request.
+    pub const L7REQ: u8 = 16;
+    /// The HTTP response.
+    pub const L7RES: u8 = 32;
+
+    /// What each rule set may read.
+    pub const TCP_CONNECTION: u8 = INTERNAL | L4;
+    pub const TCP_SESSION: u8 = INTERNAL | L4 | L5;
+    pub const TCP_CONTENT: u8 = INTERNAL | L4 | L5 | L6REQ | L7REQ;
+    pub const HTTP_REQUEST: u8 = INTERNAL | L4 | L5 | L6REQ | L7REQ;
+    pub const HTTP_RESPONSE: u8 = INTERNAL | L4 | L5 | L6REQ | L7REQ | L7RES;
+
+    /// HAProxy's words for the data classes, for error messages.
+    pub fn describe(bits: u8) -> &'static str {
+        if bits & L7RES != 0 {
+            "HTTP response headers"
+        } else if bits & L7REQ != 0 {
+            "HTTP request headers"
+        } else if bits & L6REQ != 0 {
+            "request buffer contents"
+        } else if bits & L5 != 0 {
+            "the TLS layer"
+        } else {
+            "the connection"
+        }
+    }
+}
+
+/// A fetch that needs data that has not arrived yet (three-valued logic's
+/// MISS): the rule set waits, if it can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait;
+
+/// What a fetch reads.
+#[derive(Debug, Clone)]
+enum Kind {
+    Method,
+    ProtoHttp,
+    Path,
+    PathQ,
+    Base,
+    Url,
+    Query,
+    UrlParam(String, u8),
+    ReqVer,
+    Hdr { name: String, occ: i64, full: bool },
+    HdrCnt(String),
+    HdrNames,
+    Cook(String),
+    CookCnt(String),
+    HttpAuth(Arc<crate::userlist::Userlist>),
+    HttpAuthGroup(Arc<crate::userlist::Userlist>),
+    HttpAuthUser,
+    ReqBody,
+    ReqBodyLen,
+    ReqLen,
+    ReqPayload(usize, usize),
+    ReqSslSni,
+    ReqSslHelloType,
+    Status,
+    ResVer,
+    ResHdr { name: String, occ: i64, full: bool },
+    ResHdrCnt(String),
+    ResCook(String),
+    Src,
+    SrcPort,
+    Dst,
+    DstPort,
+    SslFc,
+    SslFcSni,
+    SslFcAlpn,
+    SslFcProtocol,
+    SslFcCipher,
+    SslFcIsResumed,
+    SslCUsed,
+    SslCVerify,
+    SslCSDn,
+    Var(VarRef, Option<String>),
+    Nbsrv(Option<String>),
+    BeName,
+    FeName,
+    SrvName,
+    Hostname,
+    Uuid,
+    Rand(Option<u64>),
+    Const(Sample<'static>),
+    Env(String),
+    Date(i64),
+    Pid,
+}
+
+/// A compiled fetch.
+#[derive(Debug, Clone)]
+pub struct Fetch {
+    kind: Kind,
+    out: SmpType,
+    usage: u8,
+    multi: bool,
+}
+
+/// One catalog line: name, output type, data class, short description.
+pub const FETCHES: &[(&str, SmpType, u8, &str)] = {
+    use usage::*;
+    use SmpType as T;
+    &[
+        ("method", T::Meth, L7REQ, "the request method"),
+        ("req.proto_http", T::Bool, L7REQ, "the request is HTTP"),
+        (
+            "path",
+            T::Str,
+            L7REQ,
+            "the request path, without the query string",
+        ),
+        ("pathq", T::Str, L7REQ, "the path and the query string"),
+        (
+            "base",
+            T::Str,
+            L7REQ,
+            "the first Host header followed by the path",
+        ),
+        ("url", T::Str, L7REQ, "the request target as received"),
+        (
+            "query",
+            T::Str,
+            L7REQ,
+            "the query string, after the first '?'",
+        ),
+        (
+            "url_param",
+            T::Str,
+            L7REQ,
+            "url_param(name[,delim]): a query string parameter (alias urlp)",
+        ),
+        (
+            "req.ver",
+            T::Str,
+            L7REQ,
+            "the request's HTTP version (\"1.1\"; alias req_ver)",
+        ),
+        (
+            "req.hdr",
+            T::Str,
+            L7REQ,
+            "req.hdr([name[,occ]]): header values, comma-separated values split (alias hdr)",
+        ),
+        (
+            "req.fhdr",
+            T::Str,
+            L7REQ,
+            "req.fhdr(name[,occ]): full header values",
+        ),
+        (
+            "req.hdr_cnt",
+            T::Sint,
+            L7REQ,
+            "req.hdr_cnt([name]): how many values (alias hdr_cnt)",
+        ),
+        (
+            "req.hdr_names",
+            T::Str,
+            L7REQ,
+            "the header names, comma-separated",
+        ),
+        (
+            "req.cook",
+            T::Str,
+            L7REQ,
+            "req.cook(name): a request cookie's value (alias cook)",
+        ),
+        (
+            "req.cook_cnt",
+            T::Sint,
+            L7REQ,
+            "req.cook_cnt([name]): how many such cookies (alias cook_cnt)",
+        ),
+        (
+            "http_auth",
+            T::Bool,
+            L7REQ,
+            "http_auth(userlist): valid Basic credentials",
+        ),
+        (
+            "http_auth_group",
+            T::Str,
+            L7REQ,
+            "http_auth_group(userlist): the authenticated user's groups, for ACLs",
+        ),
+        (
+            "http_auth_user",
+            T::Str,
+            L7REQ,
+            "the user name sent in Basic credentials",
+        ),
+        (
+            "req.body",
+            T::Bin,
+            L7REQ,
+            "the buffered request body (option http-buffer-request)",
+        ),
+        (
+            "req.body_len",
+            T::Sint,
+            L7REQ,
+            "the length of the buffered request body",
+        ),
+        (
+            "req.len",
+            T::Sint,
+            L6REQ,
+            "bytes in the request buffer (alias req_len)",
+        ),
+        (
+            "req.payload",
+            T::Bin,
+            L6REQ,
+            "req.payload(offset,length): request buffer bytes",
+        ),
+        (
+            "req.ssl_sni",
+            T::Str,
+            L6REQ,
+            "the SNI of a TLS ClientHello in the request buffer (alias req_ssl_sni)",
+        ),
+        (
+            "req.ssl_hello_type",
+            T::Sint,
+            L6REQ,
+            "1 when the request buffer holds a TLS ClientHello (alias req_ssl_hello_type)",
+        ),
+        ("status", T::Sint, L7RES, "the response status"),
+        (
+            "res.ver",
+            T::Str,
+            L7RES,
+            "the response's HTTP version (alias resp_ver)",
+        ),
+        (
+            "res.hdr",
+            T::Str,
+            L7RES,
+            "res.hdr([name[,occ]]): response header values (alias shdr)",
+        ),
+        (
+            "res.fhdr",
+            T::Str,
+            L7RES,
+            "res.fhdr(name[,occ]): full response header values",
+        ),
+        (
+            "res.hdr_cnt",
+            T::Sint,
+            L7RES,
+            "res.hdr_cnt([name]) (alias shdr_cnt)",
+        ),
+        (
+            "res.cook",
+            T::Str,
+            L7RES,
+            "res.cook(name): a Set-Cookie value (alias scook)",
+        ),
+        ("src", T::Addr, L4, "the client's address"),
+        ("src_port", T::Sint, L4, "the client's port"),
+        ("dst", T::Addr, L4, "the address the client connected to"),
+        ("dst_port", T::Sint, L4, "the port the client connected to"),
+        ("ssl_fc", T::Bool, L5, "the client connection uses TLS"),
+        ("ssl_fc_sni", T::Str, L5, "the SNI the client sent"),
+        ("ssl_fc_alpn", T::Str, L5, "the protocol ALPN selected"),
+        ("ssl_fc_protocol", T::Str, L5, "the TLS version (TLSv1.3)"),
+        ("ssl_fc_cipher", T::Str, L5, "the cipher suite"),
+        (
+            "ssl_fc_is_resumed",
+            T::Bool,
+            L5,
+            "the TLS session was resumed",
+        ),
+        (
+            "ssl_c_used",
+            T::Bool,
+            L5,
+            "the client presented a certificate",
+        ),
+        (
+            "ssl_c_verify",
+            T::Sint,
+            L5,
+            "the client certificate's verification result (0: ok)",
+        ),
+        (
+            "ssl_c_s_dn",
+            T::Str,
+            L5,
+            "the client certificate's subject DN",
+        ),
+        ("var", T::Any, INTERNAL, "var(name[,default]): a variable"),
+        (
+            "nbsrv",
+            T::Sint,
+            INTERNAL,
+            "nbsrv([backend]): usable servers",
+        ),
+        ("be_name", T::Str, INTERNAL, "the backend's name"),
+        ("fe_name", T::Str, INTERNAL, "the frontend's name"),
+        ("srv_name", T::Str, INTERNAL, "the server's name"),
+        ("hostname", T::Str, INTERNAL, "the machine's host name"),
+        ("uuid", T::Str, INTERNAL, "uuid([4]): a random UUID"),
+        ("rand", T::Sint, INTERNAL, "rand([range]): a random integer"),
+        ("always_true", T::Bool, INTERNAL, "true"),
+        ("always_false", T::Bool, INTERNAL, "false"),
+        ("int", T::Sint, INTERNAL, "int(value): a constant"),
+        ("str", T::Str, INTERNAL, "str(value): a constant"),
+        ("bool", T::Bool, INTERNAL, "bool(value): a constant"),
+        ("ipv4", T::Ipv4, INTERNAL, "ipv4(value): a constant"),
+        ("ipv6", T::Ipv6, INTERNAL, "ipv6(value): a constant"),
+        ("meth", T::Meth, INTERNAL, "meth(value): a constant"),
+        (
+            "env",
+            T::Str,
+            INTERNAL,
+            "env(name): an environment variable",
+        ),
+        (
+            "date",
+            T::Sint,
+            INTERNAL,
+            "date([offset]): seconds since the epoch",
+        ),
+        ("pid", T::Sint, INTERNAL, "the process id"),
+    ]
+};
+
+/// Older and shorter names of catalog fetches.
+const ALIASES: &[(&str, &str)] = &[
+    ("hdr", "req.hdr"),
+    ("fhdr", "req.fhdr"),
+    ("hdr_cnt", "req.hdr_cnt"),
+    ("cook", "req.cook"),
+    ("cook_cnt", "req.cook_cnt"),
+    ("urlp", "url_param"),
+    ("req_ver", "req.ver"),
+    ("req_len", "req.len"),
+    ("req_ssl_sni", "req.ssl_sni"),
+    ("req_ssl_hello_type", "req.ssl_hello_type"),
+    ("resp_ver", "res.ver"),
+    ("shdr", "res.hdr"),
+    ("shdr_cnt", "res.hdr_cnt"),
+    ("scook", "res.cook"),
+    ("req.cookie", "req.cook"),
+];
+
+/// Resolves an alias to its catalog name.
+pub fn canonical(name: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(a, _)| *a == name)
+        .map_or(name, |(_, c)| c)
+}
+
+/// Whether `name` (or its alias) is a known fetch.
+pub fn exists(name: &str) -> bool {
+    let n = canonical(name);
+    FETCHES.iter().any(|f| f.0 == n)
+}
+
+fn arg_count(name: &str, args: &[String], min: usize, max: usize) -> Result<(), String> {
+    if args.len() < min || args.len() > max {
+        let want = match (min, max) {
+            (0, 0) => "no argument".to_string(),
+            (a, b) if a == b => format!("{a} argument(s)"),
+            (a, b) => format!("{a} to {b} arguments"),
+        };
+        return Err(format!(
+            "fetch method '{name}' expects {want} (got {})",
+            args.len()
+        ));
+    }
+    Ok(())
+}
+
+fn int_arg(name: &str, s: &str) -> Result<i64, String> {
+    s.trim()
+        .parse::<i64>()
+        .map_err(|_| format!("fetch method '{name}': invalid integer '{s}'"))
+}
+
+impl Fetch {
+    /// Compiles `name(args)`. Userlists are looked up in `env`.
+    pub fn parse(name: &str, args: &[String], env: &crate::Env) -> Result<Fetch, String> {
+        let canon = canonical(name);
+        let Some(&(_, out, usage, _)) = FETCHES.iter().find(|f| f.0 == canon) else {
+            return Err(format!("unknown fetch method '{name}'"));
+        };
+        let a = |i: usize| args.get(i).map(String::as_str);
+        let userlist = |i: usize| -> Result<Arc<crate::userlist::Userlist>, String> {
+            let ul =
+                a(i).ok_or_else(|| format!("fetch method '{name}' expects a userlist name"))?;
+            env.userlists
+                .get(ul)
+                .cloned()
+                .ok_or_else(|| format!("fetch method '{name}': unable to find userlist '{ul}'"))
+        };
+        let occ = |i: usize| -> Result<i64, String> { a(i).map_or(Ok(-1), |s| int_arg(name, s)) };
+        let mut multi = false;
+        let kind = match canon {
+            "method" | "req.proto_http" | "path" | "pathq" | "base" | "url" | "query"
+            | "req.ver" | "req.hdr_names" | "req.body" | "req.body_len" | "req.len"
+            | "req.ssl_sni" | "req.ssl_hello_type" | "status" | "res.ver" | "src" | "src_port"
+            | "dst" | "dst_port" | "ssl_fc" | "ssl_fc_sni" | "ssl_fc_alpn" | "ssl_fc_protocol"
+            | "ssl_fc_cipher" | "ssl_fc_is_resumed" | "ssl_c_used" | "ssl_c_verify"
+            | "ssl_c_s_dn" | "be_name" | "fe_name" | "srv_name" | "hostname" | "always_true"
+            | "always_false" | "pid" | "http_auth_user" => {
+                arg_count(name, args, 0, 0)?;
+                simple_kind(canon)
+            }
+            "url_param" => {
+                arg_count(name, args, 1, 2)?;
+                let delim = match a(1) {
+                    None => b'&',
+                    Some(d) if d.len() == 1 => d.as_bytes()[0],
+                    Some(d) => {
+                        return Err(format!("fetch method '{name}': invalid delimiter '{d}'"))
+                    }
+                };
+                multi = true;
+                Kind::UrlParam(args[0].clone(), delim)
+            }
+            "req.hdr" | "req.fhdr" | "res.hdr" | "res.fhdr" => {
+                arg_count(name, args, 0, 2)?;
+                multi = true;
+                let name_arg = a(0).unwrap_or("").to_ascii_lowercase();
+                let full = canon.ends_with("fhdr");
+                if canon.starts_with("req") {
+                    Kind::Hdr {
+                        name: name_arg,
+                        occ: occ(1)?,
+                        full,
+                    }
+                } else {
+                    Kind::ResHdr {
+                        name: name_arg,
+                        occ: occ(1)?,
+                        full,
+                    }
+                }
+            }
+            "req.hdr_cnt" | "res.hdr_cnt" => {
+                arg_count(name, args, 0, 1)?;
+                let n = a(0).unwrap_or("").to_ascii_lowercase();
+                if canon.starts_with("req") {
+                    Kind::HdrCnt(n)
+                } else {
+                    Kind::ResHdrCnt(n)
+                }
+            }
+            "req.cook" | "res.cook" => {
+                arg_count(name, args, 0, 1)?;
+                multi = true;
+                let n = a(0).unwrap_or("").to_string();
+                if canon.starts_with("req") {
+                    Kind::Cook(n)
+                } else {
+                    Kind::ResCook(n)
+                }
+            }
+            "req.cook_cnt" => {
+                arg_count(name, args, 0, 1)?;
+                Kind::CookCnt(a(0).unwrap_or("").to_string())
+            }
+            "http_auth" => {
+                arg_count(name, args, 1, 1)?;
+                Kind::HttpAuth(userlist(0)?)
+            }
+            "http_auth_group" => {
+                arg_count(name, args, 1, 1)?;
+                multi = true;
+                Kind::HttpAuthGroup(userlist(0)?)
+            }
+            "req.payload" => {
+                arg_count(name, args, 2, 2)?;
+                let off = int_arg(name, &args[0])?;
+                let len = int_arg(name, &args[1])?;
+                if off < 0 || len < 0 {
+                    return Err(format!("fetch method '{name}': negative offset or length"));
+                }
+                Kind::ReqPayload(off as usize, len as usize)
+            }
+            "var" => {
+                arg_count(name, args, 1, 2)?;
+                Kind::Var(VarRef::parse(&args[0])?, a(1).map(str::to_string))
+            }
+            "nbsrv" => {
+                arg_count(name, args, 0, 1)?;
+                Kind::Nbsrv(a(0).map(str::to_string))
+            }
+            "uuid" => {
+                arg_count(name, args, 0, 1)?;
+                if a(0).is_some_and(|v| v != "4") {
+                    return Err(format!(
+                        "fetch method '{name}': only version 4 is supported"
+                    ));
+                }
+                Kind::Uuid
+            }
+            "rand" => {
+                arg_count(name, args, 0, 1)?;
+                Kind::Rand(
+                    a(0).map(|s| int_arg(name, s))
+                        .transpose()?
+                        .map(|v| v as u64),
+                )
+            }
+            "int" | "str" | "bool" | "ipv4" | "ipv6" | "meth" => {
+                arg_count(name, args, 1, 1)?;
+                Kind::Const(constant(canon, &args[0])?)
+            }
+            "env" => {
+                arg_count(name, args, 1, 1)?;
+                Kind::Env(args[0].clone())
+            }
+            "date" => {
+                arg_count(name, args, 0, 2)?;
+                Kind::Date(a(0).map_or(Ok(0), |s| int_arg(name, s))?)
+            }
+            _ => return Err(format!("unknown fetch method '{name}'")),
+        };
+        Ok(Fetch {
+            kind,
+            out,
+            usage,
+            multi,
+        })
+    }
+
+    pub fn out_type(&self) -> SmpType {
+        self.out
+    }
+
+    /// The data classes this fetch needs ([`usage`]).
+    pub fn usage(&self) -> u8 {
+        self.usage
+    }
+
+    /// Whether the fetch gives several values to an ACL.
+    pub fn is_multi(&self) -> bool {
+        self.multi
+    }
+
+    /// The value in a sample context (one occurrence).
+    pub fn one<'a>(&'a self, txn: &'a dyn Txn) -> Result<Option<Sample<'a>>, Wait> {
+        if !self.multi {
+            return self.single(txn);
+        }
+        let mut last = None;
+        let want = self.occurrence();
+        let mut n = 0i64;
+        let mut all: Vec<Sample<'a>> = Vec::new();
+        self.each(txn, &mut |s| {
+            n += 1;
+            match want {
+                // Last occurrence (the default for headers).
+                -1 => last = Some(s),
+                0 => {
+                    last = Some(s);
+                    return true;
+                }
+                k if k > 0 => {
+                    if n == k {
+                        last = Some(s);
+                        return true;
+                    }
+                }
+                _ => all.push(s),
+            }
+            false
+        })?;
+        if want < -1 {
+            let idx = all.len() as i64 + want + 1;
+            return Ok((idx >= 0).then(|| all.swap_remove(idx as usize)));
+        }
+        Ok(last)
+    }
+
+    /// HAProxy's occurrence argument: 0 means the first for cookies and
+    /// URL parameters, positive counts from the first, negative from the
+    /// last (-1, the default for headers, is the last).
+    fn occurrence(&self) -> i64 {
+        match &self.kind {
+            Kind::Hdr { occ, .. } | Kind::ResHdr { occ, .. } => *occ,
+            // Cookies and URL parameters: the first occurrence.
+            _ => 0,
+        }
+    }
+
+    /// Calls `f` with each value until it returns true (ACL context).
+    /// Returns whether `f` returned true.
+    pub fn each<'a>(
+        &'a self,
+        txn: &'a dyn Txn,
+        f: &mut dyn FnMut(Sample<'a>) -> bool,
+    ) -> Result<bool, Wait> {
+        match &self.kind {
+            Kind::Hdr { name, full, .. } => {
+                Ok(txn.req().is_some_and(|m| each_header(m, name, *full, f)))
+            }
+            Kind::ResHdr { name, full, .. } => {
+                Ok(txn.res().is_some_and(|m| each_header(m, name, *full, f)))
+            }
+            Kind::Cook(name) => Ok(txn
+                .req()
+                .is_some_and(|m| each_cookie(m, b"cookie", name, f))),
+            Kind::ResCook(name) => Ok(txn
+                .res()
+                .is_some_and(|m| each_cookie(m, b"set-cookie", name, f))),
+            Kind::UrlParam(name, delim) => Ok(txn.req().is_some_and(|m| {
+                let Some(q) = query_of(m.target()) else {
+                    return false;
+                };
+                for part in q.split(|b| b == delim) {
+                    // HAProxy looks for `name=`: a bare `name` is absent.
+                    let Some(i) = part.iter().position(|&b| b == b'=') else {
+                        continue;
+                    };
+                    let (k, v) = (&part[..i], &part[i + 1..]);
+                    if k == name.as_bytes() && f(Sample::str(v)) {
+                        return true;
+                    }
+                }
+                false
+            })),
+            Kind::HttpAuthGroup(ul) => Ok(txn.req().is_some_and(|m| {
+                let Some(user) = auth_user(m, ul) else {
+                    return false;
+                };
+                for g in ul.groups_of(&user) {
+                    if f(Sample::owned_str(g.as_bytes().to_vec())) {
+                        return true;
+                    }
+                }
+                false
+            })),
+            _ => match self.single(txn)? {
+                Some(s) => Ok(f(s)),
+                None => Ok(false),
+            },
+        }
+    }
+
+    fn single<'a>(&'a self, txn: &'a dyn Txn) -> Result<Option<Sample<'a>>, Wait> {
+        let req = || txn.req();
+        let s = match &self.kind {
+            Kind::Method => req().map(|m| Sample::Meth(Cow::Borrowed(m.method()))),
+            Kind::ProtoHttp => Some(Sample::Bool(req().is_some())),
+            Kind::Path => req().map(|m| Sample::str(path_of(m.target()))),
+            Kind::PathQ => req().map(|m| Sample::str(pathq_of(m.target()))),
+            Kind::Url => req().map(|m| Sample::str(m.target())),
+            Kind::Query => req().and_then(|m| query_of(m.target()).map(Sample::str)),
+            Kind::Base => req().and_then(|m| {
+                let host = last_header(m, b"host")?;
+                let mut v = host.to_vec();
+                v.extend_from_slice(path_of(m.target()));
+                Some(Sample::owned_str(v))
+            }),
+            Kind::ReqVer => req().map(|m| version_str(m.version())),
+            Kind::ResVer => txn.res().map(|m| version_str(m.version())),
+            Kind::HdrCnt(n) => req().map(|m| Sample::Sint(count_values(m, n))),
+            Kind::ResHdrCnt(n) => txn.res().map(|m| Sample::Sint(count_values(m, n))),
+            Kind::HdrNames => req().map(|m| {
+                let mut v = Vec::new();
+                for i in 0..m.header_count() {
+                    if i > 0 {
+                        v.push(b',');
+                    }
+                    v.extend_from_slice(m.header(i).0);
+                }
+                Sample::owned_str(v)
+            }),
+            Kind::CookCnt(n) => req().map(|m| {
+                let mut c = 0;
+                each_cookie(m, b"cookie", n, &mut |_| {
+                    c += 1;
+                    false
+                });
+                Sample::Sint(c)
+            }),
+            Kind::HttpAuth(ul) => req().map(|m| Sample::Bool(auth_user(m, ul).is_some())),
+            Kind::HttpAuthUser => req().and_then(|m| {
+                let v = last_header(m, b"authorization")?;
+                crate::userlist::basic_user(v).map(|u| Sample::owned_str(u.into_bytes()))
+            }),
+            Kind::ReqBody => txn.req_body().map(|b| Sample::Bin(Cow::Borrowed(b))),
+            Kind::ReqBodyLen => txn.req_body().map(|b| Sample::Sint(b.len() as i64)),
+            Kind::ReqLen => txn.payload().map(|p| Sample::Sint(p.len() as i64)),
+            Kind::ReqPayload(off, len) => {
+                let Some(p) = txn.payload() else {
+                    return Ok(None);
+                };
+                let end = if *len == 0 { p.len() } else { off + len };
+                if p.len() < end || p.len() < *off {
+                    return if txn.payload_final() {
+                        Ok(None)
+                    } else {
+                        Err(Wait)
+                    };
+                }
+                Some(Sample::Bin(Cow::Borrowed(&p[*off..end])))
+            }
+            Kind::ReqSslSni | Kind::ReqSslHelloType => {
+                let Some(p) = txn.payload() else {
+                    return Ok(None);
+                };
+                match crate::tlshello::parse(p) {
+                    crate::tlshello::Hello::Incomplete if !txn.payload_final() => return Err(Wait),
+                    crate::tlshello::Hello::Complete { sni } => match &self.kind {
+                        Kind::ReqSslSni => sni.map(Sample::str),
+                        _ => Some(Sample::Sint(1)),
+                    },
+                    _ => None,
+                }
+            }
+            Kind::Status => txn.res().map(|m| Sample::Sint(m.status() as i64)),
+            Kind::Src => txn.src().map(|a| ip_sample(a.ip())),
+            Kind::SrcPort => txn.src().map(|a| Sample::Sint(a.port() as i64)),
+            Kind::Dst => txn.dst().map(|a| ip_sample(a.ip())),
+            Kind::DstPort => txn.dst().map(|a| Sample::Sint(a.port() as i64)),
+            Kind::SslFc => Some(Sample::Bool(txn.tls().is_some())),
+            Kind::SslFcSni => txn
+                .tls()
+                .and_then(|t| t.sni)
+                .map(|s| Sample::str(s.as_bytes())),
+            Kind::SslFcAlpn => txn.tls().and_then(|t| t.alpn).map(Sample::str),
+            Kind::SslFcProtocol => txn
+                .tls()
+                .and_then(|t| t.protocol)
+                .map(|s| Sample::str(s.as_bytes())),
+            Kind::SslFcCipher => txn
+                .tls()
+                .and_then(|t| t.cipher)
+                .map(|s| Sample::str(s.as_bytes())),
+            Kind::SslFcIsResumed => txn.tls().map(|t| Sample::Bool(t.resumed)),
+            Kind::SslCUsed => txn.tls().map(|t| Sample::Bool(t.c_used)),
+            Kind::SslCVerify => txn.tls().map(|t| Sample::Sint(t.c_verify)),
+            Kind::SslCSDn => txn
+                .tls()
+                .and_then(|t| t.c_s_dn)
+                .map(|s| Sample::str(s.as_bytes())),
+            Kind::Var(v, default) => txn
+                .var(v)
+                .or_else(|| default.as_ref().map(|d| Sample::str(d.as_bytes()))),
+            Kind::Nbsrv(be) => txn.nbsrv(be.as_deref()).map(Sample::Sint),
+            Kind::BeName => txn.backend_name().map(|s| Sample::str(s.as_bytes())),
+            Kind::FeName => Some(Sample::str(txn.frontend_name().as_bytes())),
+            Kind::SrvName => txn.server_name().map(|s| Sample::str(s.as_bytes())),
+            Kind::Hostname => Some(Sample::str(txn.hostname().as_bytes())),
+            Kind::Uuid => Some(Sample::owned_str(uuid4().into_bytes())),
+            Kind::Rand(range) => {
+                let r = crate::rand::next_u32() as u64;
+                Some(Sample::Sint(match range {
+                    Some(n) => ((r * n) >> 32) as i64,
+                    None => r as i64,
+                }))
+            }
+            Kind::Const(c) => Some(c.reborrow()),
+            Kind::Env(name) => std::env::var(name)
+                .ok()
+                .map(|v| Sample::owned_str(v.into_bytes())),
+            Kind::Date(off) => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                Some(Sample::Sint(now + off))
+            }
+            Kind::Pid => Some(Sample::Sint(std::process::id() as i64)),
+            Kind::Hdr { .. }
+            | Kind::ResHdr { .. }
+            | Kind::Cook(_)
+            | Kind::ResCook(_)
+            | Kind::UrlParam(..)
+            | Kind::HttpAuthGroup(_) => return self.one(txn),
+        };
+        Ok(s)
+    }
+}
+
+fn simple_kind(canon: &str) -> Kind {
+    match canon {
+        "method" => Kind::Method,
+        "req.proto_http" => Kind::ProtoHttp,
+        "path" => Kind::Path,
+        "pathq" => Kind::PathQ,
+        "base" => Kind::Base,
+        "url" => Kind::Url,
+        "query" => Kind::Query,
+        "req.ver" => Kind::ReqVer,
+        "req.hdr_names" => Kind::HdrNames,
+        "req.body" => Kind::ReqBody,
+        "req.body_len" => Kind::ReqBodyLen,
+        "req.len" => Kind::ReqLen,
+        "req.ssl_sni" => Kind::ReqSslSni,
+        "req.ssl_hello_type" => Kind::ReqSslHelloType,
+        "status" => Kind::Status,
+        "res.ver" => Kind::ResVer,
+        "src" => Kind::Src,
+        "src_port" => Kind::SrcPort,
+        "dst" => Kind::Dst,
+        "dst_port" => Kind::DstPort,
+        "ssl_fc" => Kind::SslFc,
+        "ssl_fc_sni" => Kind::SslFcSni,
+        "ssl_fc_alpn" => Kind::SslFcAlpn,
+        "ssl_fc_protocol" => Kind::SslFcProtocol,
+        "ssl_fc_cipher" => Kind::SslFcCipher,
+        "ssl_fc_is_resumed" => Kind::SslFcIsResumed,
+        "ssl_c_used" => Kind::SslCUsed,
+        "ssl_c_verify" => Kind::SslCVerify,
+        "ssl_c_s_dn" => Kind::SslCSDn,
+        "be_name" => Kind::BeName,
+        "fe_name" => Kind::FeName,
+        "srv_name" => Kind::SrvName,
+        "hostname" => Kind::Hostname,
+        "always_true" => Kind::Const(Sample::Bool(true)),
+        "always_false" => Kind::Const(Sample::Bool(false)),
+        "http_auth_user" => Kind::HttpAuthUser,
+        _ => Kind::Pid,
+    }
+}
+
+fn constant(kind: &str, v: &str) -> Result<Sample<'static>, String> {
+    let bad = || format!("fetch method '{kind}': invalid value '{v}'");
+    Ok(match kind {
+        "int" => Sample::Sint(v.trim().parse().map_err(|_| bad())?),
+        "bool" => Sample::Bool(v.trim().parse::<i64>().map_err(|_| bad())? != 0),
+        "ipv4" => Sample::Ipv4(v.parse().map_err(|_| bad())?),
+        "ipv6" => Sample::Ipv6(v.parse().map_err(|_| bad())?),
+        "meth" => Sample::Meth(Cow::Owned(v.as_bytes().to_vec())),
+        _ => Sample::owned_str(v.as_bytes().to_vec()),
+    })
+}
+
+fn ip_sample(ip: IpAddr) -> Sample<'static> {
+    match ip {
+        IpAddr::V4(a) => Sample::Ipv4(a),
+        IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => Sample::Ipv4(v4),
+            None => Sample::Ipv6(a),
+        },
+    }
+}
+
+fn version_str(v: u8) -> Sample<'static> {
+    Sample::str(match v {
+        10 => b"1.0",
+        20 => b"2.0",
+        _ => b"1.1",
+    })
+}
+
+/// The path of a request target: origin form up to `?`; for the absolute
+/// form, the part after the authority (`/` when empty).
+pub fn path_of(target: &[u8]) -> &[u8] {
+    let t = strip_authority(target);
+    match t.iter().position(|&b| b == b'?') {
+        Some(i) => &t[..i],
+        None => t,
+    }
+}
+
+fn pathq_of(target: &[u8]) -> &[u8] {
+    strip_authority(target)
+}
+
+fn strip_authority(target: &[u8]) -> &[u8] {
+    if target.first() == Some(&b'/') || target == b"*" {
+        return target;
+    }
+    let Some(i) = target.windows(3).position(|w| w == b"://") else {
+        return target;
+    };
+    let rest = &target[i + 3..];
+    match rest.iter().position(|&b| b == b'/' || b == b'?') {
+        Some(j) => &rest[j..],
+        None => &rest[rest.len()..],
+    }
+}
+
+/// The query string: what follows the first `?` (none without one).
+pub fn query_of(target: &[u8]) -> Option<&[u8]> {
+    target
+        .iter()
+        .position(|&b| b == b'?')
+        .map(|i| &target[i + 1..])
+}
+
+fn eq_ic(a: &[u8], b: &[u8]) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
+/// The last value of a header (whole value).
+pub fn last_header<'m>(m: &'m dyn Msg, name: &[u8]) -> Option<&'m [u8]> {
+    (0..m.header_count())
+        .rev()
+        .map(|i| m.header(i))
+        .find(|(n, _)| eq_ic(n, name))
+        .map(|(_, v)| v)
+}
+
+/// Splits a header value on commas outside double quotes, trimming spaces.
+pub fn split_values<'v>(v: &'v [u8], f: &mut dyn FnMut(&'v [u8]) -> bool) -> bool {
+    let mut start = 0;
+    let mut quoted = false;
+    let mut i = 0;
+    while i <= v.len() {
+        let end = i == v.len();
+        if !end {
+            match v[i] {
+                b'"' => quoted = !quoted,
+                b'\\' if quoted => i += 1,
+                _ => {}
+            }
+        }
+        if end || (v[i] == b',' && !quoted) {
+            let part = trim(&v[start..i.min(v.len())]);
+            if f(part) {
+                return true;
+            }
+            start = i + 1;
+        }
+        i += 1;
+    }
+    false
+}
+
+fn trim(v: &[u8]) -> &[u8] {
+    let s = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let e = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(s, |e| e + 1);
+    &v[s..e.max(s)]
+}
+
+fn each_header<'a>(
+    m: &'a dyn Msg,
+    name: &str,
+    full: bool,
+    f: &mut dyn FnMut(Sample<'a>) -> bool,
+) -> bool {
+    for i in 0..m.header_count() {
+        let (n, v) = m.header(i);
+        if !name.is_empty() && !eq_ic(n, name.as_bytes()) {
+            continue;
+        }
+        if full {
+            if f(Sample::str(v)) {
+                return true;
+            }
+        } else if split_values(v, &mut |p| f(Sample::str(p))) {
+            return true;
+        }
+    }
+    false
+}
+
+fn count_values(m: &dyn Msg, name: &str) -> i64 {
+    let mut c = 0;
+    each_header(m, name, false, &mut |_| {
+        c += 1;
+        false
+    });
+    c
+}
+
+/// Cookies named `name` in `Cookie` (or `Set-Cookie`, first pair only)
+/// headers; an empty name matches the first cookie of each header.
+fn each_cookie<'a>(
+    m: &'a dyn Msg,
+    hdr: &[u8],
+    name: &str,
+    f: &mut dyn FnMut(Sample<'a>) -> bool,
+) -> bool {
+    let set = hdr == b"set-cookie";
+    for i in 0..m.header_count() {
+        let (n, v) = m.header(i);
+        if !eq_ic(n, hdr) {
+            continue;
+        }
+        for pair in v.split(|&b| b == b';') {
+            let pair = trim(pair);
+            let (k, val) = match pair.iter().position(|&b| b == b'=') {
+                Some(p) => (trim(&pair[..p]), trim(&pair[p + 1..])),
+                None => (pair, &b""[..]),
+            };
+            if (name.is_empty() || k == name.as_bytes()) && f(Sample::str(val)) {
+                return true;
+            }
+            if set {
+                break;
+            }
+        }
+    }
+    false
+}
+
+fn auth_user(m: &dyn Msg, ul: &crate::userlist::Userlist) -> Option<String> {
+    let v = last_header(m, b"authorization")?;
+    ul.check_basic(v)
+}
+
+fn uuid4() -> String {
+    let a = crate::rand::next_u64();
+    let b = crate::rand::next_u64();
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_le_bytes());
+    bytes[8..].copy_from_slice(&b.to_le_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let h: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}

@@ -1,0 +1,196 @@
+//! Redirects: the `redirect` keyword and `http-request redirect`.
+//!
+//! `redirect location|prefix|scheme <to> [code <c>] [drop-query]
+//! [append-slash] [ignore-empty] [set-cookie <n>[=<v>]] [clear-cookie
+//! <n>[=]]`; the code defaults to 302.
+
+use crate::fmt::LogFmt;
+use crate::txn::Txn;
+
+/// What the target replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirKind {
+    /// The whole `Location`.
+    Location,
+    /// A prefix before the request's path (and query).
+    Prefix,
+    /// A scheme before the request's Host and URI.
+    Scheme,
+}
+
+/// A compiled redirect.
+#[derive(Debug)]
+pub struct Redirect {
+    pub kind: RedirKind,
+    pub target: LogFmt,
+    pub code: u16,
+    pub drop_query: bool,
+    pub append_slash: bool,
+    pub ignore_empty: bool,
+    pub set_cookie: Option<String>,
+    pub clear_cookie: Option<String>,
+}
+
+impl Redirect {
+    /// Parses the words after `redirect` (up to `if`/`unless`).
+    pub fn parse(
+        words: &[String],
+        env: &crate::Env,
+        usage: u8,
+        _lf: bool,
+    ) -> Result<Redirect, String> {
+        let kind = match words.first().map(String::as_str) {
+            Some("location") => RedirKind::Location,
+            Some("prefix") => RedirKind::Prefix,
+            Some("scheme") => RedirKind::Scheme,
+            Some(o) => {
+                return Err(format!(
+                    "expects 'location', 'prefix' or 'scheme', got '{o}'"
+                ))
+            }
+            None => return Err("expects 'location', 'prefix' or 'scheme'".into()),
+        };
+        let to = words
+            .get(1)
+            .ok_or_else(|| format!("'{}' expects an argument", words[0]))?;
+        let target = LogFmt::parse(to, env, usage, "redirect")?;
+        let mut r = Redirect {
+            kind,
+            target,
+            code: 302,
+            drop_query: false,
+            append_slash: false,
+            ignore_empty: false,
+            set_cookie: None,
+            clear_cookie: None,
+        };
+        let mut i = 2;
+        while i < words.len() {
+            let arg = |i: usize| {
+                words
+                    .get(i + 1)
+                    .cloned()
+                    .ok_or_else(|| format!("'{}' expects an argument", words[i]))
+            };
+            match words[i].as_str() {
+                "code" => {
+                    let c = arg(i)?;
+                    r.code = c
+                        .parse()
+                        .ok()
+                        .filter(|c| matches!(c, 301 | 302 | 303 | 307 | 308))
+                        .ok_or_else(|| {
+                            format!("unsupported HTTP code '{c}' (expects 301, 302, 303, 307 or 308)")
+                        })?;
+                    i += 1;
+                }
+                "drop-query" => r.drop_query = true,
+                "append-slash" => r.append_slash = true,
+                "ignore-empty" => r.ignore_empty = true,
+                "set-cookie" => {
+                    r.set_cookie = Some(arg(i)?);
+                    i += 1;
+                }
+                "clear-cookie" => {
+                    r.clear_cookie = Some(arg(i)?);
+                    i += 1;
+                }
+                o => {
+                    return Err(format!(
+                        "expects 'code', 'prefix', 'location', 'scheme', 'set-cookie', 'clear-cookie', 'drop-query', 'ignore-empty' or 'append-slash' (was '{o}')"
+                    ))
+                }
+            }
+            i += 1;
+        }
+        Ok(r)
+    }
+
+    /// Builds the `Location` value; `None` when `ignore-empty` applies.
+    pub fn location(&self, txn: &dyn Txn) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(64);
+        self.target.render(txn, &mut out);
+        if self.ignore_empty && out.is_empty() {
+            return None;
+        }
+        let target = txn.req().map(|m| m.target()).unwrap_or(b"/");
+        let (path, query) = match target.iter().position(|&b| b == b'?') {
+            Some(i) => (&target[..i], Some(&target[i..])),
+            None => (target, None),
+        };
+        match self.kind {
+            RedirKind::Location => return Some(out),
+            RedirKind::Prefix => {
+                // A prefix of "/" adds nothing (HAProxy).
+                if out == b"/" {
+                    out.clear();
+                }
+            }
+            RedirKind::Scheme => {
+                out.extend_from_slice(b"://");
+                if let Some(h) = txn
+                    .req()
+                    .and_then(|m| crate::fetch::last_header(m, b"host"))
+                {
+                    out.extend_from_slice(h);
+                }
+            }
+        }
+        out.extend_from_slice(path);
+        if self.append_slash && !path.ends_with(b"/") {
+            out.push(b'/');
+        }
+        if !self.drop_query {
+            if let Some(q) = query {
+                out.extend_from_slice(q);
+            }
+        }
+        Some(out)
+    }
+
+    /// The whole HTTP/1.1 response for this redirect, as HAProxy builds
+    /// it. `close` adds `Connection: close`.
+    pub fn response(&self, location: &[u8], close: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128 + location.len());
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(self.code.to_string().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(reason(self.code).as_bytes());
+        out.extend_from_slice(b"\r\ncontent-length: 0\r\nlocation: ");
+        out.extend_from_slice(location);
+        out.extend_from_slice(b"\r\n");
+        if let Some(c) = &self.set_cookie {
+            out.extend_from_slice(b"set-cookie: ");
+            out.extend_from_slice(c.as_bytes());
+            if !c.contains('=') {
+                out.push(b'=');
+            }
+            out.extend_from_slice(b"; path=/\r\n");
+        }
+        if let Some(c) = &self.clear_cookie {
+            out.extend_from_slice(b"set-cookie: ");
+            out.extend_from_slice(c.as_bytes());
+            if !c.contains('=') {
+                out.push(b'=');
+            }
+            out.extend_from_slice(b"; path=/; Max-Age=0\r\n");
+        }
+        if close {
+            out.extend_from_slice(b"connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out
+    }
+}
+
+/// Reason phrases of the redirect codes.
+pub fn reason(code: u16) -> &'static str {
+    match code {
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        _ => "Redirect",
+    }
+}

@@ -1,0 +1,379 @@
+//! HTTP conformance cases as data (VTest's idea): every file in
+//! `tests/scenarios/*.scn` holds a configuration, raw client requests and
+//! what the client and the origin must see. One runner executes them all
+//! against the real `fairlead` binary and, where HAProxy is installed
+//! (`haproxy` on the PATH, or `HAPROXY=/path`), against HAProxy with the
+//! same configuration and the same expectations: HAProxy is the oracle,
+//! and the expectations are concrete values, so the files say something
+//! without it too.
+//!
+//! Format (see `tests/scenarios/README.md`):
+//!
+//! ```text
+//! # what the case shows
+//! --- config
+//! frontend fe
+//!     bind ${BIND}
+//!     ...
+//!     server s1 ${O1}
+//! --- request
+//! GET /x HTTP/1.1
+//! Host: example.com
+//! --- expect
+//! status 200
+//! header x-a: 1
+//! origin o1
+//! origin-header x-b: 2
+//! ```
+//!
+//! Request lines are sent with CRLF endings followed by an empty line;
+//! `\r`, `\n`, `\t` and `\\` escapes are expanded, and a line `<body>`
+//! starts a body sent as is. `${BIND}`, `${O1}`, `${O2}`, `${O3}` are
+//! replaced by the proxy's listening address and three echo origins that
+//! answer `200` with `x-origin: oN` and the request head they received as
+//! the body. Files named in `--- only fairlead` skip HAProxy.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One request and its expectations.
+struct Step {
+    request: Vec<u8>,
+    expect: Vec<String>,
+}
+
+struct Scenario {
+    name: String,
+    config: String,
+    steps: Vec<Step>,
+    fairlead_only: bool,
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('r') => out.push('\r'),
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('\\') => out.push('\\'),
+            Some(o) => {
+                out.push('\\');
+                out.push(o);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+fn parse(path: &Path) -> Scenario {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut sc = Scenario {
+        name: path.file_name().unwrap().to_string_lossy().into_owned(),
+        config: String::new(),
+        steps: Vec::new(),
+        fairlead_only: false,
+    };
+    let mut section = String::new();
+    let mut req: Vec<String> = Vec::new();
+    let mut body: Option<String> = None;
+    for line in text.lines() {
+        if let Some(s) = line.strip_prefix("--- ") {
+            section = s.trim().to_string();
+            match section.as_str() {
+                "request" => {
+                    req.clear();
+                    body = None;
+                }
+                "expect" => {
+                    let mut r = String::new();
+                    for l in &req {
+                        r.push_str(&unescape(l));
+                        r.push_str("\r\n");
+                    }
+                    r.push_str("\r\n");
+                    if let Some(b) = body.take() {
+                        r.push_str(&unescape(&b));
+                    }
+                    sc.steps.push(Step {
+                        request: r.into_bytes(),
+                        expect: Vec::new(),
+                    });
+                }
+                "only fairlead" => sc.fairlead_only = true,
+                _ => {}
+            }
+            continue;
+        }
+        match section.as_str() {
+            "config" => {
+                sc.config.push_str(line);
+                sc.config.push('\n');
+            }
+            "request" => match &mut body {
+                Some(b) => b.push_str(line),
+                None if line == "<body>" => body = Some(String::new()),
+                None => req.push(line.to_string()),
+            },
+            "expect" => {
+                let l = line.trim();
+                if !l.is_empty() && !l.starts_with('#') {
+                    sc.steps.last_mut().unwrap().expect.push(l.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(!sc.steps.is_empty(), "{}: no request", sc.name);
+    sc
+}
+
+/// An origin that echoes the request head it received.
+fn echo_origin(ip: IpAddr, name: &'static str) -> SocketAddr {
+    let (addr, _) = raw_origin(ip, move |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut w = s;
+        while let Some(head) = read_head(&mut r) {
+            // Skip a Content-Length body.
+            let len = head
+                .lines()
+                .find_map(|l| {
+                    let (n, v) = l.split_once(':')?;
+                    n.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())
+                        .flatten()
+                })
+                .unwrap_or(0);
+            let mut b = vec![0; len];
+            if r.read_exact(&mut b).is_err() {
+                return;
+            }
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nx-origin: {name}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{head}",
+                head.len()
+            );
+            if w.write_all(resp.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+/// What came back for one request.
+struct Got {
+    closed_without_response: bool,
+    resp: Option<Response>,
+}
+
+fn send(addr: SocketAddr, req: &[u8]) -> Got {
+    let mut s = TcpStream::connect_timeout(&addr, DEADLINE).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let _ = s.write_all(req);
+    let head_req = req.starts_with(b"HEAD ");
+    let mut r = BufReader::new(s);
+    match read_response(&mut r, head_req) {
+        Some(resp) => Got {
+            closed_without_response: false,
+            resp: Some(resp),
+        },
+        None => Got {
+            closed_without_response: true,
+            resp: None,
+        },
+    }
+}
+
+/// Checks one expectation; `Err` says what differed.
+fn check(e: &str, got: &Got) -> Result<(), String> {
+    let (kw, arg) = e.split_once(' ').unwrap_or((e, ""));
+    if kw == "closed" {
+        return if got.closed_without_response {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected no response, got {:?}",
+                got.resp.as_ref().map(|r| r.status)
+            ))
+        };
+    }
+    let Some(r) = &got.resp else {
+        return Err("the connection closed without a response".into());
+    };
+    let body = r.body_str();
+    let origin_lines: Vec<&str> = if r.header("x-origin").is_some() {
+        body.lines().collect()
+    } else {
+        Vec::new()
+    };
+    let origin_has = |line: &str| {
+        origin_lines
+            .iter()
+            .any(|l| match (l.split_once(':'), line.split_once(':')) {
+                (Some((n1, v1)), Some((n2, v2))) => {
+                    n1.eq_ignore_ascii_case(n2) && v1.trim() == v2.trim()
+                }
+                _ => *l == line,
+            })
+    };
+    let ok = match kw {
+        "status" => r.status.to_string() == arg,
+        "header" => {
+            let (n, v) = arg.split_once(':').ok_or("header expects name: value")?;
+            r.headers
+                .iter()
+                .any(|(hn, hv)| hn.eq_ignore_ascii_case(n.trim()) && hv.trim() == v.trim())
+        }
+        "no-header" => r.header(arg).is_none(),
+        "body-contains" => body.contains(&unescape(arg)),
+        "origin" => r.header("x-origin") == Some(arg),
+        "origin-line" => origin_lines.first() == Some(&arg),
+        "origin-header" => origin_has(arg),
+        "origin-no-header" => !origin_lines.iter().any(|l| {
+            l.split_once(':')
+                .is_some_and(|(n, _)| n.eq_ignore_ascii_case(arg))
+        }),
+        other => return Err(format!("unknown expectation '{other}'")),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "expectation '{e}' failed; got status {} headers {:?} body {:?}",
+            r.status, r.headers, body
+        ))
+    }
+}
+
+fn haproxy() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("HAPROXY") {
+        return Some(PathBuf::from(p));
+    }
+    let out = Command::new("sh")
+        .args(["-c", "command -v haproxy"])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!p.is_empty()).then(|| PathBuf::from(p))
+}
+
+/// Runs one scenario against a proxy started by `start`; returns the
+/// failures.
+fn run(sc: &Scenario, start: &dyn Fn(&str, SocketAddr) -> Box<dyn std::any::Any>) -> Vec<String> {
+    let ip = test_ip();
+    let o = [
+        echo_origin(ip, "o1"),
+        echo_origin(ip, "o2"),
+        echo_origin(ip, "o3"),
+    ];
+    let bind = free_addr(ip);
+    let cfg = sc
+        .config
+        .replace("${BIND}", &bind.to_string())
+        .replace("${O1}", &o[0].to_string())
+        .replace("${O2}", &o[1].to_string())
+        .replace("${O3}", &o[2].to_string())
+        .replace("${DIR}", env!("CARGO_MANIFEST_DIR"));
+    let _proxy = start(&cfg, bind);
+    let mut failures = Vec::new();
+    for (i, step) in sc.steps.iter().enumerate() {
+        let got = send(bind, &step.request);
+        for e in &step.expect {
+            if let Err(msg) = check(e, &got) {
+                failures.push(format!("{} request {}: {msg}", sc.name, i + 1));
+            }
+        }
+    }
+    failures
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "scn"))
+        .collect();
+    files.sort();
+    files.iter().map(|p| parse(p)).collect()
+}
+
+#[test]
+fn scenarios_through_fairlead() {
+    let mut failures = Vec::new();
+    let all = scenarios();
+    assert!(all.len() >= 10, "too few scenario files");
+    for sc in &all {
+        failures.extend(run(sc, &|cfg, bind| {
+            Box::new(Proxy::start(cfg, &[bind])) as Box<dyn std::any::Any>
+        }));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A running HAProxy, killed on drop.
+struct Haproxy(std::process::Child);
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn scenarios_through_haproxy() {
+    let Some(bin) = haproxy() else {
+        eprintln!("haproxy is not installed: the oracle comparison is skipped");
+        return;
+    };
+    let mut failures = Vec::new();
+    for sc in scenarios().iter().filter(|s| !s.fairlead_only) {
+        failures.extend(run(sc, &|cfg, bind| {
+            let path = write_cfg(cfg);
+            let child = Command::new(&bin)
+                .arg("-f")
+                .arg(&path)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start haproxy");
+            let mut h = Haproxy(child);
+            let end = Instant::now() + DEADLINE;
+            while TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_err() {
+                if let Ok(Some(st)) = h.0.try_wait() {
+                    let mut err = String::new();
+                    if let Some(mut e) = h.0.stderr.take() {
+                        let _ = e.read_to_string(&mut err);
+                    }
+                    panic!("haproxy exited ({st}):\n{err}\n{cfg}");
+                }
+                assert!(Instant::now() < end, "haproxy not listening");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Box::new(h) as Box<dyn std::any::Any>
+        }));
+    }
+    assert!(
+        failures.is_empty(),
+        "HAProxy disagrees with the expectations:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[allow(dead_code)]
+fn lines(r: &mut impl BufRead) -> Vec<String> {
+    r.lines().map_while(Result::ok).collect()
+}
