@@ -51,14 +51,18 @@ backend bk\n    timeout server 5parsecs\n    server s1 127.0.0.1:2 weight 1000\n
 #[test]
 fn unimplemented_keyword_is_named() {
     let p = write_cfg(
-        "frontend fe\n    mode http\n    bind 127.0.0.1:1\n    acl is_api path_beg /api\n    default_backend bk\n\
+        "frontend fe\n    mode http\n    bind 127.0.0.1:1\n    http-request track-sc0 src\n    default_backend bk\n\
 backend bk\n    mode http\n    server s1 127.0.0.1:2\n",
     );
     let path = p.to_str().unwrap();
     let (code, _out, err) = fairlead(&["-c", "-f", path]);
     assert_eq!(code, 1);
     assert!(err.contains(&format!("{path}:4")), "{err}");
-    assert!(err.contains("not implemented"), "{err}");
+    // The message names the action, not only the directive.
+    assert!(
+        err.contains("'http-request track-sc0' is not implemented yet"),
+        "{err}"
+    );
 }
 
 #[test]

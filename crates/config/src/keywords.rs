@@ -385,7 +385,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("option disable-h2-upgrade", DFL, N),
     kw!("option h1-case-adjust-bogus-client", DFL, N),
     kw!("option h1-case-adjust-bogus-server", DLB, N),
-    kw!("option http-buffer-request", P, N),
+    kw!("option http-buffer-request", P, I),
     kw!("option http-pretend-keepalive", DLB, N),
     kw!("option http-restrict-req-hdr-names", P, N),
     kw!("option http-use-proxy-header", DFL, N),

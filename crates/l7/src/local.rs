@@ -41,6 +41,21 @@ impl Model {
         }
     }
 
+    /// Hands what rules captured to the log line, then returns the pooled
+    /// parts.
+    pub fn finish(mut self, rl: &mut ReqLog) {
+        let fx = &mut self.st.fx;
+        let silent = fx.log_level == Some(None);
+        if silent || !fx.req_captures.is_empty() || !fx.res_captures.is_empty() {
+            rl.captured = Some(Box::new(crate::logging::Captured {
+                req: std::mem::take(&mut fx.req_captures),
+                res: std::mem::take(&mut fx.res_captures),
+                silent,
+            }));
+        }
+        self.give();
+    }
+
     /// Returns the pooled parts.
     pub fn give(self) {
         msg::give(self.head);
@@ -84,6 +99,12 @@ impl Model {
     }
 }
 
+/// Whether the frontend or its default backend buffers request bodies.
+fn buffers_body(ctx: &crate::HttpCtx) -> bool {
+    let r = &ctx.routes;
+    r.fe_rules.buffer_request || r.default.is_some_and(|i| r.be_rules[i].buffer_request)
+}
+
 /// The rules of the chosen backend and of the frontend, each once.
 pub(crate) fn sections(ctx: &crate::HttpCtx, be: Option<usize>) -> [Option<&Arc<ProxyRules>>; 2] {
     let fe = &ctx.routes.fe_rules;
@@ -95,23 +116,47 @@ pub(crate) fn sections(ctx: &crate::HttpCtx, be: Option<usize>) -> [Option<&Arc<
 }
 
 impl Session {
-    /// The process phase on a parsed request (see [`process`]).
-    pub(crate) fn process(&mut self, head: &RequestHead, m: &mut Model) -> Decision {
+    /// The process phase on a parsed request (see [`process`]). With
+    /// `option http-buffer-request`, a `Content-Length` body is read first
+    /// (as much as the buffer holds, within `timeout http-request`) so
+    /// that `req.body` sees it.
+    pub(crate) async fn process(&mut self, head: &RequestHead, m: &mut Model) -> Decision {
         let ctx = self.ctx.clone();
+        let body_len = match head.body {
+            BodyKind::Length(n) if n > 0 && buffers_body(&ctx) => {
+                Some(self.buffer_body(head.head_len, n).await)
+            }
+            _ => None,
+        };
         let local = self.client.local_addr().ok();
         let tls = self.client.tls_info_ref();
         let facts = conn_facts(&ctx, self.peer, local, tls.as_deref());
         let close = !matches!(head.body, BodyKind::None | BodyKind::Length(0))
             || !head.keep_alive
             || self.stopping_now();
-        process::process_request(
-            &ctx,
-            &facts,
-            &mut m.head,
-            self.cbuf.filled(),
-            &mut m.st,
-            close,
-        )
+        let buf = self.cbuf.filled();
+        let body = body_len.map(|n| &buf[head.head_len..head.head_len + n]);
+        process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close)
+    }
+
+    /// Reads until the body (`len` bytes after the head) is in the buffer,
+    /// the buffer is full, or `timeout http-request` expires. Returns how
+    /// many body bytes are available.
+    async fn buffer_body(&mut self, head_len: usize, len: u64) -> usize {
+        let want = head_len.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+        let t = &self.ctx.front.timeouts;
+        let deadline = t.http_request.map(|d| tokio::time::Instant::now() + d);
+        while self.cbuf.len() < want && !self.cbuf.is_full() {
+            let r = fairlead_net::io::until(deadline, "http-request timeout", async {
+                self.cbuf.read_from(&self.client, usize::MAX).await
+            })
+            .await;
+            match r {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+        self.cbuf.len().min(want).saturating_sub(head_len)
     }
 
     fn stopping_now(&self) -> bool {
@@ -227,6 +272,7 @@ impl Session {
             fx: &mut m.st.fx,
             backend: Some(&be.name),
             server,
+            server_id: rl.server.map(|i| i64::from(be.servers[i].puid)),
             nbsrv: &nb,
             req_body: None,
         };
@@ -292,6 +338,7 @@ impl Session {
             fx: &mut m.st.fx,
             backend: Some(&be.name),
             server: None,
+            server_id: None,
             nbsrv: &nb,
             req_body: None,
         };

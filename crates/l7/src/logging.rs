@@ -39,6 +39,18 @@ pub(crate) struct ReqLog {
     pub term: TermState,
     /// The request line, when the frontend logs.
     pub line: Option<Vec<u8>>,
+    /// Captured headers and the log level rules set, when any rule did.
+    pub captured: Option<Box<Captured>>,
+}
+
+/// What rules left for the log line: `capture` slots (`%hr`, `%hs`) and
+/// `set-log-level`.
+#[derive(Default)]
+pub(crate) struct Captured {
+    pub req: Vec<Option<Vec<u8>>>,
+    pub res: Vec<Option<Vec<u8>>>,
+    /// `set-log-level silent`.
+    pub silent: bool,
 }
 
 impl ReqLog {
@@ -63,6 +75,7 @@ impl ReqLog {
             redispatched: false,
             term: TermState::NORMAL,
             line: None,
+            captured: None,
         }
     }
 
@@ -104,6 +117,10 @@ pub(crate) struct Gauges {
     pub backend_queue: u32,
 }
 
+fn refs(v: &[Option<Vec<u8>>]) -> Vec<Option<&[u8]>> {
+    v.iter().map(|c| c.as_deref()).collect()
+}
+
 /// Writes the log line of a finished request.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emit(
@@ -125,8 +142,17 @@ pub(crate) fn emit(
     if setup.dontlognull && rl.bytes_in == 0 && rl.first_byte.is_none() {
         return;
     }
+    if rl.captured.as_ref().is_some_and(|c| c.silent) {
+        return;
+    }
+    let (req_caps, res_caps) = match &rl.captured {
+        Some(c) => (refs(&c.req), refs(&c.res)),
+        None => (Vec::new(), Vec::new()),
+    };
     let since = |t: Option<Instant>| t.map(|t| ms(rl.start, t));
     let rec = LogRecord {
+        req_captures: &req_caps,
+        res_captures: &res_caps,
         client: Some(client),
         accept_date: rl.start_wall,
         frontend,

@@ -127,6 +127,7 @@ pub(crate) fn process_request(
     facts: &ConnFacts<'_>,
     msg: &mut Head,
     buf: &[u8],
+    body: Option<&[u8]>,
     st: &mut TxnState,
     close: bool,
 ) -> Decision {
@@ -141,8 +142,9 @@ pub(crate) fn process_request(
         fx: &mut st.fx,
         backend: None,
         server: None,
+        server_id: None,
         nbsrv: &nb,
-        req_body: None,
+        req_body: body,
     };
     capture_headers(fe, &mut tx);
     if let Some(d) = monitor(fe, &tx, close) {
@@ -221,9 +223,17 @@ fn section_rules(
     tx: &mut HttpTxn<'_>,
     close: bool,
 ) -> Option<Decision> {
+    // `tcp-request content` rules of an HTTP proxy run once per request,
+    // before its `http-request` rules, on the parsed request.
+    let realm = backend(ctx, be).name.as_str();
+    match run(&rules.tcp_content, &rules.acls, tx, false) {
+        v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close) => {
+            return local_of(ctx, be, realm, v, tx, close).map(Decision::Local);
+        }
+        _ => {}
+    }
     let v = run(&rules.http_request, &rules.acls, tx, false);
-    let realm = backend(ctx, be).name.clone();
-    if let Some(l) = local_of(ctx, be, &realm, v, tx, close) {
+    if let Some(l) = local_of(ctx, be, realm, v, tx, close) {
         return Some(Decision::Local(l));
     }
     for r in &rules.redirects {

@@ -282,10 +282,10 @@ impl Session {
         let mut prefer = None;
         if self.ctx.routes.active() {
             let mut m = crate::local::Model::take(self.cbuf.filled(), &head);
-            match self.process(&head, &mut m) {
+            match self.process(&head, &mut m).await {
                 crate::process::Decision::Local(l) => {
                     let next = self.send_local(l, &head, &mut m, rl).await;
-                    m.give();
+                    m.finish(rl);
                     return next;
                 }
                 crate::process::Decision::Forward { be, server } => {
@@ -297,13 +297,13 @@ impl Session {
         }
         if let Some(next) = self.local_service(&head, rl).await {
             if let Some(m) = model {
-                m.give();
+                m.finish(rl);
             }
             return next;
         }
         let outcome = self.exchange(&head, model.as_mut(), prefer, rl).await;
         if let Some(m) = model {
-            m.give();
+            m.finish(rl);
         }
         let Some(outcome) = outcome else {
             return Next::Close;

@@ -145,6 +145,7 @@ pub(crate) struct HttpTxn<'a> {
     pub fx: &'a mut Effects,
     pub backend: Option<&'a str>,
     pub server: Option<&'a str>,
+    pub server_id: Option<i64>,
     pub nbsrv: &'a dyn Fn(Option<&str>) -> Option<i64>,
     /// Slots of `http-request capture ... len` rules are numbered after
     /// the declared ones.
@@ -184,6 +185,9 @@ impl Txn for HttpTxn<'_> {
     }
     fn server_name(&self) -> Option<&str> {
         self.server
+    }
+    fn server_id(&self) -> Option<i64> {
+        self.server_id
     }
     fn nbsrv(&self, backend: Option<&str>) -> Option<i64> {
         (self.nbsrv)(backend.or(self.backend))

@@ -96,6 +96,7 @@ impl AclTerm {
         match res {
             Err(_) => Tri::Miss,
             Ok(true) => Tri::Pass,
+            Ok(false) if self.expr.fetch.may_change() && !txn.payload_final() => Tri::Miss,
             Ok(false) => Tri::Fail,
         }
     }
@@ -123,10 +124,11 @@ pub const PREDEFINED: &[(&str, &[&str])] = &[
     ("METH_PUT", &["method", "PUT"]),
     ("METH_TRACE", &["method", "TRACE"]),
     ("REQ_CONTENT", &["req.len", "gt", "0"]),
+    ("WAIT_END", &["wait_end"]),
 ];
 
 /// Fetches whose ACL forms take a `_val` (integer) or `_ip` suffix.
-const VALUE_SUFFIX_BASES: &[&str] = &[
+pub(crate) const VALUE_SUFFIX_BASES: &[&str] = &[
     "hdr",
     "req.hdr",
     "fhdr",
@@ -214,18 +216,12 @@ pub fn parse_term(
     b = b.flag_ignore_case(icase);
     let mut warnings = Vec::new();
     let values = &words[i..];
-    let mut vi = 0;
+    // Once the values start, a word beginning with '-' is a value too
+    // (HAProxy's flags only come first): `-- -i` matches "-i".
     let mut n_values = 0;
-    while vi < values.len() {
-        let v = values[vi].as_str();
-        if v == "-i" {
-            b = b.flag_ignore_case(true);
-            vi += 1;
-            continue;
-        }
+    for v in values {
         b.add_value(v)?;
         n_values += 1;
-        vi += 1;
     }
     let found_only = method == Method::Found;
     let explicit_end = words.get(i.saturating_sub(1)).is_some_and(|w| w == "--");
@@ -244,7 +240,9 @@ pub fn parse_term(
     ))
 }
 
-fn default_method(t: SmpType) -> Option<Method> {
+/// The match method an ACL uses without `-m` for a sample type (`bin`
+/// has none).
+pub(crate) fn default_method(t: SmpType) -> Option<Method> {
     Some(match t {
         SmpType::Bool => Method::Bool,
         SmpType::Sint => Method::Int,
@@ -294,4 +292,26 @@ pub fn usage_of(term: &AclTerm) -> u8 {
 /// The sample an ACL term would compare, for tests and `-c` diagnostics.
 pub fn sample_of<'a>(term: &'a AclTerm, txn: &'a dyn Txn) -> Option<Sample<'a>> {
     term.expr.eval(txn).ok().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn term(line: &str) -> AclTerm {
+        let words: Vec<String> = line.split_whitespace().map(String::from).collect();
+        parse_term(&words, &crate::Env::default(), 0).unwrap().0
+    }
+
+    #[test]
+    fn a_dash_word_among_values_is_a_value() {
+        // HAProxy reads flags only before the first value: after `--`,
+        // "-i" is a pattern, and it does not turn on case folding.
+        let t = term("req.hdr(x-flag) -- -i");
+        assert!(t.pats.matches(&Sample::Str(b"-i"[..].into())));
+        assert!(!t.pats.matches(&Sample::Str(b"-I"[..].into())));
+        let t = term("path /a -i");
+        assert!(t.pats.matches(&Sample::Str(b"-i"[..].into())));
+        assert!(!t.pats.matches(&Sample::Str(b"/A"[..].into())));
+    }
 }

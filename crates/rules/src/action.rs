@@ -264,7 +264,7 @@ fn allowed(set: RuleSet) -> &'static [&'static str] {
 
 /// Actions HAProxy has that Fairlead does not implement yet, so the error
 /// says "not implemented" rather than "unknown".
-const KNOWN_NOT_YET: &[&str] = &[
+pub(crate) const KNOWN_NOT_YET: &[&str] = &[
     "track-sc0",
     "track-sc1",
     "track-sc2",
@@ -472,7 +472,13 @@ fn parse_known(name: &str, words: &[String], cx: &mut ActionCtx<'_>) -> Result<A
         "silent-drop" => Action::SilentDrop,
         "close" => Action::Close,
         "deny" | "tarpit" => {
-            let default = if cx.set.is_response() { 502 } else { 403 };
+            // HAProxy's defaults: 403 for `deny`, 500 for `tarpit`, 502 in
+            // response rules.
+            let default = match (cx.set.is_response(), name) {
+                (true, _) => 502,
+                (false, "tarpit") => 500,
+                (false, _) => 403,
+            };
             let (mut reply, used) = deny_reply(&words[1..], default, cx)?;
             if 1 + used != n {
                 return Err(format!("unexpected argument '{}'", words[1 + used]));
@@ -542,10 +548,12 @@ fn deny_reply(
             .ok_or("'deny_status' expects a status code between 200 and 599")?;
         used = 2;
     }
+    // `deny` options: without a payload option the reply is the proxy's
+    // error page for the status (HAProxy's `default-errorfiles`).
     let (mut r, n) = Answer::parse(
         &words[used..],
         status,
-        used == 0,
+        false,
         cx.max_reply,
         cx.env,
         cx.set.usage(),
@@ -677,4 +685,51 @@ fn ref_edit(name: &str, words: &[String], cx: &ActionCtx<'_>) -> Result<Action, 
             None
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_in(set: RuleSet, line: &str) -> Result<Action, String> {
+        let env = crate::Env::default();
+        let mut acls = Acls::default();
+        let mut cx = ActionCtx {
+            env: &env,
+            set,
+            acls: &mut acls,
+            max_reply: 16384,
+            capture_slots: 0,
+        };
+        let words: Vec<String> = line.split(' ').map(String::from).collect();
+        parse(&words, &mut cx)
+    }
+
+    /// Regression (checked against HAProxy 2.6.12): `deny` and `tarpit`
+    /// without a payload option send the proxy's error page for their
+    /// status: 403 for `deny`, 500 for `tarpit`, 502 in response rules.
+    #[test]
+    fn deny_and_tarpit_send_the_error_page() {
+        use RuleSet::{HttpRequest, HttpResponse};
+        for (set, line, status) in [
+            (HttpRequest, "deny", 403),
+            (HttpRequest, "tarpit", 500),
+            (HttpResponse, "deny", 502),
+            (HttpRequest, "deny deny_status 429", 429),
+            (HttpRequest, "tarpit deny_status 503", 503),
+        ] {
+            let a = match parse_in(set, line) {
+                Ok(Action::Deny(a) | Action::Tarpit(a)) => a,
+                other => panic!("{line}: {other:?}"),
+            };
+            assert_eq!(a.status(), status, "{line}");
+            assert!(a.is_default && a.is_error, "{line}");
+        }
+        let a = match parse_in(HttpRequest, "deny content-type text/plain string nope") {
+            Ok(Action::Deny(a)) => a,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(a.status(), 403);
+        assert!(!a.is_default);
+    }
 }

@@ -40,6 +40,16 @@ use text::{JsonMode, Subst};
 /// short description). The map family comes first, as one entry.
 pub const CONVERTERS: &[(&str, &str)] = &spec::converters_table();
 
+/// Every supported converter but the map family, for the generated
+/// documentation: (name, argument syntax, input type, output type,
+/// description).
+pub fn signatures(
+) -> impl Iterator<Item = (&'static str, &'static str, SmpType, SmpType, &'static str)> {
+    SPECS
+        .iter()
+        .map(|s| (s.name, s.args, s.input, s.output, s.desc))
+}
+
 /// The 32-bit hash functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hash32 {

@@ -254,16 +254,14 @@ fn expand(caps: &regex::bytes::Captures<'_>, with: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// HAProxy's regex replace: the whole input must match the regex (it is
-/// anchored by the user, as in HAProxy, which runs `regex_exec_match2`
-/// from the start); the result replaces the matched part.
+/// HAProxy's regex replace (`regex_exec_match2` then `exp_replace`): when
+/// the regex matches anywhere in the input, the whole input is replaced
+/// by the expanded replacement; the text around the match is not kept
+/// (anchor the regex, or capture it, to keep it). `None`: no match.
 fn regex_replace(re: &regex::bytes::Regex, input: &[u8], with: &[u8]) -> Option<Vec<u8>> {
     let caps = re.captures(input)?;
-    let m = caps.get(0)?;
     let mut out = Vec::with_capacity(input.len() + with.len());
-    out.extend_from_slice(&input[..m.start()]);
     expand(&caps, with, &mut out);
-    out.extend_from_slice(&input[m.end()..]);
     Some(out)
 }
 
@@ -324,4 +322,30 @@ fn replace_url(s: &dyn Stream, part: UrlPart, rep: &crate::action::Replace) -> O
         _ => t,
     };
     regex_replace(&rep.re, input, &with)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::regex_replace;
+    use regex::bytes::Regex;
+
+    /// Regression: HAProxy replaces the whole value, not only the part the
+    /// regex matched (HAProxy 2.6.12: `replace-header X-A foo bar` turns
+    /// `xfooy` into `bar`, `replace-path /foo /bar` turns `/foo/x` into
+    /// `/bar`).
+    #[test]
+    fn replace_takes_the_whole_value() {
+        let r = |re: &str, input: &str, with: &str| {
+            regex_replace(&Regex::new(re).unwrap(), input.as_bytes(), with.as_bytes())
+                .map(|v| String::from_utf8(v).unwrap())
+        };
+        assert_eq!(r("foo", "xfooy", "bar").as_deref(), Some("bar"));
+        assert_eq!(r("/foo", "/foo/x", "/bar").as_deref(), Some("/bar"));
+        assert_eq!(
+            r("^/v1/(.*)", "/v1/users/7", "/api/\\1").as_deref(),
+            Some("/api/users/7")
+        );
+        assert_eq!(r("(.*)", "/p", "/pre\\1").as_deref(), Some("/pre/p"));
+        assert_eq!(r("zzz", "/p", "x"), None);
+    }
 }

@@ -26,18 +26,22 @@ pub mod usage {
     pub const L7REQ: u8 = 16;
     /// The HTTP response.
     pub const L7RES: u8 = 32;
+    /// TCP-mode response contents (`tcp-response content`).
+    pub const L6RES: u8 = 64;
 
     /// What each rule set may read.
     pub const TCP_CONNECTION: u8 = INTERNAL | L4;
     pub const TCP_SESSION: u8 = INTERNAL | L4 | L5;
     pub const TCP_CONTENT: u8 = INTERNAL | L4 | L5 | L6REQ | L7REQ;
     pub const HTTP_REQUEST: u8 = INTERNAL | L4 | L5 | L6REQ | L7REQ;
-    pub const HTTP_RESPONSE: u8 = INTERNAL | L4 | L5 | L6REQ | L7REQ | L7RES;
+    pub const HTTP_RESPONSE: u8 = INTERNAL | L4 | L5 | L6REQ | L7REQ | L7RES | L6RES;
 
     /// HAProxy's words for the data classes, for error messages.
     pub fn describe(bits: u8) -> &'static str {
         if bits & L7RES != 0 {
             "HTTP response headers"
+        } else if bits & L6RES != 0 {
+            "response buffer contents"
         } else if bits & L7REQ != 0 {
             "HTTP request headers"
         } else if bits & L6REQ != 0 {
@@ -81,6 +85,9 @@ enum Kind {
     ReqPayload(usize, usize),
     ReqSslSni,
     ReqSslHelloType,
+    ResLen,
+    ResPayload(usize, usize),
+    WaitEnd,
     Status,
     ResVer,
     ResHdr { name: String, occ: i64, full: bool },
@@ -104,6 +111,7 @@ enum Kind {
     BeName,
     FeName,
     SrvName,
+    SrvId,
     Hostname,
     Uuid,
     Rand(Option<u64>),
@@ -251,6 +259,19 @@ pub const FETCHES: &[(&str, SmpType, u8, &str)] = {
             L6REQ,
             "1 when the request buffer holds a TLS ClientHello (alias req_ssl_hello_type)",
         ),
+        ("res.len", T::Sint, L6RES, "bytes in the response buffer"),
+        (
+            "res.payload",
+            T::Bin,
+            L6RES,
+            "res.payload(offset,length): response buffer bytes",
+        ),
+        (
+            "wait_end",
+            T::Bool,
+            INTERNAL,
+            "true once the inspect-delay expired (MISS before)",
+        ),
         ("status", T::Sint, L7RES, "the response status"),
         (
             "res.ver",
@@ -325,6 +346,12 @@ pub const FETCHES: &[(&str, SmpType, u8, &str)] = {
         ("be_name", T::Str, INTERNAL, "the backend's name"),
         ("fe_name", T::Str, INTERNAL, "the frontend's name"),
         ("srv_name", T::Str, INTERNAL, "the server's name"),
+        (
+            "srv_id",
+            T::Sint,
+            INTERNAL,
+            "the server's id (in responses)",
+        ),
         ("hostname", T::Str, INTERNAL, "the machine's host name"),
         ("uuid", T::Str, INTERNAL, "uuid([4]): a random UUID"),
         ("rand", T::Sint, INTERNAL, "rand([range]): a random integer"),
@@ -352,8 +379,8 @@ pub const FETCHES: &[(&str, SmpType, u8, &str)] = {
     ]
 };
 
-/// Older and shorter names of catalog fetches.
-const ALIASES: &[(&str, &str)] = &[
+/// Older and shorter names of catalog fetches: (alias, catalog name).
+pub const ALIASES: &[(&str, &str)] = &[
     ("hdr", "req.hdr"),
     ("fhdr", "req.fhdr"),
     ("hdr_cnt", "req.hdr_cnt"),
@@ -370,6 +397,101 @@ const ALIASES: &[(&str, &str)] = &[
     ("scook", "res.cook"),
     ("req.cookie", "req.cook"),
 ];
+
+/// HAProxy fetches Fairlead does not have yet (stick tables, captures,
+/// and a few others), so that `-c` says "not implemented" for them.
+fn is_haproxy_fetch(name: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "sc_", "sc0_", "sc1_", "sc2_", "table_", "capture.", "ssl_c_", "ssl_f_", "ssl_bc", "fc_",
+        "bc_",
+    ];
+    const NAMES: &[&str] = &[
+        "src_conn_cur",
+        "src_conn_cnt",
+        "src_conn_rate",
+        "src_sess_cnt",
+        "src_sess_rate",
+        "src_http_req_cnt",
+        "src_http_req_rate",
+        "src_http_err_cnt",
+        "src_http_err_rate",
+        "src_get_gpc0",
+        "src_get_gpc1",
+        "src_inc_gpc0",
+        "src_inc_gpc1",
+        "src_clr_gpc0",
+        "src_gpc0_rate",
+        "src_kbytes_in",
+        "src_kbytes_out",
+        "src_bytes_in_rate",
+        "src_bytes_out_rate",
+        "src_updt_conn_cnt",
+        "src_get_gpt0",
+        "src_trackers",
+        "unique-id",
+        "req.rdp_cookie",
+        "rdp_cookie",
+        "req.hdrs",
+        "req.hdrs_bin",
+        "res.body",
+        "so_id",
+        "connslots",
+        "be_conn",
+        "be_conn_free",
+        "be_sess_rate",
+        "fe_conn",
+        "fe_req_rate",
+        "fe_sess_rate",
+        "queue",
+        "avg_queue",
+        "srv_conn",
+        "srv_is_up",
+        "srv_queue",
+        "srv_sess_rate",
+        "wait_end",
+        "stopping",
+        "lat_ns_avg",
+        "lat_ns_tot",
+        "cpu_calls",
+        "be_id",
+        "fe_id",
+        "ssl_fc_has_crt",
+        "ssl_fc_has_sni",
+        "ssl_fc_session_id",
+        "ssl_fc_cipherlist_bin",
+        "req.ssl_ver",
+        "req_ssl_ver",
+        "req.ssl_alpn",
+        "req.ssl_st_ext",
+        "req.ssl_ec_ext",
+        "res.ssl_hello_type",
+        "http_first_req",
+        "url_ip",
+        "url_port",
+        "urlp_val",
+        "res.cook_cnt",
+        "res.cook_val",
+        "cook_val",
+        "var_get",
+        "thread",
+        "nbproc",
+        "proc",
+        "ltime",
+        "utime",
+        "res.comp",
+        "res.comp_algo",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p)) || NAMES.contains(&name)
+}
+
+/// The error for a fetch name that is not in the catalog.
+pub fn unknown(name: &str) -> String {
+    if is_haproxy_fetch(name) {
+        format!("fetch method '{name}' is not implemented yet in Fairlead")
+    } else {
+        format!("unknown fetch method '{name}'")
+    }
+}
 
 /// Resolves an alias to its catalog name.
 pub fn canonical(name: &str) -> &str {
@@ -411,7 +533,7 @@ impl Fetch {
     pub fn parse(name: &str, args: &[String], env: &crate::Env) -> Result<Fetch, String> {
         let canon = canonical(name);
         let Some(&(_, out, usage, _)) = FETCHES.iter().find(|f| f.0 == canon) else {
-            return Err(format!("unknown fetch method '{name}'"));
+            return Err(unknown(name));
         };
         let a = |i: usize| args.get(i).map(String::as_str);
         let userlist = |i: usize| -> Result<Arc<crate::userlist::Userlist>, String> {
@@ -427,25 +549,27 @@ impl Fetch {
         let kind = match canon {
             "method" | "req.proto_http" | "path" | "pathq" | "base" | "url" | "query"
             | "req.ver" | "req.hdr_names" | "req.body" | "req.body_len" | "req.len"
-            | "req.ssl_sni" | "req.ssl_hello_type" | "status" | "res.ver" | "src" | "src_port"
-            | "dst" | "dst_port" | "ssl_fc" | "ssl_fc_sni" | "ssl_fc_alpn" | "ssl_fc_protocol"
-            | "ssl_fc_cipher" | "ssl_fc_is_resumed" | "ssl_c_used" | "ssl_c_verify"
-            | "ssl_c_s_dn" | "be_name" | "fe_name" | "srv_name" | "hostname" | "always_true"
-            | "always_false" | "pid" | "http_auth_user" => {
+            | "req.ssl_sni" | "req.ssl_hello_type" | "res.len" | "wait_end" | "status"
+            | "res.ver" | "src" | "src_port" | "dst" | "dst_port" | "ssl_fc" | "ssl_fc_sni"
+            | "ssl_fc_alpn" | "ssl_fc_protocol" | "ssl_fc_cipher" | "ssl_fc_is_resumed"
+            | "ssl_c_used" | "ssl_c_verify" | "ssl_c_s_dn" | "be_name" | "fe_name" | "srv_name"
+            | "srv_id" | "hostname" | "always_true" | "always_false" | "pid" | "http_auth_user" => {
                 arg_count(name, args, 0, 0)?;
                 simple_kind(canon)
             }
             "url_param" => {
-                arg_count(name, args, 1, 2)?;
+                arg_count(name, args, 0, 2)?;
+                // The parameters start after the first `delim` ('?' by
+                // default): HAProxy's `http_find_param_list`.
                 let delim = match a(1) {
-                    None => b'&',
+                    None => b'?',
                     Some(d) if d.len() == 1 => d.as_bytes()[0],
                     Some(d) => {
                         return Err(format!("fetch method '{name}': invalid delimiter '{d}'"))
                     }
                 };
                 multi = true;
-                Kind::UrlParam(args[0].clone(), delim)
+                Kind::UrlParam(a(0).unwrap_or("").to_string(), delim)
             }
             "req.hdr" | "req.fhdr" | "res.hdr" | "res.fhdr" => {
                 arg_count(name, args, 0, 2)?;
@@ -498,14 +622,18 @@ impl Fetch {
                 multi = true;
                 Kind::HttpAuthGroup(userlist(0)?)
             }
-            "req.payload" => {
+            "req.payload" | "res.payload" => {
                 arg_count(name, args, 2, 2)?;
                 let off = int_arg(name, &args[0])?;
                 let len = int_arg(name, &args[1])?;
                 if off < 0 || len < 0 {
                     return Err(format!("fetch method '{name}': negative offset or length"));
                 }
-                Kind::ReqPayload(off as usize, len as usize)
+                if canon == "req.payload" {
+                    Kind::ReqPayload(off as usize, len as usize)
+                } else {
+                    Kind::ResPayload(off as usize, len as usize)
+                }
             }
             "var" => {
                 arg_count(name, args, 1, 2)?;
@@ -563,6 +691,13 @@ impl Fetch {
         self.usage
     }
 
+    /// Whether a value that does not match may match later, once more
+    /// data arrived (HAProxy's `SMP_F_MAY_CHANGE` on `req.len`): an ACL
+    /// then gives MISS until the inspection is final.
+    pub fn may_change(&self) -> bool {
+        matches!(self.kind, Kind::ReqLen | Kind::ResLen)
+    }
+
     /// Whether the fetch gives several values to an ACL.
     pub fn is_multi(&self) -> bool {
         self.multi
@@ -597,19 +732,23 @@ impl Fetch {
             false
         })?;
         if want < -1 {
-            let idx = all.len() as i64 + want + 1;
+            // -1 is the last value, -2 the one before it.
+            let idx = all.len() as i64 + want;
             return Ok((idx >= 0).then(|| all.swap_remove(idx as usize)));
         }
         Ok(last)
     }
 
-    /// HAProxy's occurrence argument: 0 means the first for cookies and
-    /// URL parameters, positive counts from the first, negative from the
-    /// last (-1, the default for headers, is the last).
+    /// HAProxy's occurrence argument: 0 means the first, positive counts
+    /// from the first, negative from the last (-1, the default for
+    /// headers, is the last).
     fn occurrence(&self) -> i64 {
         match &self.kind {
             Kind::Hdr { occ, .. } | Kind::ResHdr { occ, .. } => *occ,
-            // Cookies and URL parameters: the first occurrence.
+            // A named cookie: the last occurrence (`smp_fetch_cookie`);
+            // without a name, the first cookie.
+            Kind::Cook(n) | Kind::ResCook(n) if !n.is_empty() => -1,
+            // URL parameters and the rest: the first occurrence.
             _ => 0,
         }
     }
@@ -634,22 +773,9 @@ impl Fetch {
             Kind::ResCook(name) => Ok(txn
                 .res()
                 .is_some_and(|m| each_cookie(m, b"set-cookie", name, f))),
-            Kind::UrlParam(name, delim) => Ok(txn.req().is_some_and(|m| {
-                let Some(q) = query_of(m.target()) else {
-                    return false;
-                };
-                for part in q.split(|b| b == delim) {
-                    // HAProxy looks for `name=`: a bare `name` is absent.
-                    let Some(i) = part.iter().position(|&b| b == b'=') else {
-                        continue;
-                    };
-                    let (k, v) = (&part[..i], &part[i + 1..]);
-                    if k == name.as_bytes() && f(Sample::str(v)) {
-                        return true;
-                    }
-                }
-                false
-            })),
+            Kind::UrlParam(name, delim) => Ok(txn
+                .req()
+                .is_some_and(|m| each_url_param(m.target(), name.as_bytes(), *delim, f))),
             Kind::HttpAuthGroup(ul) => Ok(txn.req().is_some_and(|m| {
                 let Some(user) = auth_user(m, ul) else {
                     return false;
@@ -713,8 +839,15 @@ impl Fetch {
             Kind::ReqBody => txn.req_body().map(|b| Sample::Bin(Cow::Borrowed(b))),
             Kind::ReqBodyLen => txn.req_body().map(|b| Sample::Sint(b.len() as i64)),
             Kind::ReqLen => txn.payload().map(|p| Sample::Sint(p.len() as i64)),
-            Kind::ReqPayload(off, len) => {
-                let Some(p) = txn.payload() else {
+            Kind::ResLen => txn.res_payload().map(|p| Sample::Sint(p.len() as i64)),
+            Kind::WaitEnd if !txn.payload_final() => return Err(Wait),
+            Kind::WaitEnd => Some(Sample::Bool(true)),
+            Kind::ReqPayload(off, len) | Kind::ResPayload(off, len) => {
+                let p = match &self.kind {
+                    Kind::ReqPayload(..) => txn.payload(),
+                    _ => txn.res_payload(),
+                };
+                let Some(p) = p else {
                     return Ok(None);
                 };
                 let end = if *len == 0 { p.len() } else { off + len };
@@ -773,6 +906,7 @@ impl Fetch {
             Kind::BeName => txn.backend_name().map(|s| Sample::str(s.as_bytes())),
             Kind::FeName => Some(Sample::str(txn.frontend_name().as_bytes())),
             Kind::SrvName => txn.server_name().map(|s| Sample::str(s.as_bytes())),
+            Kind::SrvId => txn.server_id().map(Sample::Sint),
             Kind::Hostname => Some(Sample::str(txn.hostname().as_bytes())),
             Kind::Uuid => Some(Sample::owned_str(uuid4().into_bytes())),
             Kind::Rand(range) => {
@@ -820,6 +954,8 @@ fn simple_kind(canon: &str) -> Kind {
         "req.len" => Kind::ReqLen,
         "req.ssl_sni" => Kind::ReqSslSni,
         "req.ssl_hello_type" => Kind::ReqSslHelloType,
+        "res.len" => Kind::ResLen,
+        "wait_end" => Kind::WaitEnd,
         "status" => Kind::Status,
         "res.ver" => Kind::ResVer,
         "src" => Kind::Src,
@@ -838,6 +974,7 @@ fn simple_kind(canon: &str) -> Kind {
         "be_name" => Kind::BeName,
         "fe_name" => Kind::FeName,
         "srv_name" => Kind::SrvName,
+        "srv_id" => Kind::SrvId,
         "hostname" => Kind::Hostname,
         "always_true" => Kind::Const(Sample::Bool(true)),
         "always_false" => Kind::Const(Sample::Bool(false)),
@@ -1025,6 +1162,51 @@ fn each_cookie<'a>(
     false
 }
 
+/// Calls `f` with each value of the URL parameter `name` (any parameter
+/// when empty) until it returns true, as HAProxy's
+/// `http_find_next_url_param`: the parameters start after the first
+/// `delim` of the target, and '&', ';' and `delim` separate them; a
+/// parameter without '=' has no value; with no name, each value starts
+/// after the next '='.
+fn each_url_param<'a>(
+    target: &'a [u8],
+    name: &[u8],
+    delim: u8,
+    f: &mut dyn FnMut(Sample<'a>) -> bool,
+) -> bool {
+    let Some(start) = target.iter().position(|&b| b == delim) else {
+        return false;
+    };
+    let list = &target[start + 1..];
+    let is_delim = |b: &u8| *b == b'&' || *b == b';' || *b == delim;
+    if name.is_empty() {
+        let mut pos = 0;
+        while let Some(eq) = list[pos..].iter().position(|&b| b == b'=') {
+            let vstart = pos + eq + 1;
+            let vend = list[vstart..]
+                .iter()
+                .position(is_delim)
+                .map_or(list.len(), |i| vstart + i);
+            if f(Sample::str(&list[vstart..vend])) {
+                return true;
+            }
+            pos = vend;
+        }
+        return false;
+    }
+    for part in list.split(is_delim) {
+        if let Some(v) = part
+            .strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(b"="))
+        {
+            if f(Sample::str(v)) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 fn auth_user(m: &dyn Msg, ul: &crate::userlist::Userlist) -> Option<String> {
     let v = last_header(m, b"authorization")?;
     ul.check_basic(v)
@@ -1047,4 +1229,99 @@ fn uuid4() -> String {
         &h[16..20],
         &h[20..32]
     )
+}
+
+/// Multi-value fetches, checked against HAProxy 2.6.12
+/// (tests/scenarios/28_multi_value_fetches.scn, 29_request_fetches.scn).
+#[cfg(test)]
+mod multi_value_tests {
+    use super::*;
+
+    struct Req {
+        target: &'static [u8],
+        headers: Vec<(&'static [u8], &'static [u8])>,
+    }
+
+    impl Msg for Req {
+        fn method(&self) -> &[u8] {
+            b"GET"
+        }
+        fn target(&self) -> &[u8] {
+            self.target
+        }
+        fn version(&self) -> u8 {
+            11
+        }
+        fn status(&self) -> u16 {
+            0
+        }
+        fn header_count(&self) -> usize {
+            self.headers.len()
+        }
+        fn header(&self, i: usize) -> (&[u8], &[u8]) {
+            self.headers[i]
+        }
+    }
+
+    impl Txn for Req {
+        fn req(&self) -> Option<&dyn Msg> {
+            Some(self)
+        }
+    }
+
+    fn req(target: &'static str, headers: &[(&'static str, &'static str)]) -> Req {
+        Req {
+            target: target.as_bytes(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+                .collect(),
+        }
+    }
+
+    /// The sample-context value of `name(args)`, as text.
+    fn one(r: &Req, name: &str, args: &[&str]) -> Option<String> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let f = Fetch::parse(name, &args, &crate::Env::default()).unwrap();
+        let s = f.one(r).ok()??;
+        Some(String::from_utf8_lossy(s.as_bytes()?).into_owned())
+    }
+
+    #[test]
+    fn negative_occurrences_count_from_the_last() {
+        let r = req("/", &[("x-v", "a, b"), ("x-v", "c")]);
+        assert_eq!(one(&r, "hdr", &["x-v", "-1"]).as_deref(), Some("c"));
+        assert_eq!(one(&r, "hdr", &["x-v", "-2"]).as_deref(), Some("b"));
+        assert_eq!(one(&r, "hdr", &["x-v", "-3"]).as_deref(), Some("a"));
+        assert_eq!(one(&r, "hdr", &["x-v", "-4"]), None);
+    }
+
+    #[test]
+    fn a_named_cookie_is_its_last_occurrence() {
+        let r = req("/", &[("cookie", "s=1; t=2"), ("cookie", "s=3")]);
+        assert_eq!(one(&r, "cook", &["s"]).as_deref(), Some("3"));
+        // Without a name, the first cookie.
+        assert_eq!(one(&r, "cook", &[]).as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn url_params_follow_haproxy_delimiters() {
+        let r = req("/p/q?a=1;b=2&c=3", &[]);
+        // ';' always separates parameters.
+        assert_eq!(one(&r, "url_param", &["b"]).as_deref(), Some("2"));
+        assert_eq!(one(&r, "url_param", &["c"]).as_deref(), Some("3"));
+        // No name: the first value.
+        assert_eq!(one(&r, "url_param", &[]).as_deref(), Some("1"));
+        // A custom delimiter is where the parameters start.
+        assert_eq!(one(&r, "url_param", &["b", ";"]).as_deref(), Some("2"));
+        assert_eq!(one(&r, "url_param", &["a", ";"]), None);
+        let r = req("/p;jsessionid=abc?x=1", &[]);
+        assert_eq!(
+            one(&r, "url_param", &["jsessionid", ";"]).as_deref(),
+            Some("abc?x=1")
+        );
+        let r = req("/s?debug&n=5", &[]);
+        assert_eq!(one(&r, "url_param", &["debug"]), None);
+        assert_eq!(one(&r, "url_param", &[]).as_deref(), Some("5"));
+    }
 }

@@ -56,6 +56,12 @@ const VARS: &[(&str, Var)] = &[
     ("ST", Var::Status),
 ];
 
+/// The names of the `%` variables rule arguments accept (for the
+/// generated documentation).
+pub(crate) fn var_names() -> impl Iterator<Item = &'static str> {
+    VARS.iter().map(|(n, _)| *n)
+}
+
 /// A compiled log-format string.
 #[derive(Debug, Default)]
 pub struct LogFmt {
@@ -63,6 +69,14 @@ pub struct LogFmt {
 }
 
 impl LogFmt {
+    /// A format that is `s` as it is, `%` included (no variable, no
+    /// expression).
+    pub fn literal(s: &str) -> LogFmt {
+        LogFmt {
+            pieces: vec![Piece::Lit(s.as_bytes().to_vec())],
+        }
+    }
+
     /// Compiles `s`. `allowed` is the rule set's fetch usage mask.
     pub fn parse(s: &str, env: &crate::Env, allowed: u8, context: &str) -> Result<LogFmt, String> {
         let mut pieces = Vec::new();

@@ -15,7 +15,9 @@
 //!   the rules of one proxy section;
 //! * [`fmt`]: log-format strings in rule arguments;
 //! * [`userlist`] and [`reply`]: `userlist` sections with crypt(3)
-//!   passwords, error pages and reply payloads.
+//!   passwords, error pages and reply payloads;
+//! * [`docs`]: the reference tables of `docs/rules.md`, generated from the
+//!   catalogs above.
 //!
 //! Nothing here does network I/O; pattern, map and error files are read
 //! when a configuration is compiled.
@@ -26,6 +28,7 @@ pub mod action;
 pub mod answer;
 pub mod cond;
 pub mod conv;
+pub mod docs;
 pub mod exec;
 pub mod expr;
 pub mod fetch;

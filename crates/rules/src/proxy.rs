@@ -146,6 +146,7 @@ pub const KEYWORDS: &[&str] = &[
     "declare",
     "monitor-uri",
     "monitor",
+    "option http-buffer-request",
 ];
 
 impl ProxyRules {
@@ -234,6 +235,12 @@ impl ProxyRules {
                     action: name.clone(),
                     cond,
                 });
+            }
+            "option" if words.get(1).map(String::as_str) == Some("http-buffer-request") => {
+                if words.len() > 2 {
+                    return Err("'option http-buffer-request' takes no argument".into());
+                }
+                self.buffer_request = true;
             }
             "capture" => self.capture(words)?,
             "declare" => self.declare(words)?,

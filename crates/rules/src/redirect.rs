@@ -32,31 +32,21 @@ pub struct Redirect {
 }
 
 impl Redirect {
-    /// Parses the words after `redirect` (up to `if`/`unless`).
+    /// Parses the words after `redirect` (up to `if`/`unless`). `lf`: the
+    /// target is a log-format string (`http-request redirect`); the
+    /// `redirect` keyword's target is literal text, as in HAProxy.
     pub fn parse(
         words: &[String],
         env: &crate::Env,
         usage: u8,
-        _lf: bool,
+        lf: bool,
     ) -> Result<Redirect, String> {
-        let kind = match words.first().map(String::as_str) {
-            Some("location") => RedirKind::Location,
-            Some("prefix") => RedirKind::Prefix,
-            Some("scheme") => RedirKind::Scheme,
-            Some(o) => {
-                return Err(format!(
-                    "expects 'location', 'prefix' or 'scheme', got '{o}'"
-                ))
-            }
-            None => return Err("expects 'location', 'prefix' or 'scheme'".into()),
-        };
-        let to = words
-            .get(1)
-            .ok_or_else(|| format!("'{}' expects an argument", words[0]))?;
-        let target = LogFmt::parse(to, env, usage, "redirect")?;
+        // The type (`location`, `prefix`, `scheme`) and the options may
+        // come in any order, as in HAProxy.
+        let mut kind_to: Option<(RedirKind, &String)> = None;
         let mut r = Redirect {
-            kind,
-            target,
+            kind: RedirKind::Location,
+            target: LogFmt::default(),
             code: 302,
             drop_query: false,
             append_slash: false,
@@ -64,7 +54,7 @@ impl Redirect {
             set_cookie: None,
             clear_cookie: None,
         };
-        let mut i = 2;
+        let mut i = 0;
         while i < words.len() {
             let arg = |i: usize| {
                 words
@@ -73,6 +63,18 @@ impl Redirect {
                     .ok_or_else(|| format!("'{}' expects an argument", words[i]))
             };
             match words[i].as_str() {
+                k @ ("location" | "prefix" | "scheme") => {
+                    let to = words
+                        .get(i + 1)
+                        .ok_or_else(|| format!("'{k}' expects an argument"))?;
+                    let kind = match k {
+                        "location" => RedirKind::Location,
+                        "prefix" => RedirKind::Prefix,
+                        _ => RedirKind::Scheme,
+                    };
+                    kind_to = Some((kind, to));
+                    i += 1;
+                }
                 "code" => {
                     let c = arg(i)?;
                     r.code = c
@@ -103,6 +105,15 @@ impl Redirect {
             }
             i += 1;
         }
+        let Some((kind, to)) = kind_to else {
+            return Err("expects 'location', 'prefix' or 'scheme'".into());
+        };
+        r.kind = kind;
+        r.target = if lf {
+            LogFmt::parse(to, env, usage, "redirect")?
+        } else {
+            LogFmt::literal(to)
+        };
         Ok(r)
     }
 
@@ -192,5 +203,61 @@ pub fn reason(code: u16) -> &'static str {
         307 => "Temporary Redirect",
         308 => "Permanent Redirect",
         _ => "Redirect",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::txn::Msg;
+
+    struct Req;
+
+    impl Msg for Req {
+        fn method(&self) -> &[u8] {
+            b"GET"
+        }
+        fn target(&self) -> &[u8] {
+            b"/p?q=1"
+        }
+        fn version(&self) -> u8 {
+            11
+        }
+        fn status(&self) -> u16 {
+            0
+        }
+        fn header_count(&self) -> usize {
+            1
+        }
+        fn header(&self, _: usize) -> (&[u8], &[u8]) {
+            (b"host", b"example.com")
+        }
+    }
+
+    impl Txn for Req {
+        fn req(&self) -> Option<&dyn Msg> {
+            Some(self)
+        }
+    }
+
+    fn parse(s: &str, lf: bool) -> Redirect {
+        let words: Vec<String> = s.split(' ').map(String::from).collect();
+        let usage = crate::fetch::usage::HTTP_REQUEST;
+        Redirect::parse(&words, &crate::Env::default(), usage, lf).unwrap()
+    }
+
+    /// Regression (checked against HAProxy 2.6.12): the `redirect`
+    /// keyword's target is literal text; only `http-request redirect`
+    /// reads it as a log-format string.
+    #[test]
+    fn keyword_target_is_literal() {
+        let kw = parse("location /x%[path]", false);
+        assert_eq!(kw.location(&Req).unwrap(), b"/x%[path]");
+        let act = parse("location /x%[path]", true);
+        assert_eq!(act.location(&Req).unwrap(), b"/x/p");
+        let s = parse("scheme https", false);
+        assert_eq!(s.location(&Req).unwrap(), b"https://example.com/p?q=1");
+        let p = parse("prefix /new drop-query", false);
+        assert_eq!(p.location(&Req).unwrap(), b"/new/p");
     }
 }

@@ -107,6 +107,11 @@ pub trait Txn {
     fn payload(&self) -> Option<&[u8]> {
         None
     }
+    /// TCP-mode server data received so far (`res.payload`, `res.len`), in
+    /// `tcp-response content` rules.
+    fn res_payload(&self) -> Option<&[u8]> {
+        None
+    }
     /// True when no more payload can arrive for the inspection (the
     /// inspect-delay expired, the buffer is full or the client closed):
     /// a fetch that lacks data then fails instead of asking to wait.
@@ -134,6 +139,10 @@ pub trait Txn {
         None
     }
     fn server_name(&self) -> Option<&str> {
+        None
+    }
+    /// The server's numeric id (`srv_id`).
+    fn server_id(&self) -> Option<i64> {
         None
     }
     /// Usable servers of a backend (`None`: the current backend).

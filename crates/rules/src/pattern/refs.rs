@@ -615,6 +615,80 @@ impl PatRef {
     }
 }
 
+/// What one user of a reference (one match method and set of flags)
+/// returns for a sample: a line of `get map` / `get acl`.
+#[derive(Debug, Clone)]
+pub struct UserLookup {
+    /// The user's match method.
+    pub method: Method,
+    /// `-i` is in force.
+    pub icase: bool,
+    /// HAProxy indexes the winning entry in a tree (`str`/`beg` without
+    /// `-i`, `ip` networks), not a list.
+    pub tree: bool,
+    /// The winning entry, if any.
+    pub entry: Option<Arc<Entry>>,
+    /// For a map user, the type of the value it returns (`str`, `sint`,
+    /// `ipv4`, `ipv6`).
+    pub out_type: Option<&'static str>,
+}
+
+impl PatRef {
+    /// `get map` / `get acl`: what each user (in the order they were
+    /// attached) returns for `sample`, given as text.
+    pub fn lookup_users(&self, sample: &str) -> Vec<UserLookup> {
+        let users = self.lock().live_users();
+        users
+            .iter()
+            .map(|u| {
+                let mut out = UserLookup {
+                    method: u.cfg.method,
+                    icase: u.cfg.icase,
+                    tree: false,
+                    entry: None,
+                    out_type: None,
+                };
+                let Some(s) = Sample::str(sample.as_bytes()).cast(u.cfg.method.in_type()) else {
+                    return out;
+                };
+                let Some(raw) = input_of(&s) else {
+                    return out;
+                };
+                let low;
+                let inp = match raw {
+                    Input::Bytes(b) if u.cfg.lower() => {
+                        low = lowered(b);
+                        Input::Bytes(&low)
+                    }
+                    other => other,
+                };
+                let idx = u.index.load();
+                if let Some((it, key)) = idx.lookup(&inp) {
+                    out.tree = match u.cfg.method {
+                        Method::Ip => key.is_none(),
+                        Method::Str | Method::Beg => !u.cfg.icase,
+                        _ => false,
+                    };
+                    out.entry = Some(it.e.clone());
+                    out.out_type = u.cfg.out.map(|k| match (k, it.out) {
+                        (super::OutKind::Int, _) => "sint",
+                        (super::OutKind::Ip, super::parse::OutVal::Ip(a)) if a.is_ipv6() => "ipv6",
+                        (super::OutKind::Ip, _) => "ipv4",
+                        (super::OutKind::Str, _) => "str",
+                    });
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// Entries of every version, current and prepared (`entry_cnt`).
+    pub fn entry_count(&self) -> usize {
+        let st = self.lock();
+        st.entries.len() + st.pending.values().map(Vec::len).sum::<usize>()
+    }
+}
+
 /// What `show map` / `show acl` list about one reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefInfo {
