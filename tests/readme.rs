@@ -64,10 +64,12 @@ fn corpus_block() -> String {
     let accepted = files.iter().filter(|l| l.contains(": accepted")).count();
     format!(
         "Current result: **{accepted} of {} accepted**; every other file is rejected \
-with a `file:line` message for each unsupported line (mostly ACLs, `http-request` \
-rules, stats and stick tables, which later issues implement; the TLS lines left \
-are options rustls has no equivalent for, such as `curves` or `ca-verify-file`). \
-No file crashes or hangs the parser.\n",
+with a `file:line` message for each unsupported line. ACLs, `http-request` \
+rules and content switching are in; what is left is mostly DNS discovery \
+(`resolvers`, `init-addr`), stick tables, compression, the PROXY protocol and \
+files the corpus does not ship (error pages, maps), which HAProxy needs too; \
+the TLS lines left are options rustls has no equivalent for, such as `curves` \
+or `ca-verify-file`. No file crashes or hangs the parser.\n",
         files.len()
     )
 }
