@@ -290,7 +290,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("stats realm", P, I),
     kw!("stats auth", P, I),
     kw!("stats refresh", P, I),
-    kw!("stats admin", FLB, I, "only 'if TRUE' and 'if LOCALHOST'"),
+    kw!("stats admin", FLB, I),
     kw!("stats hide-version", P, I),
     kw!("stats show-legends", P, I),
     kw!("stats show-node", P, I),

@@ -439,13 +439,10 @@ pub struct StatsConfig {
     /// `stats refresh <delay>` (default unit: seconds). Default is none;
     /// `stats refresh 0` is none too.
     pub refresh: Option<Duration>,
-    /// `stats admin if TRUE` or `stats admin if LOCALHOST` (the only two
-    /// conditions supported). Default is false.
+    /// Some `stats admin if|unless <cond>` line exists. Default is false.
+    /// The conditions are compiled with the section's rules
+    /// (`ProxyRules::stats_admin`) and decided for each request.
     pub admin: bool,
-    /// Admin level only for clients from 127.0.0.0/8 or ::1 (`if
-    /// LOCALHOST`). Only meaningful when `admin` is true; false as soon
-    /// as one `stats admin if TRUE` line is present.
-    pub admin_localhost_only: bool,
     /// `stats hide-version`. Default is false.
     pub hide_version: bool,
     /// `stats show-legends`. Default is false.
@@ -467,7 +464,6 @@ impl Default for StatsConfig {
             users: Vec::new(),
             refresh: None,
             admin: false,
-            admin_localhost_only: false,
             hide_version: false,
             show_legends: false,
             show_node: None,

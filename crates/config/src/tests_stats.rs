@@ -89,7 +89,6 @@ fn every_stats_keyword() {
             ],
             refresh: Some(Duration::from_secs(10)),
             admin: true,
-            admin_localhost_only: true,
             hide_version: true,
             show_legends: true,
             show_node: Some("lb-1.eu_west".into()),
@@ -133,18 +132,20 @@ fn refresh_default_unit_is_seconds() {
 
 #[test]
 fn admin_conditions() {
-    let s = |lines: &str| stats_of(&ok(&listen(lines)), "st").unwrap();
-    let t = s("    stats admin if TRUE\n");
-    assert!(t.admin && !t.admin_localhost_only);
-    let l = s("    stats admin if LOCALHOST\n");
-    assert!(l.admin && l.admin_localhost_only);
-    // Two rules: admin when either matches, so everywhere.
-    let both = s("    stats admin if LOCALHOST\n    stats admin if TRUE\n");
-    assert!(both.admin && !both.admin_localhost_only);
-    let both = s("    stats admin if TRUE\n    stats admin if LOCALHOST\n");
-    assert!(both.admin && !both.admin_localhost_only);
-    let none = s("    stats enable\n");
-    assert!(!none.admin && !none.admin_localhost_only);
+    let p = ok(&listen(
+        "    acl net src 10.0.0.0/8\n    stats admin if LOCALHOST\n    stats admin if net\n",
+    ));
+    let s = stats_of(&p, "st").unwrap();
+    assert!(s.admin);
+    // The conditions are compiled with the section's ACLs, in order.
+    let fe = p.config.frontends.iter().find(|f| f.name == "st").unwrap();
+    assert_eq!(fe.rules.stats_admin.len(), 2);
+    let none = stats_of(&ok(&listen("    stats enable\n")), "st").unwrap();
+    assert!(!none.admin);
+    assert!(has(
+        &errs(&listen("    stats admin if no_such_acl\n")),
+        "no such ACL"
+    ));
 }
 
 #[test]

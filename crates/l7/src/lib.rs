@@ -106,6 +106,9 @@ pub struct ServiceRequest<'a> {
     pub uri: &'a [u8],
     pub authorization: Option<&'a [u8]>,
     pub client: std::net::IpAddr,
+    /// The result of the proxy's `stats admin` conditions for this
+    /// request (`None`: the section has none).
+    pub admin: Option<bool>,
 }
 
 /// The response of a local service.

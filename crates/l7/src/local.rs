@@ -128,9 +128,8 @@ impl Session {
             }
             _ => None,
         };
-        let local = self.client.local_addr().ok();
         let tls = self.client.tls_info_ref();
-        let facts = conn_facts(&ctx, self.peer, local, tls.as_deref());
+        let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
         let close = !matches!(head.body, BodyKind::None | BodyKind::Length(0))
             || !head.keep_alive
             || self.stopping_now();
@@ -157,6 +156,39 @@ impl Session {
             }
         }
         self.cbuf.len().min(want).saturating_sub(head_len)
+    }
+
+    /// The frontend's `stats admin` conditions for this request (`None`
+    /// when it has none).
+    pub(crate) fn stats_admin(&self, m: &mut Model) -> Option<bool> {
+        let ctx = self.ctx.clone();
+        let fe = &ctx.routes.fe_rules;
+        if fe.stats_admin.is_empty() {
+            return None;
+        }
+        let tls = self.client.tls_info_ref();
+        let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
+        let nb = |_: Option<&str>| -> Option<i64> { None };
+        let tx = HttpTxn {
+            req: HeadBuf {
+                head: &mut m.head,
+                buf: self.cbuf.filled(),
+            },
+            res: None,
+            conn: &facts,
+            vars: &mut m.st.vars,
+            fx: &mut m.st.fx,
+            backend: None,
+            server: None,
+            server_id: None,
+            nbsrv: &nb,
+            req_body: None,
+        };
+        Some(
+            fe.stats_admin
+                .iter()
+                .any(|c| c.eval(&fe.acls, &tx) == fairlead_rules::acl::Tri::Pass),
+        )
     }
 
     fn stopping_now(&self) -> bool {
@@ -251,9 +283,8 @@ impl Session {
     ) -> Result<(), Local> {
         let ctx = self.ctx.clone();
         let be = backend(&ctx, rl.backend);
-        let local = self.client.local_addr().ok();
         let tls = self.client.tls_info_ref();
-        let facts = conn_facts(&ctx, self.peer, local, tls.as_deref());
+        let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
         let res = m.res.get_or_insert_with(msg::take);
         res.fill_response(sbuf, resp);
         let nb = |_: Option<&str>| -> Option<i64> { None };
@@ -316,9 +347,8 @@ impl Session {
         let Ok(Some(resp)) = fairlead_http::parse_response(&bytes, false, bytes.len() + 1) else {
             return bytes;
         };
-        let local = self.client.local_addr().ok();
         let tls = self.client.tls_info_ref();
-        let facts = conn_facts(&ctx, self.peer, local, tls.as_deref());
+        let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
         let mut res = msg::take();
         res.fill_response(&bytes, &resp);
         let nb = |_: Option<&str>| -> Option<i64> { None };

@@ -98,12 +98,12 @@ pub(crate) fn error_page(ctx: &HttpCtx, be: Option<usize>, status: u16) -> Vec<u
 pub(crate) fn conn_facts<'a>(
     ctx: &'a HttpCtx,
     peer: std::net::SocketAddr,
-    local: Option<std::net::SocketAddr>,
+    client: &'a fairlead_net::Conn,
     tls: Option<&'a fairlead_net::TlsInfo>,
 ) -> ConnFacts<'a> {
     ConnFacts {
         src: peer,
-        dst: local,
+        client,
         tls: tls.map(|i| TlsFacts {
             sni: i.sni.as_deref(),
             alpn: i.alpn.as_deref(),

@@ -295,7 +295,7 @@ impl Session {
             }
             model = Some(m);
         }
-        if let Some(next) = self.local_service(&head, rl).await {
+        if let Some(next) = self.local_service(&head, model.as_mut(), rl).await {
             if let Some(m) = model {
                 m.finish(rl);
             }
@@ -323,14 +323,21 @@ impl Session {
 
     /// Answers a request for one of the frontend's own services (stats
     /// page, Prometheus exporter). `None`: not for a local service.
-    async fn local_service(&mut self, head: &RequestHead, rl: &mut ReqLog) -> Option<Next> {
+    async fn local_service(
+        &mut self,
+        head: &RequestHead,
+        model: Option<&mut crate::local::Model>,
+        rl: &mut ReqLog,
+    ) -> Option<Next> {
         let svc = self.ctx.service.clone()?;
+        let admin = model.and_then(|m| self.stats_admin(m));
         let buf = self.cbuf.filled();
         let req = crate::ServiceRequest {
             method: &buf[head.method.0..head.method.1],
             uri: &buf[head.uri.0..head.uri.1],
             authorization: fairlead_http::cookie::header_value(buf, head.head_len, "authorization"),
             client: self.peer.ip(),
+            admin,
         };
         let resp = svc.handle(&req)?;
         // A request body is not used by these services: close afterwards
@@ -341,12 +348,20 @@ impl Session {
         use std::io::Write as _;
         let _ = write!(
             out,
-            "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\ncache-control: no-cache\r\n",
+            "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n",
             resp.status,
             reason(resp.status),
             resp.content_type,
             resp.body.len()
         );
+        // The services' own headers include their Cache-Control, if any.
+        if !resp
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("cache-control"))
+        {
+            out.extend_from_slice(b"cache-control: no-cache\r\n");
+        }
         for (n, v) in &resp.headers {
             let _ = write!(out, "{n}: {v}\r\n");
         }

@@ -120,7 +120,9 @@ fn put(list: &mut Vec<(VarRef, Sample<'static>)>, v: &VarRef, s: Sample<'static>
 /// Facts about the connection a transaction came on.
 pub(crate) struct ConnFacts<'a> {
     pub src: SocketAddr,
-    pub dst: Option<SocketAddr>,
+    /// The client connection, for the address it reached (`dst`): asked
+    /// of the kernel only when a rule reads it.
+    pub client: &'a fairlead_net::Conn,
     pub tls: Option<TlsFacts<'a>>,
     pub frontend: &'a str,
     pub hostname: &'a str,
@@ -169,7 +171,7 @@ impl Txn for HttpTxn<'_> {
         })
     }
     fn dst(&self) -> Option<SocketAddr> {
-        self.conn.dst
+        self.conn.client.local_addr().ok()
     }
     fn tls(&self) -> Option<TlsFacts<'_>> {
         self.conn.tls

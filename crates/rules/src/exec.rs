@@ -85,12 +85,20 @@ pub fn run<'r>(
 fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
     match a {
         Action::AddHeader(name, f) | Action::SetHeader(name, f) => {
-            let v = f.render_vec(s);
-            if let Some(e) = s.edit(res) {
-                if matches!(a, Action::SetHeader(..)) {
-                    e.del_header(name.as_bytes());
+            let set = matches!(a, Action::SetHeader(..));
+            match f.as_literal() {
+                // Constant values: no rendering, no allocation.
+                Some(v) => {
+                    if let Some(e) = s.edit(res) {
+                        put_header(e, set, name, v);
+                    }
                 }
-                e.add_header(name.as_bytes(), &v);
+                None => with_scratch(|buf| {
+                    f.render(s, buf);
+                    if let Some(e) = s.edit(res) {
+                        put_header(e, set, name, buf);
+                    }
+                }),
             }
         }
         Action::DelHeader(name) => {
@@ -136,9 +144,11 @@ fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
                 }
             }
         }
-        Action::SetVarFmt(v, f) => {
-            let val = f.render_vec(s);
-            s.set_var(v, Sample::owned_str(val));
+        Action::SetVarFmt(v, f, c) => {
+            let val = Sample::owned_str(f.render_vec(s));
+            if var_conds_allow(s, v, &val, c) {
+                s.set_var(v, val);
+            }
         }
         Action::UnsetVar(v) => s.unset_var(v),
         Action::Capture { expr, len, id } => {
@@ -202,6 +212,29 @@ fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
     Verdict::Continue
 }
 
+fn put_header(e: &mut dyn Edit, set: bool, name: &str, v: &[u8]) {
+    if set {
+        e.del_header(name.as_bytes());
+    }
+    e.add_header(name.as_bytes(), v);
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's rendering buffer, emptied (it keeps its
+/// capacity, so rendering a header value does not allocate).
+fn with_scratch(f: impl FnOnce(&mut Vec<u8>)) {
+    SCRATCH.with(|c| match c.try_borrow_mut() {
+        Ok(mut b) => {
+            b.clear();
+            f(&mut b);
+        }
+        Err(_) => f(&mut Vec::new()),
+    });
+}
+
 /// HAProxy's `set-var` conditions, all of which must hold.
 fn var_conds_allow(s: &dyn Stream, v: &VarRef, new: &Sample<'_>, c: &VarConds) -> bool {
     let cur = s.var(v);
@@ -219,18 +252,14 @@ fn var_conds_allow(s: &dyn Stream, v: &VarRef, new: &Sample<'_>, c: &VarConds) -
     if c.ifnotempty && empty(new) {
         return false;
     }
-    if c.ifgt || c.iflt {
-        let as_int = |x: Sample<'_>| match x.cast(SmpType::Sint) {
-            Some(Sample::Sint(i)) => Some(i),
-            _ => None,
-        };
-        let (Some(old), Some(n)) = (cur.and_then(as_int), as_int(new.clone())) else {
-            return false;
-        };
-        if c.ifgt && old <= n {
+    // `ifgt`/`iflt` compare only two integers (the variable's value and
+    // the new one); with any other types, or no value yet, they hold
+    // (HAProxy's `var_set`).
+    if let (Some(Sample::Sint(old)), Sample::Sint(n)) = (cur, new) {
+        if c.ifgt && old <= *n {
             return false;
         }
-        if c.iflt && old >= n {
+        if c.iflt && old >= *n {
             return false;
         }
     }
@@ -289,28 +318,50 @@ fn replace_header(
             }
             continue;
         }
+        // HAProxy (`http_replace_header_value`) replaces a matching value
+        // together with the blanks around it, and leaves the others as
+        // they were: "a, b" with b replaced by c gives "a,c".
         let mut out = Vec::with_capacity(v.len());
         let mut changed = false;
-        let mut first = true;
-        crate::fetch::split_values(v, &mut |part| {
-            if !first {
-                out.extend_from_slice(b", ");
+        for (k, raw) in raw_values(v).into_iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
             }
-            first = false;
-            match regex_replace(&rep.re, part, &with) {
+            match regex_replace(&rep.re, raw.trim_ascii(), &with) {
                 Some(nv) => {
                     changed = true;
                     out.extend_from_slice(&nv);
                 }
-                None => out.extend_from_slice(part),
+                None => out.extend_from_slice(raw),
             }
-            false
-        });
+        }
         if changed {
             edits.push((i, out));
         }
     }
     edits
+}
+
+/// The comma-separated parts of a header value, blanks included (commas
+/// inside double quotes do not separate, as in
+/// [`crate::fetch::split_values`]).
+fn raw_values(v: &[u8]) -> Vec<&[u8]> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut i) = (0, false, 0);
+    while i < v.len() {
+        match v[i] {
+            b'"' => quoted = !quoted,
+            b'\\' if quoted => i += 1,
+            b',' if !quoted => {
+                parts.push(&v[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(&v[start.min(v.len())..]);
+    parts
 }
 
 fn replace_url(s: &dyn Stream, part: UrlPart, rep: &crate::action::Replace) -> Option<Vec<u8>> {
@@ -347,5 +398,166 @@ mod tests {
         );
         assert_eq!(r("(.*)", "/p", "/pre\\1").as_deref(), Some("/pre/p"));
         assert_eq!(r("zzz", "/p", "x"), None);
+    }
+}
+
+/// `set-var`/`set-var-fmt` conditions, checked against HAProxy 2.6.12
+/// (tests/scenarios/32_set_var_conditions.scn).
+#[cfg(test)]
+mod set_var_tests {
+    use super::*;
+    use crate::action::{ActionCtx, RuleSet};
+    use crate::cond::Acls;
+    use crate::txn::Scope;
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    struct Vars(
+        HashMap<(Scope, String), Sample<'static>>,
+        Vec<(Vec<u8>, Vec<u8>)>,
+    );
+
+    impl crate::txn::Msg for Vars {
+        fn method(&self) -> &[u8] {
+            b"GET"
+        }
+        fn target(&self) -> &[u8] {
+            b"/"
+        }
+        fn version(&self) -> u8 {
+            11
+        }
+        fn status(&self) -> u16 {
+            0
+        }
+        fn header_count(&self) -> usize {
+            self.1.len()
+        }
+        fn header(&self, i: usize) -> (&[u8], &[u8]) {
+            (&self.1[i].0, &self.1[i].1)
+        }
+    }
+
+    impl Txn for Vars {
+        fn var(&self, v: &VarRef) -> Option<Sample<'_>> {
+            self.0.get(&(v.scope, v.name.clone())).map(Sample::reborrow)
+        }
+        fn req(&self) -> Option<&dyn crate::txn::Msg> {
+            Some(self)
+        }
+    }
+
+    impl Stream for Vars {
+        fn edit(&mut self, _res: bool) -> Option<&mut dyn Edit> {
+            None
+        }
+        fn set_var(&mut self, v: &VarRef, s: Sample<'static>) {
+            self.0.insert((v.scope, v.name.clone()), s);
+        }
+        fn unset_var(&mut self, v: &VarRef) {
+            self.0.remove(&(v.scope, v.name.clone()));
+        }
+    }
+
+    /// Runs `http-request` actions in order; returns `txn.v`.
+    fn run_actions(lines: &[&str]) -> Option<Sample<'static>> {
+        let env = crate::Env::default();
+        let mut acls = Acls::default();
+        let mut s = Vars::default();
+        for line in lines {
+            let mut cx = ActionCtx {
+                env: &env,
+                set: RuleSet::HttpRequest,
+                acls: &mut acls,
+                max_reply: 16384,
+                capture_slots: 0,
+            };
+            let words: Vec<String> = line.split(' ').map(String::from).collect();
+            let a = crate::action::parse(&words, &mut cx).unwrap();
+            apply(&a, &mut s, false);
+        }
+        s.var(&VarRef::parse("txn.v").unwrap())
+            .map(Sample::into_owned)
+    }
+
+    fn text(s: Option<Sample<'static>>) -> Option<String> {
+        s.map(|s| match s {
+            Sample::Sint(i) => i.to_string(),
+            o => String::from_utf8_lossy(o.as_bytes().unwrap()).into_owned(),
+        })
+    }
+
+    #[test]
+    fn ifgt_and_iflt_compare_only_integers() {
+        let t = |l: &[&str]| text(run_actions(l));
+        // Two integers: ifgt keeps the smaller, iflt the larger.
+        assert_eq!(
+            t(&["set-var(txn.v) int(10)", "set-var(txn.v,ifgt) int(5)"]).as_deref(),
+            Some("5")
+        );
+        assert_eq!(
+            t(&["set-var(txn.v) int(10)", "set-var(txn.v,ifgt) int(15)"]).as_deref(),
+            Some("10")
+        );
+        assert_eq!(
+            t(&["set-var(txn.v) int(10)", "set-var(txn.v,iflt) int(20)"]).as_deref(),
+            Some("20")
+        );
+        // Other types, or no value yet: the condition holds.
+        assert_eq!(
+            t(&["set-var(txn.v) str(text)", "set-var(txn.v,ifgt) int(1)"]).as_deref(),
+            Some("1")
+        );
+        assert_eq!(t(&["set-var(txn.v,iflt) int(3)"]).as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn set_var_fmt_honours_conditions() {
+        let t = |l: &[&str]| text(run_actions(l));
+        assert_eq!(
+            t(&["set-var-fmt(txn.v) a", "set-var-fmt(txn.v,ifnotset) b"]).as_deref(),
+            Some("a")
+        );
+        assert_eq!(t(&["set-var-fmt(txn.v,ifset) b"]), None);
+        assert_eq!(t(&["set-var-fmt(txn.v,ifnotempty) %[var(txn.none)]"]), None);
+    }
+
+    /// Regression (HAProxy 2.6.12): replace-value replaces a matching value
+    /// with the blanks around it and keeps the others as they are.
+    #[test]
+    fn replace_value_drops_the_blanks_of_replaced_values() {
+        let env = crate::Env::default();
+        let mut acls = Acls::default();
+        let mut cx = ActionCtx {
+            env: &env,
+            set: RuleSet::HttpRequest,
+            acls: &mut acls,
+            max_reply: 16384,
+            capture_slots: 0,
+        };
+        let line = r"replace-value x-fwd ^192\.168\.(.*)$ 172.16.\1";
+        let words: Vec<String> = line.split(' ').map(String::from).collect();
+        let Action::ReplaceHeader { name, rep, .. } =
+            crate::action::parse(&words, &mut cx).unwrap()
+        else {
+            panic!("not a replace-value");
+        };
+        let mut s = Vars::default();
+        s.1.push((
+            b"x-fwd".to_vec(),
+            b"192.168.10.1, 192.168.13.24, 10.0.0.1".to_vec(),
+        ));
+        s.1.push((
+            b"x-fwd".to_vec(),
+            b"\"192.168.1.1, x\" , 192.168.0.2 ".to_vec(),
+        ));
+        let edits = replace_header(&s, false, &name, &rep, true);
+        assert_eq!(
+            edits,
+            vec![
+                (0, b"172.16.10.1,172.16.13.24, 10.0.0.1".to_vec()),
+                (1, b"\"192.168.1.1, x\" ,172.16.0.2".to_vec()),
+            ]
+        );
     }
 }

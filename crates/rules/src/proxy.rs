@@ -85,6 +85,9 @@ pub struct ProxyRules {
     pub monitor_fail: Vec<Cond>,
     /// `option http-buffer-request`. Default is off.
     pub buffer_request: bool,
+    /// `stats admin if|unless <cond>`: the stats page's admin actions are
+    /// allowed when any holds.
+    pub stats_admin: Vec<Cond>,
     /// Error pages (`errorfile`, `errorloc`, `errorfiles`, `http-error`).
     pub errors: crate::reply::ErrorPages,
     /// Highest rank of rule kind seen so far, for HAProxy's ordering
@@ -241,6 +244,15 @@ impl ProxyRules {
                     return Err("'option http-buffer-request' takes no argument".into());
                 }
                 self.buffer_request = true;
+            }
+            "stats" if words.get(1).map(String::as_str) == Some("admin") => {
+                let (_, cond) = split_cond(&words[2..]);
+                let c = self
+                    .cond(cond, RuleSet::HttpRequest, &mut warnings, env)?
+                    .ok_or(
+                        "'stats admin' requires either 'if' or 'unless' followed by a condition.",
+                    )?;
+                self.stats_admin.push(c);
             }
             "capture" => self.capture(words)?,
             "declare" => self.declare(words)?,
@@ -433,6 +445,7 @@ impl ProxyRules {
             || !self.req_captures.is_empty()
             || !self.res_captures.is_empty()
             || self.monitor_uri.is_some()
+            || !self.stats_admin.is_empty()
     }
 }
 

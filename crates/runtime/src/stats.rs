@@ -402,7 +402,19 @@ impl LocalService for Services {
                 });
             }
         }
-        let cfg = self.stats.as_ref()?;
+        let base = self.stats.as_ref()?;
+        // `stats admin if <cond>`: decided per request by the rules.
+        let adjusted;
+        let cfg = match req.admin {
+            Some(a) if a != base.admin => {
+                adjusted = fairlead_stats::StatsConfig {
+                    admin: a,
+                    ..base.clone()
+                };
+                &adjusted
+            }
+            _ => base,
+        };
         let r = fairlead_stats::handle_stats_request(
             &fairlead_stats::StatsRequest {
                 method: req.method,

@@ -283,6 +283,10 @@ fn implemented(
             for w in parse_stats(st, words)? {
                 diags.warn(loc, format!("'{name}': {w}"));
             }
+            if name == "stats admin" {
+                // The condition is compiled with the section's ACLs.
+                d.rule_lines.push((loc.clone(), words.to_vec()));
+            }
         }
         "http-request use-service" => {
             let svc = parse_use_service(words)?;
@@ -510,22 +514,8 @@ fn parse_stats(st: &mut StatsConfig, words: &[String]) -> Result<Vec<String>, St
                     )
                 }
             }
-            let cond = words[2..].join(" ");
-            let localhost = match cond.as_str() {
-                "if TRUE" => false,
-                "if LOCALHOST" => true,
-                _ => {
-                    return Err(format!(
-                        "the condition '{cond}' is not implemented yet in Fairlead; only 'if TRUE' and 'if LOCALHOST' are supported"
-                    ))
-                }
-            };
-            // Several rules: the admin level is granted when any matches.
-            st.admin_localhost_only = if st.admin {
-                st.admin_localhost_only && localhost
-            } else {
-                localhost
-            };
+            // The condition (`if LOCALHOST`, `if { src 10.0.0.0/8 }`, any
+            // ACL) is compiled with the rules and decided per request.
             st.admin = true;
         }
         "show-node" => {
