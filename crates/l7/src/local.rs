@@ -46,11 +46,13 @@ impl Model {
     pub fn finish(mut self, rl: &mut ReqLog) {
         let fx = &mut self.st.fx;
         let silent = fx.log_level == Some(None);
-        if silent || !fx.req_captures.is_empty() || !fx.res_captures.is_empty() {
+        if silent || fx.src.is_some() || !fx.req_captures.is_empty() || !fx.res_captures.is_empty()
+        {
             rl.captured = Some(Box::new(crate::logging::Captured {
                 req: std::mem::take(&mut fx.req_captures),
                 res: std::mem::take(&mut fx.res_captures),
                 silent,
+                src: fx.src,
             }));
         }
         self.give();
@@ -334,9 +336,53 @@ impl Session {
 
     /// `http-after-response` on a response the proxy made: parsed into the
     /// model, edited, serialised again with its body.
+    /// `http-after-response` on a response the proxy made while processing
+    /// the request: the frontend's rules, and the backend's when the reply
+    /// came from the backend's rules.
     fn after_local(&mut self, bytes: Vec<u8>, m: &mut Model, rl: &ReqLog) -> Vec<u8> {
         let ctx = self.ctx.clone();
+        let secs = match m.st.fx.backend_stage {
+            Some(be) => sections(&ctx, be),
+            None => [None, Some(&ctx.routes.fe_rules)],
+        };
+        let buf = self.cbuf.filled();
+        self.after_rules(bytes, secs, &mut m.head, buf, &mut m.st, rl)
+    }
+
+    /// `http-after-response` on an error the proxy answers once the request
+    /// was parsed (503 without a server, 502, 504...): HAProxy runs them on
+    /// those too, not on the early 400/408 of an unparsed request.
+    pub(crate) fn after_error(&self, bytes: Vec<u8>, rl: &ReqLog) -> Vec<u8> {
+        if rl.head_done.is_none() {
+            return bytes;
+        }
+        let ctx = self.ctx.clone();
         let secs = sections(&ctx, rl.backend);
+        if !secs
+            .iter()
+            .flatten()
+            .any(|r| !r.http_after_response.is_empty())
+        {
+            return bytes;
+        }
+        let mut req = msg::take();
+        let mut st = TxnState::default();
+        let out = self.after_rules(bytes, secs, &mut req, &[], &mut st, rl);
+        msg::give(req);
+        out
+    }
+
+    /// Parses a whole response the proxy made, runs `secs`'
+    /// `http-after-response` rules on it and serialises it again.
+    fn after_rules(
+        &self,
+        bytes: Vec<u8>,
+        secs: [Option<&Arc<ProxyRules>>; 2],
+        req: &mut Head,
+        req_buf: &[u8],
+        st: &mut TxnState,
+        rl: &ReqLog,
+    ) -> Vec<u8> {
         if !secs
             .iter()
             .flatten()
@@ -347,16 +393,16 @@ impl Session {
         let Ok(Some(resp)) = fairlead_http::parse_response(&bytes, false, bytes.len() + 1) else {
             return bytes;
         };
+        let ctx = self.ctx.clone();
         let tls = self.client.tls_info_ref();
         let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
         let mut res = msg::take();
         res.fill_response(&bytes, &resp);
         let nb = |_: Option<&str>| -> Option<i64> { None };
         let be = backend(&ctx, rl.backend);
-        let req_buf = self.cbuf.filled();
         let mut tx = HttpTxn {
             req: HeadBuf {
-                head: &mut m.head,
+                head: req,
                 buf: req_buf,
             },
             res: Some(HeadBuf {
@@ -364,8 +410,8 @@ impl Session {
                 buf: &bytes,
             }),
             conn: &facts,
-            vars: &mut m.st.vars,
-            fx: &mut m.st.fx,
+            vars: &mut st.vars,
+            fx: &mut st.fx,
             backend: Some(&be.name),
             server: None,
             server_id: None,
@@ -375,17 +421,13 @@ impl Session {
         for r in secs.iter().flatten() {
             let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
         }
-        let close = resp.conn.close;
+        let conn = if resp.conn.close {
+            ConnHeader::Close
+        } else {
+            ConnHeader::None
+        };
         let mut out = Vec::with_capacity(bytes.len() + 64);
-        res.write_response_h1(
-            &bytes,
-            if close {
-                ConnHeader::Close
-            } else {
-                ConnHeader::None
-            },
-            &mut out,
-        );
+        res.write_response_h1(&bytes, conn, &mut out);
         out.extend_from_slice(&bytes[resp.head_len..]);
         msg::give(res);
         out

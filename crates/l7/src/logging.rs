@@ -51,6 +51,8 @@ pub(crate) struct Captured {
     pub res: Vec<Option<Vec<u8>>>,
     /// `set-log-level silent`.
     pub silent: bool,
+    /// `http-request set-src`: the client address logged.
+    pub src: Option<std::net::IpAddr>,
 }
 
 impl ReqLog {

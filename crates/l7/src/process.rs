@@ -159,6 +159,7 @@ pub(crate) fn process_request(
     let own = be_rules(routes, be_idx);
     if let Some(br) = own.filter(|r| !Arc::ptr_eq(r, fe)) {
         if let Some(d) = section_rules(ctx, br, be_idx, &mut tx, close) {
+            tx.fx.backend_stage = Some(be_idx);
             return d;
         }
     }

@@ -117,6 +117,7 @@ impl Session {
     pub(crate) async fn send_error(&self, status: u16, rl: &mut ReqLog) {
         rl.status = Some(status);
         let page = crate::process::error_page(&self.ctx, rl.backend, status);
+        let page = self.after_error(page, rl);
         rl.bytes_out += page.len() as u64;
         let fc = &self.ctx.front.counters;
         fc.status(status);
@@ -284,6 +285,7 @@ impl Session {
             let mut m = crate::local::Model::take(self.cbuf.filled(), &head);
             match self.process(&head, &mut m).await {
                 crate::process::Decision::Local(l) => {
+                    rl.backend = m.st.fx.backend_stage.flatten();
                     let next = self.send_local(l, &head, &mut m, rl).await;
                     m.finish(rl);
                     return next;
@@ -432,10 +434,14 @@ impl Session {
             srv_queue: rl.server.map_or(0, |i| be.queue.server_len(i) as u32),
             backend_queue: be.queue.len() as u32,
         };
+        let client = match rl.captured.as_ref().and_then(|c| c.src) {
+            Some(ip) => SocketAddr::new(ip, self.peer.port()),
+            None => self.peer,
+        };
         logging::emit(
             setup,
             rl,
-            self.peer,
+            client,
             &self.ctx.front.name,
             &be.name,
             srv.map(|s| s.name.as_str()),
@@ -556,11 +562,20 @@ impl Session {
         } else {
             ConnHeader::Close
         };
-        let ip = self.peer.ip();
+        // `http-request set-src` changes the address servers and logs see.
+        let ip = model
+            .as_deref()
+            .and_then(|m| m.st.fx.src)
+            .unwrap_or(self.peer.ip());
         let forwarded_for = fe.forwardfor.as_ref().and_then(|ff| {
             let excepted = ff.except.is_some_and(|n| n.contains(ip));
             let present = ff.if_none
-                && fairlead_http::has_header(self.cbuf.filled(), head.head_len, &ff.header);
+                && match model.as_deref() {
+                    Some(m) => m.head.view(self.cbuf.filled()).has(ff.header.as_bytes()),
+                    None => {
+                        fairlead_http::has_header(self.cbuf.filled(), head.head_len, &ff.header)
+                    }
+                };
             (!excepted && !present).then_some((ff.header.as_str(), ip))
         });
         let mut out = pool::take_out();

@@ -136,6 +136,9 @@ pub(crate) struct Effects {
     pub res_captures: Vec<Option<Vec<u8>>>,
     /// `set-log-level`: `Some(None)` is `silent`.
     pub log_level: Option<Option<u8>>,
+    /// A reply made by the backend's rules (`Some(backend)`), not the
+    /// frontend's (`None`): decides whose `http-after-response` rules run.
+    pub backend_stage: Option<Option<usize>>,
 }
 
 /// The transaction as rules see it.

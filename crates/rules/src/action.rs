@@ -115,7 +115,7 @@ pub enum Action {
     ReplaceUrl(UrlPart, Replace),
     SetStatus(u16, Option<String>),
     SetVar(VarRef, Expr, VarConds),
-    SetVarFmt(VarRef, LogFmt),
+    SetVarFmt(VarRef, LogFmt, VarConds),
     UnsetVar(VarRef),
     Capture {
         expr: Expr,
@@ -509,7 +509,12 @@ fn parse_known(name: &str, words: &[String], cx: &mut ActionCtx<'_>) -> Result<A
             }
             Action::Return(Box::new(reply))
         }
-        "use-service" => Action::UseService(one_arg(words, name, "a service name")?.to_string()),
+        "use-service" => {
+            let svc = one_arg(words, name, "a service name")?;
+            return Err(format!(
+                "service '{svc}' is not implemented yet in Fairlead (only 'prometheus-exporter', unconditionally or with a path condition)"
+            ));
+        }
         _ => ref_edit(name, words, cx)?,
     })
 }
@@ -593,16 +598,15 @@ fn set_var(words: &[String], cx: &ActionCtx<'_>) -> Result<Action, String> {
             }
             Ok(Action::UnsetVar(var))
         }
-        "set-var-fmt" => {
+        "set-var-fmt" | "set-var" => {
             if words.len() != 2 {
-                return Err("expects exactly 1 argument: <fmt>".into());
+                return Err(if name == "set-var" {
+                    "expects exactly 1 argument: <expr>".into()
+                } else {
+                    "expects exactly 1 argument: <fmt>".into()
+                });
             }
-            Ok(Action::SetVarFmt(var, fmt(&words[1], cx)?))
-        }
-        "set-var" => {
-            if words.len() != 2 {
-                return Err("expects exactly 1 argument: <expr>".into());
-            }
+            // Both take conditions (HAProxy's `parse_store`).
             let mut c = VarConds::default();
             for a in &args[1..] {
                 match a.as_str() {
@@ -617,7 +621,11 @@ fn set_var(words: &[String], cx: &ActionCtx<'_>) -> Result<Action, String> {
                     o => return Err(format!("unknown set-var condition '{o}'")),
                 }
             }
-            Ok(Action::SetVar(var, expr(&words[1], cx)?, c))
+            if name == "set-var" {
+                Ok(Action::SetVar(var, expr(&words[1], cx)?, c))
+            } else {
+                Ok(Action::SetVarFmt(var, fmt(&words[1], cx)?, c))
+            }
         }
         _ => Err(format!("unknown action '{name}'")),
     }
