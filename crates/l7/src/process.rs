@@ -227,11 +227,10 @@ fn section_rules(
     // `tcp-request content` rules of an HTTP proxy run once per request,
     // before its `http-request` rules, on the parsed request.
     let realm = backend(ctx, be).name.as_str();
-    match run(&rules.tcp_content, &rules.acls, tx, false) {
-        v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close) => {
-            return local_of(ctx, be, realm, v, tx, close).map(Decision::Local);
-        }
-        _ => {}
+    if let v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close) =
+        run(&rules.tcp_content, &rules.acls, tx, false)
+    {
+        return local_of(ctx, be, realm, v, tx, close).map(Decision::Local);
     }
     let v = run(&rules.http_request, &rules.acls, tx, false);
     if let Some(l) = local_of(ctx, be, realm, v, tx, close) {
