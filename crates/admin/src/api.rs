@@ -317,6 +317,101 @@ pub struct SslCertInfo {
     pub issuer: String,
 }
 
+/// A pattern reference (an ACL `-f` file or a map file), as `show map` and
+/// `show acl` list it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatRefInfo {
+    /// The numeric id (`#<id>`).
+    pub id: i64,
+    /// The file path (what names it on the CLI besides `#<id>`).
+    pub path: String,
+    /// Listed by `show map` (used by a map converter, or a two-column
+    /// file only actions use).
+    pub map: bool,
+    /// Listed by `show acl`.
+    pub acl: bool,
+    /// Entries carry values (a map file).
+    pub two_column: bool,
+    /// The version lookups see.
+    pub curr_ver: u32,
+    /// The last version `prepare` allocated.
+    pub next_ver: u32,
+    /// Entries of every version, current and prepared.
+    pub entry_cnt: u64,
+}
+
+/// One entry of a pattern reference (`show map <map>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatEntry {
+    /// Unique id, printed in hexadecimal and used as `#<ref>`.
+    pub id: u64,
+    pub key: String,
+    pub value: Option<String>,
+}
+
+/// What one user of a reference (a match method with its flags) returns
+/// for a sample: one line of `get map` / `get acl`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatLookup {
+    /// The match method's name (`str`, `beg`, `ip`...).
+    pub method: String,
+    /// `-i` is in force.
+    pub icase: bool,
+    /// The winning entry, if one matched.
+    pub hit: Option<PatHit>,
+}
+
+/// The entry a lookup returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatHit {
+    /// Indexed in a tree (else a list).
+    pub tree: bool,
+    pub key: String,
+    /// For map users: the value and its sample type (`str`, `sint`,
+    /// `ipv4`, `ipv6`).
+    pub value: Option<(String, String)>,
+}
+
+/// The entries an edit designates: every entry with a key, or one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatTarget {
+    Key(String),
+    /// `#<ref>`: the id `show map` prints.
+    Id(u64),
+}
+
+/// A change to a pattern reference. Arguments are checked before the
+/// call (versions in range, the reference of the right kind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatEdit {
+    /// `add map|acl [@<ver>]`: rows of key and value (`None` for ACLs).
+    Add {
+        version: Option<u32>,
+        rows: Vec<(String, Option<String>)>,
+    },
+    /// `set map`: the new value.
+    Set { target: PatTarget, value: String },
+    /// `del map|acl`.
+    Del { target: PatTarget },
+    /// `clear map|acl [@<ver>]`.
+    Clear { version: Option<u32> },
+    /// `prepare map|acl`: returns the new version.
+    Prepare,
+    /// `commit map|acl @<ver>`.
+    Commit { version: u32 },
+}
+
+/// Why a pattern edit failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatError {
+    /// The reference does not exist (any more).
+    UnknownRef,
+    /// No entry has that key or id.
+    NotFound,
+    /// Refused, with the reason (printed followed by a period).
+    Invalid(String),
+}
+
 /// The running process, as the CLI drives it. Implemented by the process
 /// over its live state; every method is called from a CLI thread, never
 /// from a worker.
@@ -388,5 +483,32 @@ pub trait AdminApi: Send + Sync {
     /// configuration order. Default is none.
     fn ssl_certs(&self) -> Vec<SslCertInfo> {
         Vec::new()
+    }
+
+    /// Every pattern reference (ACL `-f` files, map files), in id order.
+    /// Default is none.
+    fn pattern_refs(&self) -> Vec<PatRefInfo> {
+        Vec::new()
+    }
+
+    /// The entries of reference `path` at `version` (the current one when
+    /// `None`); empty for a version that does not exist.
+    fn pattern_entries(&self, path: &str, version: Option<u32>) -> Vec<PatEntry> {
+        let _ = (path, version);
+        Vec::new()
+    }
+
+    /// `get map|acl`: what each user of reference `path` returns for
+    /// `sample`, in the order they were set up.
+    fn pattern_lookup(&self, path: &str, sample: &str) -> Vec<PatLookup> {
+        let _ = (path, sample);
+        Vec::new()
+    }
+
+    /// Applies one edit to reference `path`. `Ok` holds the new version
+    /// for [`PatEdit::Prepare`], 0 otherwise.
+    fn pattern_edit(&self, path: &str, edit: &PatEdit) -> Result<u32, PatError> {
+        let _ = (path, edit);
+        Err(PatError::UnknownRef)
     }
 }

@@ -11,6 +11,9 @@
 //!   process implements over its live state; this crate parses, validates
 //!   and renders HAProxy's formats (`show servers state`, `show errors`,
 //!   the tasks activity table...).
+//! - The map and ACL commands (`show|get|add|set|del|clear|prepare|commit
+//!   map|acl`, payloads with `<<`) act on the configuration's pattern files
+//!   through the same trait.
 //!
 //! Command syntax, messages and output formats follow HAProxy's management
 //! guide (section 9.3); dates are printed in UTC.
@@ -19,6 +22,7 @@
 pub mod api;
 mod commands;
 mod listen;
+mod maps;
 pub mod render;
 mod session;
 

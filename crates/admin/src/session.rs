@@ -1,10 +1,12 @@
 //! One CLI session: splitting a line into `;`-separated commands and words,
 //! finding the command, checking the level, and HAProxy's framing (an
 //! empty line after each command's output, the `> ` prompt, closing after
-//! the line in non-interactive mode).
+//! the line in non-interactive mode). A command ending with `<<` takes the
+//! lines that follow, up to an empty line, as its payload (`+ ` is the
+//! prompt meanwhile).
 
 use crate::api::AdminApi;
-use crate::commands::{Command, COMMANDS};
+use crate::commands::{all_commands, Command};
 use crate::Level;
 use std::sync::Arc;
 
@@ -37,6 +39,10 @@ pub struct Session {
     pub(crate) level: Level,
     mode: Mode,
     timed: bool,
+    /// The payload of the command being run, for it to take.
+    pub(crate) payload: Option<String>,
+    /// A command ending with `<<` and the payload lines read so far.
+    gathering: Option<(String, String)>,
 }
 
 /// The result of one command.
@@ -166,6 +172,8 @@ impl Session {
             level,
             mode: Mode::NonInteractive,
             timed: false,
+            payload: None,
+            gathering: None,
         }
     }
 
@@ -199,10 +207,26 @@ impl Session {
     /// in non-interactive mode the connection closes after the line.
     pub fn handle_line(&mut self, line: &str) -> Reply {
         let line = line.strip_suffix('\r').unwrap_or(line);
+        if self.gathering.is_some() {
+            return self.gather(line);
+        }
         let cmds = split_commands(line);
         let mut output = String::new();
         let n = cmds.len();
         for (i, cmd) in cmds.iter().enumerate() {
+            if cmd.ends_with("<<") {
+                // Payload mode: what follows on this line is payload too.
+                let rest = cmds[i + 1..].join(";");
+                let first = if rest.is_empty() { rest } else { rest + "\n" };
+                self.gathering = Some((cmd.clone(), first));
+                if self.mode == Mode::Prompt {
+                    output.push_str("+ ");
+                }
+                return Reply {
+                    output,
+                    close: false,
+                };
+            }
             let w = words(cmd);
             if w.is_empty() && n > 1 {
                 continue;
@@ -229,6 +253,50 @@ impl Session {
         }
     }
 
+    /// One line while gathering a payload: an empty line ends it and runs
+    /// the command.
+    fn gather(&mut self, line: &str) -> Reply {
+        let Some((cmd, mut payload)) = self.gathering.take() else {
+            return self.handle_line(line);
+        };
+        if !line.is_empty() {
+            payload.push_str(line);
+            payload.push('\n');
+            self.gathering = Some((cmd, payload));
+            let output = if self.mode == Mode::Prompt { "+ " } else { "" };
+            return Reply {
+                output: output.into(),
+                close: false,
+            };
+        }
+        let mut w = words(&cmd);
+        if w.last().is_some_and(|l| l == "<<") {
+            w.pop();
+            payload.pop();
+            self.payload = Some(payload);
+        }
+        let outcome = self.execute(&w);
+        self.payload = None;
+        let mut output = match outcome {
+            Outcome::Quit => {
+                return Reply {
+                    output: String::new(),
+                    close: true,
+                }
+            }
+            Outcome::Output(text) => normalize(text),
+        };
+        if self.mode == Mode::Prompt {
+            output.push_str(&self.prompt());
+        } else {
+            output.push('\n');
+        }
+        Reply {
+            output,
+            close: self.mode == Mode::NonInteractive,
+        }
+    }
+
     /// Runs one command given as words.
     pub(crate) fn execute(&mut self, w: &[String]) -> Outcome {
         let Some(first) = w.first() else {
@@ -245,8 +313,7 @@ impl Session {
             "prompt" => return Outcome::Output(self.set_prompt(&w[1..])),
             _ => {}
         }
-        let found = COMMANDS
-            .iter()
+        let found = all_commands()
             .filter(|c| c.words.len() <= w.len() && c.words.iter().zip(w).all(|(a, b)| a == b))
             .max_by_key(|c| c.words.len());
         match found {
@@ -283,7 +350,7 @@ impl Session {
 
     /// The commands this session may run.
     fn visible(&self) -> impl Iterator<Item = &'static Command> + '_ {
-        COMMANDS.iter().filter(move |c| c.level <= self.level)
+        all_commands().filter(move |c| c.level <= self.level)
     }
 
     /// `help [<words>]`, or the message for an unknown command `args`.

@@ -82,6 +82,13 @@ pub struct FrontendRt {
     pub backend: Arc<Backend>,
     /// Content switching: the frontend's rules and the backends by name.
     pub routes: Arc<fairlead_l7::Routes>,
+    /// The same for TCP mode, with the default backend and the content
+    /// inspection limit.
+    pub tcp: Arc<fairlead_l4::TcpRoutes>,
+    /// Connections refused by `tcp-request connection` rules (`dcon`).
+    pub denied_conn: std::sync::atomic::AtomicU64,
+    /// Sessions refused by `tcp-request session` rules (`dses`).
+    pub denied_sess: std::sync::atomic::AtomicU64,
     pub http: HttpFront,
     pub limit: Limit,
     pub client_timeout: Option<Duration>,
@@ -142,6 +149,10 @@ pub struct Shared {
     pub quiet: bool,
     pub bufsize: usize,
     pub maxaccept: usize,
+    /// The configuration's map and ACL files (the runtime API edits them).
+    pub patterns: fairlead_rules::pattern::Registry,
+    /// Where CLI edits of those files are saved for the next worker.
+    pub pattern_state: admin::PatternState,
 }
 
 impl Shared {
@@ -297,6 +308,16 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                 .and_then(|n| cfg.backends.iter().position(|b| &b.name == n)),
             hostname: fairlead_log::system_hostname(),
         });
+        let tcp = Arc::new(fairlead_l4::TcpRoutes {
+            fe_rules: routes.fe_rules.clone(),
+            backends: routes.backends.clone(),
+            be_rules: routes.be_rules.clone(),
+            by_name: routes.by_name.clone(),
+            default: routes.default,
+            default_be: backend.clone(),
+            hostname: routes.hostname.clone(),
+            inspect_max: bufsize - MAXREWRITE,
+        });
         let t = f.options.timeouts;
         let limit = Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn));
         frontends.push(Arc::new(FrontendRt {
@@ -326,6 +347,9 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             tls_stats: TlsStats::default(),
             backend,
             routes,
+            tcp,
+            denied_conn: Default::default(),
+            denied_sess: Default::default(),
         }));
     }
     Ok(Shared {
@@ -343,6 +367,8 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             n if n <= 0 => usize::MAX,
             n => n as usize,
         },
+        patterns: cfg.patterns.clone(),
+        pattern_state: admin::PatternState::default(),
     })
 }
 
@@ -550,7 +576,11 @@ pub fn setup_limits(cfg: &Config) -> u32 {
 /// SIGTERM exits the process directly.
 pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
     let maxconn = setup_limits(&cfg);
-    let shared = Arc::new(build(&cfg, opts.quiet, maxconn)?);
+    let mut shared = build(&cfg, opts.quiet, maxconn)?;
+    // A worker of a reload starts with the map and ACL edits of the
+    // previous one, before it serves anything.
+    shared.pattern_state = admin::PatternState::from_env(&shared.patterns, opts.quiet);
+    let shared = Arc::new(shared);
     let workers = worker_count(&cfg);
     let mut inherited = inherit::FdMap::from_env().map_err(Error::other)?;
     // `-sf`/`-st`: take over the old process's listening sockets themselves.

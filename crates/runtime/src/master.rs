@@ -17,6 +17,12 @@
 //! and exits when they are gone. If the current worker dies unexpectedly
 //! the master exits with an error (a supervisor restarts it). With `-Ws`
 //! the master speaks systemd's notify protocol (`READY=1`, `RELOADING=1`).
+//!
+//! Map and ACL edits made on a worker's CLI survive reloads: the master
+//! keeps a private directory (mode 0700, in `$TMPDIR`, removed when it
+//! exits) and gives each worker a file there to save them to
+//! ([`PATTERN_STATE_ENV`]) and the current worker's file to restore them
+//! from ([`PATTERN_RESTORE_ENV`]); see [`crate::admin::PatternState`].
 
 use crate::inherit::{
     encode_sources, FdMap, CONFIG_FD_ENV, LISTEN_FDS_ENV, READY_FD_ENV, WORKER_ENV,
@@ -29,8 +35,130 @@ use std::io::{Error, Read, Result};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// Environment variable naming the file where a worker saves the map and
+/// ACL entries edited on its CLI.
+pub const PATTERN_STATE_ENV: &str = "FAIRLEAD_PATTERN_STATE";
+/// Environment variable naming the file a new worker restores them from
+/// (the previous worker's).
+pub const PATTERN_RESTORE_ENV: &str = "FAIRLEAD_PATTERN_RESTORE";
+
+/// The master's private directory for the workers' map/ACL state files.
+static STATE_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Creates [`STATE_DIR`] (a new directory, mode 0700, in `$TMPDIR`).
+/// Without it, CLI edits of maps and ACLs do not survive a reload.
+fn init_state_dir() {
+    use std::os::unix::fs::DirBuilderExt;
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for attempt in 0..16u32 {
+        let dir = std::env::temp_dir().join(format!(
+            "fairlead-{}-{:x}",
+            std::process::id(),
+            salt.wrapping_add(attempt)
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {
+                remove_stale_state_dirs(&dir);
+                let _ = STATE_DIR.set(dir);
+                return;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                eprintln!("[WARNING]  (master) cannot create {} ({e}): map and ACL changes made on the CLI will not survive reloads", dir.display());
+                return;
+            }
+        }
+    }
+}
+
+/// Removes the state directories that masters killed without cleaning up
+/// left beside `own`: named like it, owned by the same user, and whose
+/// process no longer exists.
+fn remove_stale_state_dirs(own: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let (Some(parent), Ok(me)) = (own.parent(), std::fs::symlink_metadata(own)) else {
+        return;
+    };
+    let Ok(list) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in list.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("fairlead-"))
+            .and_then(|n| n.split_once('-'))
+            .filter(|(p, salt)| {
+                !p.is_empty()
+                    && p.bytes().all(|b| b.is_ascii_digit())
+                    && !salt.is_empty()
+                    && salt.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+            .map(|(p, _)| p)
+        else {
+            continue;
+        };
+        let stale = std::fs::symlink_metadata(e.path())
+            .is_ok_and(|m| m.is_dir() && m.uid() == me.uid())
+            && !Path::new("/proc").join(pid).exists();
+        if stale {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A new state file name for the next worker started.
+fn next_state_file() -> Option<PathBuf> {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    STATE_DIR
+        .get()
+        .map(|d| d.join(format!("worker-{n}.patterns")))
+}
+
+/// Makes sure the state directory exists (a temporary-files cleaner may
+/// have removed it) and belongs to the user the workers run as.
+fn prepare_state_dir(cfg: &Config) {
+    use std::os::unix::fs::DirBuilderExt;
+    let Some(dir) = STATE_DIR.get() else { return };
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    let g = &cfg.global;
+    let uid = g
+        .uid
+        .or_else(|| g.user.as_deref().and_then(os::lookup_user).map(|u| u.0));
+    let gid = g
+        .gid
+        .or_else(|| g.group.as_deref().and_then(os::lookup_group));
+    if uid.is_some() || gid.is_some() {
+        if let Err(e) = std::os::unix::fs::chown(dir, uid, gid) {
+            eprintln!(
+                "[WARNING]  (master) cannot give {} to the workers' user ({e})",
+                dir.display()
+            );
+        }
+    }
+}
+
+fn remove_state(file: Option<&Path>) {
+    if let Some(f) = file {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+/// Removes the state directory, before the master exits.
+fn remove_state_dir() {
+    if let Some(d) = STATE_DIR.get() {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
 
 /// How long a new worker may take to report ready. Default is 10 s.
 pub const WORKER_START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,6 +189,8 @@ struct Worker {
     started: Instant,
     /// The master's reload count when it was started.
     generation: u32,
+    /// Where it saves its map and ACL edits.
+    state: Option<PathBuf>,
 }
 
 /// `0d00h01m02s`, HAProxy's uptime format.
@@ -196,15 +326,25 @@ fn sd_notify(enabled: bool, msg: &str) {
     }
 }
 
+/// The map/ACL state files of a worker being started: where it saves its
+/// edits, and where it restores the previous worker's from.
+struct StateFiles<'a> {
+    save: Option<&'a Path>,
+    restore: Option<&'a Path>,
+}
+
 /// Starts a worker with the sockets and waits until it reports ready.
 fn spawn_worker(
     socks: &Sockets,
     cfg: &Config,
     sources: &[Source],
     opts: &MasterOptions,
+    state: StateFiles<'_>,
 ) -> Result<Child> {
     use std::io::Write;
     let n = crate::worker_count(cfg);
+    prepare_state_dir(cfg);
+    remove_state(state.save);
     let map = socks.fd_map(cfg, n);
     let (mut ours, theirs) = UnixStream::pair()?;
     let (mut cfg_ours, cfg_theirs) = UnixStream::pair()?;
@@ -214,7 +354,15 @@ fn spawn_worker(
     for &fd in &fds {
         os::set_cloexec(fd, false)?;
     }
-    let spawned = Command::new(&opts.exe)
+    let mut command = Command::new(&opts.exe);
+    if let Some(f) = state.save {
+        command.env(PATTERN_STATE_ENV, f);
+    }
+    match state.restore {
+        Some(f) => command.env(PATTERN_RESTORE_ENV, f),
+        None => command.env_remove(PATTERN_RESTORE_ENV),
+    };
+    let spawned = command
         .args(&opts.worker_args)
         .env(WORKER_ENV, "1")
         .env(LISTEN_FDS_ENV, map.encode())
@@ -321,10 +469,18 @@ pub fn run_master(cfg: Config, sources: Vec<Source>, opts: MasterOptions) -> Res
     };
     let master_started = Instant::now();
     let (mut reloads, mut failed_reloads) = (0u32, 0u32);
+    init_state_dir();
+    let state = next_state_file();
+    let files = StateFiles {
+        save: state.as_deref(),
+        restore: None,
+    };
     let mut current = Worker {
-        child: spawn_worker(&socks, &cfg, &sources, &opts)?,
+        child: spawn_worker(&socks, &cfg, &sources, &opts, files)
+            .inspect_err(|_| remove_state_dir())?,
         started: Instant::now(),
         generation: 0,
+        state,
     };
     let mut hard_stop = cfg.global.hard_stop_after;
     notice(
@@ -358,6 +514,7 @@ pub fn run_master(cfg: Config, sources: Vec<Source>, opts: MasterOptions) -> Res
                     for o in &mut old {
                         let _ = o.worker.child.wait();
                     }
+                    remove_state_dir();
                     std::process::exit(0);
                 }
                 _ = term.recv() => stop_all(&mut current, &mut old),
@@ -367,10 +524,10 @@ pub fn run_master(cfg: Config, sources: Vec<Source>, opts: MasterOptions) -> Res
             }
             if do_reload {
                 sd_notify(opts.systemd, "RELOADING=1");
-                match reload(&mut socks, &opts) {
-                    Ok((child, new_cfg)) => {
+                match reload(&mut socks, &opts, current.state.as_deref()) {
+                    Ok((child, new_cfg, state)) => {
                         reloads += 1;
-                        let worker = Worker { child, started: Instant::now(), generation: reloads };
+                        let worker = Worker { child, started: Instant::now(), generation: reloads, state };
                         let prev = std::mem::replace(&mut current, worker);
                         signal(&prev.child, libc::SIGUSR1);
                         let deadline = hard_stop.map(|h| Instant::now() + h);
@@ -401,11 +558,13 @@ pub fn run_master(cfg: Config, sources: Vec<Source>, opts: MasterOptions) -> Res
                 for o in &old {
                     signal(&o.worker.child, libc::SIGTERM);
                 }
+                remove_state_dir();
                 std::process::exit(1);
             }
             old.retain_mut(|o| match o.worker.child.try_wait() {
                 Ok(Some(_)) => {
                     notice(opts.quiet, &format!("former worker {} exited", o.worker.child.id()));
+                    remove_state(o.worker.state.as_deref());
                     false
                 }
                 _ => {
@@ -464,15 +623,31 @@ fn stop_all(current: &mut Worker, old: &mut [OldWorker]) -> ! {
     for o in old.iter_mut() {
         let _ = o.worker.child.wait();
     }
+    remove_state_dir();
     std::process::exit(0);
 }
 
 /// Loads the new configuration, binds its new addresses and starts its
-/// worker.
-fn reload(socks: &mut Sockets, opts: &MasterOptions) -> Result<(Child, Config)> {
+/// worker, which restores the map and ACL edits saved in `restore`.
+/// Returns the worker, the configuration and the worker's state file.
+fn reload(
+    socks: &mut Sockets,
+    opts: &MasterOptions,
+    restore: Option<&Path>,
+) -> Result<(Child, Config, Option<PathBuf>)> {
     let (cfg, sources) =
         (opts.load)().map_err(|_| Error::other("the new configuration has errors"))?;
     socks.ensure(&cfg, crate::worker_count(&cfg))?;
-    let child = spawn_worker(socks, &cfg, &sources, opts)?;
-    Ok((child, cfg))
+    let state = next_state_file();
+    let files = StateFiles {
+        save: state.as_deref(),
+        restore,
+    };
+    match spawn_worker(socks, &cfg, &sources, opts, files) {
+        Ok(child) => Ok((child, cfg, state)),
+        Err(e) => {
+            remove_state(state.as_deref());
+            Err(e)
+        }
+    }
 }

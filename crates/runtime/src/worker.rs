@@ -1,9 +1,17 @@
 //! One worker thread: a tokio `current_thread` runtime with a `LocalSet`,
 //! its own listening sockets, its own buffer and idle-connection pools.
 //! Connections never leave the thread that accepted them.
+//!
+//! Each accepted connection first goes through the frontend's
+//! `tcp-request connection` rules (before any TLS handshake and before
+//! anything is read; a refused connection is reset at once, counted in
+//! `dcon` and not logged, as in HAProxy), then the handshake, then the
+//! `tcp-request session` rules (`dses`), and only then is it a session:
+//! HAProxy's "Connect from" line, then the HTTP or TCP stream.
 
 use crate::{FrontendRt, Shared};
 use fairlead_config::Mode;
+use fairlead_l4::{ConnFacts, Gate, SessState};
 use fairlead_l7::HttpCtx;
 use fairlead_net::profile::{Profiled, TaskKind};
 use fairlead_net::Stop;
@@ -131,6 +139,70 @@ async fn handshake(
     }
 }
 
+/// `tcp-request connection` rules, right after accept. A refused
+/// connection is closed with a reset (SO_LINGER 0, as HAProxy does) when
+/// the caller drops it, and counted in `dcon`.
+fn admit(
+    fe: &FrontendRt,
+    stream: &tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    sess: &mut SessState,
+) -> bool {
+    let rules = &fe.tcp.fe_rules;
+    if rules.tcp_connection.is_empty() {
+        return true;
+    }
+    let facts = ConnFacts {
+        src: peer,
+        dst: stream.local_addr().ok(),
+        tls: None,
+        frontend: &fe.name,
+        hostname: &fe.tcp.hostname,
+    };
+    if fairlead_l4::connection_rules(rules, &facts, sess) == Gate::Accept {
+        return true;
+    }
+    fe.denied_conn.fetch_add(1, Ordering::Relaxed);
+    fairlead_net::set_abortive_close(stream);
+    false
+}
+
+/// `tcp-request session` rules once the handshakes are done (a refused
+/// session is reset and counted in `dses`), then HAProxy's "Connect from"
+/// line for frontends without a log option: the connection is now a
+/// session.
+fn open_session(
+    fe: &FrontendRt,
+    conn: &fairlead_net::Conn,
+    peer: std::net::SocketAddr,
+    sess: &mut SessState,
+) -> bool {
+    let rules = &fe.tcp.fe_rules;
+    let local = conn.local_addr().ok();
+    if !rules.tcp_session.is_empty() {
+        let tls = conn.tls_info_ref();
+        let facts = ConnFacts {
+            src: peer,
+            dst: local,
+            tls: tls.as_deref(),
+            frontend: &fe.name,
+            hostname: &fe.tcp.hostname,
+        };
+        let gate = fairlead_l4::session_rules(rules, &facts, sess);
+        drop(tls);
+        if gate != Gate::Accept {
+            fe.denied_sess.fetch_add(1, Ordering::Relaxed);
+            conn.abort();
+            return false;
+        }
+    }
+    if let Some(l) = fe.http.log.as_deref() {
+        let client = sess.effective_src(peer);
+        fairlead_l7::logging::emit_connect(l, client, local, &fe.name, fe.mode == Mode::Http);
+    }
+    true
+}
+
 /// Waits until a stop is requested.
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     while !*stop.borrow() {
@@ -172,19 +244,20 @@ async fn accept_loop(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let mut sess = SessState::default();
+                if !admit(&fe, &stream, peer, &mut sess) {
+                    drop(stream);
+                    burst += 1;
+                    if burst >= shared.maxaccept {
+                        burst = 0;
+                        tokio::task::yield_now().await;
+                    }
+                    continue;
+                }
                 shared.global.cur.fetch_add(1, Ordering::Relaxed);
                 let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
                 fe.smax.fetch_max(cur, Ordering::Relaxed);
                 fe.http.counters.inc(fairlead_backend::counters::C::Stot);
-                if let Some(l) = fe.http.log.as_deref() {
-                    fairlead_l7::logging::emit_connect(
-                        l,
-                        peer,
-                        stream.local_addr().ok(),
-                        &fe.name,
-                        fe.mode == Mode::Http,
-                    );
-                }
                 // Each mode gets its own task type, so an HTTP connection's
                 // task is only as large as the HTTP state machine.
                 let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
@@ -198,6 +271,10 @@ async fn accept_loop(
                             let Some(conn) = handshake(stream, peer, &fe2, tls2).await else {
                                 return;
                             };
+                            // Session variables do not reach the HTTP rules yet.
+                            if !open_session(&fe2, &conn, peer, &mut sess) {
+                                return;
+                            }
                             fairlead_l7::serve_http(conn, peer, ctx2).await;
                         }))
                     }
@@ -209,6 +286,9 @@ async fn accept_loop(
                             let Some(stream) = handshake(stream, peer, &fe2, tls2).await else {
                                 return;
                             };
+                            if !open_session(&fe2, &stream, peer, &mut sess) {
+                                return;
+                            }
                             let front = fairlead_l4::FrontTimeouts {
                                 client: fe2.client_timeout,
                                 client_fin: fe2.client_fin,
@@ -219,7 +299,8 @@ async fn accept_loop(
                                 actconn: fe2.http.actconn.clone(),
                                 feconn: fe2.http.feconn.clone(),
                             };
-                            let _ = fairlead_l4::serve_tcp(stream, peer, &fe2.backend, front).await;
+                            let _ =
+                                fairlead_l4::serve_tcp(stream, peer, &fe2.tcp, front, sess).await;
                         }))
                     }
                 };
