@@ -28,22 +28,26 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    /// Builds the request model from the parsed head (pooled vectors).
-    pub fn take(buf: &[u8], head: &RequestHead) -> Model {
+    /// Builds the request model from the parsed head (pooled vectors),
+    /// with the connection's `sess` variables.
+    pub fn take(buf: &[u8], head: &RequestHead, sess: crate::txn::SessVars) -> Model {
         let mut h = msg::take();
         h.fill_request(buf, head);
         Model {
             head: h,
-            st: TxnState::default(),
+            st: TxnState {
+                vars: crate::txn::Vars::with_sess(sess),
+                fx: Default::default(),
+            },
             req_copy: None,
             res: None,
             res_rules: false,
         }
     }
 
-    /// Hands what rules captured to the log line, then returns the pooled
-    /// parts.
-    pub fn finish(mut self, rl: &mut ReqLog) {
+    /// Hands what rules captured to the log line, returns the pooled
+    /// parts, and gives back the `sess` variables.
+    pub fn finish(mut self, rl: &mut ReqLog) -> crate::txn::SessVars {
         let fx = &mut self.st.fx;
         let silent = fx.log_level == Some(None);
         if silent || fx.src.is_some() || !fx.req_captures.is_empty() || !fx.res_captures.is_empty()
@@ -55,7 +59,9 @@ impl Model {
                 src: fx.src,
             }));
         }
+        let sess = std::mem::take(&mut self.st.vars).into_sess();
         self.give();
+        sess
     }
 
     /// Returns the pooled parts.

@@ -63,17 +63,38 @@ impl Edit for HeadBuf<'_> {
     }
 }
 
-/// Variables of one transaction (`txn`, `req`, `res`; `sess` too, kept
-/// for the request: see docs/rules.md) and the process-wide `proc` ones.
+/// Variables of one transaction (`txn`, `req`, `res`), the connection's
+/// `sess` ones (kept by the session between requests) and the
+/// process-wide `proc` ones.
 #[derive(Default)]
 pub(crate) struct Vars {
     list: Vec<(VarRef, Sample<'static>)>,
 }
 
+/// The `sess` variables a connection keeps between its requests.
+pub(crate) type SessVars = Option<Box<Vec<(VarRef, Sample<'static>)>>>;
+
 static PROC_VARS: std::sync::Mutex<Vec<(VarRef, Sample<'static>)>> =
     std::sync::Mutex::new(Vec::new());
 
 impl Vars {
+    /// Starts a transaction with the connection's `sess` variables.
+    pub fn with_sess(sess: SessVars) -> Vars {
+        Vars {
+            list: sess.map(|b| *b).unwrap_or_default(),
+        }
+    }
+
+    /// Ends a transaction: the `sess` variables go back to the connection.
+    pub fn into_sess(self) -> SessVars {
+        let sess: Vec<_> = self
+            .list
+            .into_iter()
+            .filter(|(k, _)| k.scope == Scope::Sess)
+            .collect();
+        (!sess.is_empty()).then(|| Box::new(sess))
+    }
+
     fn get(&self, v: &VarRef) -> Option<Sample<'_>> {
         if v.scope == Scope::Proc {
             let p = PROC_VARS.lock().ok()?;

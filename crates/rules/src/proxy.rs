@@ -301,9 +301,18 @@ impl ProxyRules {
         warnings.extend(w);
         let used = c.usage(&self.acls);
         if used & set.usage() == 0 && used != 0 {
+            let names: Vec<&str> = c
+                .acl_names(&self.acls)
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .collect();
+            let which = if names.is_empty() {
+                "anonymous acl".to_string()
+            } else {
+                format!("acl '{}'", names.join(" "))
+            };
             warnings.push(format!(
-                "acl '{}' will never match because it only involves keywords that are incompatible with '{}'",
-                c.acl_names(&self.acls).join(" "),
+                "{which} will never match because it only involves keywords that are incompatible with '{}'",
                 set.keyword()
             ));
         }
