@@ -28,6 +28,7 @@ mod local;
 pub mod logging;
 mod persist;
 mod process;
+mod respond;
 mod session;
 mod txn;
 

@@ -140,7 +140,7 @@ impl Session {
         let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
         let close = !matches!(head.body, BodyKind::None | BodyKind::Length(0))
             || !head.keep_alive
-            || self.stopping_now();
+            || self.stopping();
         let buf = self.cbuf.filled();
         let body = body_len.map(|n| &buf[head.head_len..head.head_len + n]);
         process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close)
@@ -197,10 +197,6 @@ impl Session {
                 .iter()
                 .any(|c| c.eval(&fe.acls, &tx) == fairlead_rules::acl::Tri::Pass),
         )
-    }
-
-    fn stopping_now(&self) -> bool {
-        self.ctx.stop.is_set()
     }
 
     /// Sends a response the proxy made itself, after `http-after-response`.

@@ -3,7 +3,7 @@
 use crate::body::{self, BodyError, Framer};
 use crate::key::KeyData;
 use crate::logging::{self, Gauges, ReqLog};
-use crate::persist::{self, Persist};
+use crate::persist;
 use crate::{Effective, HttpCtx};
 use fairlead_backend::counters::C;
 use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot, TlsNames};
@@ -24,10 +24,10 @@ use tokio::time::Instant;
 /// A server connection attached to the session between requests.
 pub(crate) struct Attached {
     /// The server's index in its backend (u32 keeps the idle state small).
-    idx: u32,
+    pub(crate) idx: u32,
     /// The server's process-wide id (the index is per backend).
-    srv_id: u32,
-    stream: Conn,
+    pub(crate) srv_id: u32,
+    pub(crate) stream: Conn,
 }
 
 /// What the phase loop does next.
@@ -105,16 +105,16 @@ async fn request_phase(mut s: Session) -> (Session, Next) {
 }
 
 /// Puts a server connection back in this thread's idle pool.
-fn park(a: Attached, eff: Effective) {
+pub(crate) fn park(a: Attached, eff: Effective) {
     if eff.reuse != HttpReuse::Never && eff.conn_mode == HttpConnMode::KeepAlive {
         idle::put(a.srv_id as usize, a.stream);
     }
 }
 
 /// How the response phase ended, for the keep-alive decision.
-struct Outcome {
-    client_keep: bool,
-    server_keep: bool,
+pub(crate) struct Outcome {
+    pub(crate) client_keep: bool,
+    pub(crate) server_keep: bool,
 }
 
 impl Session {
@@ -135,7 +135,7 @@ impl Session {
         self.client.shutdown_write();
     }
 
-    fn stopping(&self) -> bool {
+    pub(crate) fn stopping(&self) -> bool {
         self.ctx.stop.is_set()
     }
 
@@ -875,177 +875,6 @@ impl Session {
         }
         Ok(resp.expect("loop ends with a response"))
     }
-
-    /// Phases 5 and 6: relay the response and decide what to keep.
-    #[allow(clippy::too_many_arguments)]
-    async fn respond(
-        &mut self,
-        head: &RequestHead,
-        conn: Attached,
-        slot: ServerSlot,
-        resp: ResponseHead,
-        mut sbuf: IoBuf,
-        request_done: bool,
-        persist: Persist,
-        model: Option<&mut crate::local::Model>,
-        rl: &mut ReqLog,
-    ) -> Option<Outcome> {
-        rl.status = Some(resp.status);
-        let ctx = self.ctx.clone();
-        let ct = ctx.front.timeouts.client;
-        let be = crate::process::backend(&ctx, rl.backend);
-        let bt = &be.options.timeouts;
-        if resp.status == 101 && head.upgrade {
-            return self.upgrade(conn, slot, sbuf, bt).await;
-        }
-        let client_keep = head.keep_alive
-            && request_done
-            && self.eff.conn_mode != HttpConnMode::Close
-            && resp.body != BodyKind::CloseDelimited
-            && !self.stopping();
-        let conn_hdr = if !client_keep {
-            ConnHeader::Close
-        } else if head.minor_version == 0 {
-            ConnHeader::KeepAlive
-        } else {
-            ConnHeader::None
-        };
-        let mut out = pool::take_out();
-        match model.filter(|m| m.has_response_rules()) {
-            Some(m) => {
-                if let Err(local) = self.response_rules(m, &resp, sbuf.filled(), rl) {
-                    pool::give_out(out);
-                    let _ = self.send_local_bytes(local, rl).await;
-                    return None;
-                }
-                m.write_response(sbuf.filled(), conn_hdr, &mut out);
-            }
-            None => fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out),
-        }
-        if let Some(c) = &be.options.cookie {
-            persist::edit_response(c, persist, be, conn.idx as usize, &mut out);
-        }
-        sbuf.consume(resp.head_len);
-        // Send the head together with the body bytes already received.
-        let mut framer = Framer::new(resp.body);
-        let first = match framer.take(sbuf.filled()) {
-            Ok(k) => k,
-            Err(_) => {
-                pool::give_out(out);
-                return None;
-            }
-        };
-        let srv = slot.server().clone();
-        let (fc, bc, sc) = (&ctx.front.counters, &be.counters, &srv.counters);
-        for c in [fc, bc, sc] {
-            c.status(resp.status);
-        }
-        let head_bytes = out.len() as u64;
-        let wrote = self
-            .client
-            .write_all2(&out, &sbuf.filled()[..first], ct)
-            .await;
-        sbuf.consume(first);
-        pool::give_out(out);
-        if wrote.is_err() {
-            for c in [fc, bc, sc] {
-                c.inc(C::CliAbrt);
-            }
-            return None;
-        }
-        let body_res = body::forward(
-            &mut framer,
-            &conn.stream,
-            &mut sbuf,
-            &self.client,
-            bt.server,
-            ct,
-        )
-        .await;
-        drop(slot);
-        let sent = head_bytes + first as u64 + body_res.as_ref().map_or(0, |n| *n);
-        rl.bytes_out = sent;
-        for c in [fc, bc, sc] {
-            c.add(C::Bout, sent);
-        }
-        if let Err(e) = body_res {
-            // Who cut the transfer: reading the server or writing the client.
-            let who = match e {
-                BodyError::Dest(_) => C::CliAbrt,
-                _ => C::SrvAbrt,
-            };
-            rl.end(
-                if who == C::CliAbrt {
-                    Who::Client
-                } else {
-                    Who::Server
-                },
-                Phase::Data,
-            );
-            for c in [fc, bc, sc] {
-                c.inc(who);
-            }
-            return None;
-        }
-        let server_keep = resp.keep_alive
-            && request_done
-            && sbuf.is_empty()
-            && self.eff.conn_mode == HttpConnMode::KeepAlive;
-        if server_keep {
-            if self.eff.reuse == HttpReuse::Never {
-                // Private to this client until it leaves.
-                self.attached = Some(conn);
-            } else {
-                // Shared: an idle client holds no server connection.
-                park(conn, self.eff);
-            }
-        }
-        Some(Outcome {
-            client_keep,
-            server_keep,
-        })
-    }
-
-    /// `101 Switching Protocols`: relay the head and whatever each side
-    /// already sent, then tunnel under `timeout tunnel`.
-    async fn upgrade(
-        &mut self,
-        conn: Attached,
-        slot: ServerSlot,
-        mut sbuf: IoBuf,
-        bt: &fairlead_config::Timeouts,
-    ) -> Option<Outcome> {
-        let ctx = self.ctx.clone();
-        let ct = ctx.front.timeouts.client;
-        if self.client.write_all(sbuf.filled(), ct).await.is_err() {
-            return None;
-        }
-        sbuf.consume(sbuf.len());
-        if !self.cbuf.is_empty() {
-            if conn
-                .stream
-                .write_all(self.cbuf.filled(), bt.server)
-                .await
-                .is_err()
-            {
-                return None;
-            }
-            let n = self.cbuf.len();
-            self.cbuf.consume(n);
-        }
-        self.cbuf.release_if_empty();
-        drop(sbuf);
-        let t = fairlead_l4::TunnelTimeouts::new(
-            self.ctx.front.timeouts.client,
-            bt.server,
-            bt.tunnel,
-            self.ctx.front.timeouts.client_fin,
-            bt.server_fin,
-        );
-        fairlead_l4::tunnel(&self.client, &conn.stream, &t).await;
-        drop(slot);
-        None
-    }
 }
 
 /// A Host header value without its port (`example.com:8443`,
@@ -1093,80 +922,5 @@ enum Fail {
 }
 
 #[cfg(test)]
-mod tests {
-    /// An idle connection must stay cheap: the connection task's state
-    /// machine (what every connection carries while it waits) is small; the
-    /// request phase lives in a pooled slot only while a request runs.
-    #[test]
-    fn idle_connection_state_is_small() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = tokio::net::TcpStream::connect(l.local_addr().unwrap())
-                .await
-                .unwrap();
-            let cfg = fairlead_config::Backend::default();
-            let ctx = std::rc::Rc::new(crate::HttpCtx {
-                service: None,
-                front: crate::HttpFront {
-                    name: "x".into(),
-                    timeouts: Default::default(),
-                    conn_mode: Default::default(),
-                    forwardfor: None,
-                    max_head: 1000,
-                    counters: Default::default(),
-                    log: None,
-                    errors: Default::default(),
-                    actconn: Default::default(),
-                    feconn: Default::default(),
-                },
-                be: std::sync::Arc::new(
-                    fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
-                ),
-                routes: Default::default(),
-                stop: std::rc::Rc::new(fairlead_net::Stop::new()),
-            });
-            let idle = super::serve_http(c.into(), "127.0.0.1:1".parse().unwrap(), ctx.clone());
-            let size = std::mem::size_of_val(&idle);
-            let s = super::Session {
-                client: tokio::net::TcpStream::connect(l.local_addr().unwrap())
-                    .await
-                    .unwrap()
-                    .into(),
-                peer: "127.0.0.1:1".parse().unwrap(),
-                ctx,
-                eff: crate::Effective {
-                    conn_mode: Default::default(),
-                    reuse: Default::default(),
-                },
-                cbuf: fairlead_net::IoBuf::new(),
-                attached: None,
-                sess_vars: None,
-                first: true,
-                accepted_at: tokio::time::Instant::now(),
-                last_end: tokio::time::Instant::now(),
-                first_byte: tokio::time::Instant::now(),
-            };
-            let request = std::mem::size_of_val(&super::request_phase(s));
-            eprintln!("idle task state {size} bytes, request phase {request} bytes");
-            eprintln!(
-                "session {} attached {} conn {} iobuf {} effective {}",
-                std::mem::size_of::<super::Session>(),
-                std::mem::size_of::<Option<super::Attached>>(),
-                std::mem::size_of::<fairlead_net::Conn>(),
-                std::mem::size_of::<fairlead_net::IoBuf>(),
-                std::mem::size_of::<crate::Effective>()
-            );
-            // 1,184 bytes before TLS; a `Conn` is 8 bytes larger than a
-            // bare socket (its TLS pointer) and the state machine holds
-            // several copies of the session: 1,280 with TLS. The rare 408
-            // path is boxed, which paid for the rules' `sess` variables:
-            // 1,256 now.
-            assert!(size <= 1264, "idle connection state is {size} bytes");
-            assert!(request > size, "the request phase should be the large part");
-        });
-    }
-}
+#[path = "session_tests.rs"]
+mod tests;

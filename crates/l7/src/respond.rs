@@ -1,0 +1,187 @@
+//! Phases 5 and 6 of the session: relay the response (after the
+//! response rules) and decide what each side keeps, or switch to a tunnel
+//! on `101 Switching Protocols`.
+
+use crate::body::{self, BodyError, Framer};
+use crate::logging::ReqLog;
+use crate::persist::{self, Persist};
+use crate::session::{park, Attached, Outcome, Session};
+use fairlead_backend::counters::C;
+use fairlead_backend::ServerSlot;
+use fairlead_config::{HttpConnMode, HttpReuse};
+use fairlead_http::{BodyKind, ConnHeader, RequestHead, ResponseHead};
+use fairlead_log::{Phase, Who};
+use fairlead_net::{pool, IoBuf};
+
+impl Session {
+    /// Phases 5 and 6: relay the response and decide what to keep.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn respond(
+        &mut self,
+        head: &RequestHead,
+        conn: Attached,
+        slot: ServerSlot,
+        resp: ResponseHead,
+        mut sbuf: IoBuf,
+        request_done: bool,
+        persist: Persist,
+        model: Option<&mut crate::local::Model>,
+        rl: &mut ReqLog,
+    ) -> Option<Outcome> {
+        rl.status = Some(resp.status);
+        let ctx = self.ctx.clone();
+        let ct = ctx.front.timeouts.client;
+        let be = crate::process::backend(&ctx, rl.backend);
+        let bt = &be.options.timeouts;
+        if resp.status == 101 && head.upgrade {
+            return self.upgrade(conn, slot, sbuf, bt).await;
+        }
+        let client_keep = head.keep_alive
+            && request_done
+            && self.eff.conn_mode != HttpConnMode::Close
+            && resp.body != BodyKind::CloseDelimited
+            && !self.stopping();
+        let conn_hdr = if !client_keep {
+            ConnHeader::Close
+        } else if head.minor_version == 0 {
+            ConnHeader::KeepAlive
+        } else {
+            ConnHeader::None
+        };
+        let mut out = pool::take_out();
+        match model.filter(|m| m.has_response_rules()) {
+            Some(m) => {
+                if let Err(local) = self.response_rules(m, &resp, sbuf.filled(), rl) {
+                    pool::give_out(out);
+                    let _ = self.send_local_bytes(local, rl).await;
+                    return None;
+                }
+                m.write_response(sbuf.filled(), conn_hdr, &mut out);
+            }
+            None => fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out),
+        }
+        if let Some(c) = &be.options.cookie {
+            persist::edit_response(c, persist, be, conn.idx as usize, &mut out);
+        }
+        sbuf.consume(resp.head_len);
+        // Send the head together with the body bytes already received.
+        let mut framer = Framer::new(resp.body);
+        let first = match framer.take(sbuf.filled()) {
+            Ok(k) => k,
+            Err(_) => {
+                pool::give_out(out);
+                return None;
+            }
+        };
+        let srv = slot.server().clone();
+        let (fc, bc, sc) = (&ctx.front.counters, &be.counters, &srv.counters);
+        for c in [fc, bc, sc] {
+            c.status(resp.status);
+        }
+        let head_bytes = out.len() as u64;
+        let wrote = self
+            .client
+            .write_all2(&out, &sbuf.filled()[..first], ct)
+            .await;
+        sbuf.consume(first);
+        pool::give_out(out);
+        if wrote.is_err() {
+            for c in [fc, bc, sc] {
+                c.inc(C::CliAbrt);
+            }
+            return None;
+        }
+        let body_res = body::forward(
+            &mut framer,
+            &conn.stream,
+            &mut sbuf,
+            &self.client,
+            bt.server,
+            ct,
+        )
+        .await;
+        drop(slot);
+        let sent = head_bytes + first as u64 + body_res.as_ref().map_or(0, |n| *n);
+        rl.bytes_out = sent;
+        for c in [fc, bc, sc] {
+            c.add(C::Bout, sent);
+        }
+        if let Err(e) = body_res {
+            // Who cut the transfer: reading the server or writing the client.
+            let who = match e {
+                BodyError::Dest(_) => C::CliAbrt,
+                _ => C::SrvAbrt,
+            };
+            rl.end(
+                if who == C::CliAbrt {
+                    Who::Client
+                } else {
+                    Who::Server
+                },
+                Phase::Data,
+            );
+            for c in [fc, bc, sc] {
+                c.inc(who);
+            }
+            return None;
+        }
+        let server_keep = resp.keep_alive
+            && request_done
+            && sbuf.is_empty()
+            && self.eff.conn_mode == HttpConnMode::KeepAlive;
+        if server_keep {
+            if self.eff.reuse == HttpReuse::Never {
+                // Private to this client until it leaves.
+                self.attached = Some(conn);
+            } else {
+                // Shared: an idle client holds no server connection.
+                park(conn, self.eff);
+            }
+        }
+        Some(Outcome {
+            client_keep,
+            server_keep,
+        })
+    }
+
+    /// `101 Switching Protocols`: relay the head and whatever each side
+    /// already sent, then tunnel under `timeout tunnel`.
+    async fn upgrade(
+        &mut self,
+        conn: Attached,
+        slot: ServerSlot,
+        mut sbuf: IoBuf,
+        bt: &fairlead_config::Timeouts,
+    ) -> Option<Outcome> {
+        let ctx = self.ctx.clone();
+        let ct = ctx.front.timeouts.client;
+        if self.client.write_all(sbuf.filled(), ct).await.is_err() {
+            return None;
+        }
+        sbuf.consume(sbuf.len());
+        if !self.cbuf.is_empty() {
+            if conn
+                .stream
+                .write_all(self.cbuf.filled(), bt.server)
+                .await
+                .is_err()
+            {
+                return None;
+            }
+            let n = self.cbuf.len();
+            self.cbuf.consume(n);
+        }
+        self.cbuf.release_if_empty();
+        drop(sbuf);
+        let t = fairlead_l4::TunnelTimeouts::new(
+            self.ctx.front.timeouts.client,
+            bt.server,
+            bt.tunnel,
+            self.ctx.front.timeouts.client_fin,
+            bt.server_fin,
+        );
+        fairlead_l4::tunnel(&self.client, &conn.stream, &t).await;
+        drop(slot);
+        None
+    }
+}

@@ -1,0 +1,77 @@
+//! The session's size bounds.
+
+/// An idle connection must stay cheap: the connection task's state
+/// machine (what every connection carries while it waits) is small; the
+/// request phase lives in a pooled slot only while a request runs.
+#[test]
+fn idle_connection_state_is_small() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = tokio::net::TcpStream::connect(l.local_addr().unwrap())
+            .await
+            .unwrap();
+        let cfg = fairlead_config::Backend::default();
+        let ctx = std::rc::Rc::new(crate::HttpCtx {
+            service: None,
+            front: crate::HttpFront {
+                name: "x".into(),
+                timeouts: Default::default(),
+                conn_mode: Default::default(),
+                forwardfor: None,
+                max_head: 1000,
+                counters: Default::default(),
+                log: None,
+                errors: Default::default(),
+                actconn: Default::default(),
+                feconn: Default::default(),
+            },
+            be: std::sync::Arc::new(
+                fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
+            ),
+            routes: Default::default(),
+            stop: std::rc::Rc::new(fairlead_net::Stop::new()),
+        });
+        let idle = super::serve_http(c.into(), "127.0.0.1:1".parse().unwrap(), ctx.clone());
+        let size = std::mem::size_of_val(&idle);
+        let s = super::Session {
+            client: tokio::net::TcpStream::connect(l.local_addr().unwrap())
+                .await
+                .unwrap()
+                .into(),
+            peer: "127.0.0.1:1".parse().unwrap(),
+            ctx,
+            eff: crate::Effective {
+                conn_mode: Default::default(),
+                reuse: Default::default(),
+            },
+            cbuf: fairlead_net::IoBuf::new(),
+            attached: None,
+            sess_vars: None,
+            first: true,
+            accepted_at: tokio::time::Instant::now(),
+            last_end: tokio::time::Instant::now(),
+            first_byte: tokio::time::Instant::now(),
+        };
+        let request = std::mem::size_of_val(&super::request_phase(s));
+        eprintln!("idle task state {size} bytes, request phase {request} bytes");
+        eprintln!(
+            "session {} attached {} conn {} iobuf {} effective {}",
+            std::mem::size_of::<super::Session>(),
+            std::mem::size_of::<Option<super::Attached>>(),
+            std::mem::size_of::<fairlead_net::Conn>(),
+            std::mem::size_of::<fairlead_net::IoBuf>(),
+            std::mem::size_of::<crate::Effective>()
+        );
+        // 1,184 bytes before TLS; a `Conn` is 8 bytes larger than a
+        // bare socket (its TLS pointer) and the state machine holds
+        // several copies of the session: 1,280 with TLS. The rare 408
+        // path is boxed, which paid for the rules' `sess` variables:
+        // 1,256 now.
+        assert!(size <= 1264, "idle connection state is {size} bytes");
+        assert!(request > size, "the request phase should be the large part");
+    });
+}
