@@ -1,4 +1,17 @@
-//! TCP mode (`mode tcp`): connect to a server and forward bytes both ways.
+//! TCP mode (`mode tcp`): the TCP side of HAProxy's rule layer, then a
+//! server connection and bytes forwarded both ways.
+//!
+//! A TCP stream ([`serve_tcp`]) goes through HAProxy's stages in order:
+//! `tcp-request content` rules of the frontend while data arrives (up to
+//! `tcp-request inspect-delay`, [`inspect`]), content switching
+//! (`use_backend`, [`routes`]), the backend's `tcp-request content` rules,
+//! balancing and connect; the inspected bytes go to the server first, byte
+//! for byte; then `tcp-response content` rules on the server's first bytes
+//! (while the client's keep flowing) and the tunnel. The rule sets that
+//! run before a stream exists (`tcp-request connection` right after
+//! accept, `tcp-request session` after the handshakes) are
+//! [`connection_rules`] and [`session_rules`], called by the runtime's
+//! accept loop in both modes. [`txn`] is the rule layer's view of it all.
 //!
 //! [`tunnel`] is also what HTTP uses after an Upgrade (WebSocket). It keeps
 //! HAProxy's semantics:
@@ -15,11 +28,21 @@
 //!   when the bytes are written.
 #![forbid(unsafe_code)]
 
-use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
+mod inspect;
+mod log;
+pub mod routes;
+mod serve;
+pub mod txn;
+
+pub use log::LogSetup;
+pub use routes::{connection_rules, session_rules, Gate, TcpRoutes};
+pub use serve::{serve_tcp, FrontTimeouts};
+pub use txn::{ConnFacts, SessState};
+
 use fairlead_net::Conn;
 use std::cell::Cell;
-use std::io::{ErrorKind, Result};
-use std::sync::Arc;
+use std::future::Future;
+use std::io::ErrorKind;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -62,6 +85,11 @@ pub enum TunnelEnd {
     ClientError,
     /// The server reset or failed.
     ServerError,
+    /// `tcp-response content reject`.
+    Denied,
+    /// `tcp-response content close`: the server connection was closed,
+    /// what it had sent was forwarded.
+    RuleClosed,
 }
 
 /// Bytes moved and how the tunnel ended.
@@ -93,10 +121,12 @@ enum PumpEnd {
     Timeout,
     ReadError,
     WriteError,
+    /// The server→client prelude ended the tunnel.
+    Stop(TunnelEnd),
 }
 
 /// Sleeps until `deadline`, or forever without one.
-async fn sleep_until(deadline: Option<Instant>) {
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
@@ -190,6 +220,22 @@ async fn copy(
 /// Forwards both directions between `client` and `server` until both are
 /// closed, an error occurs, or the inactivity timeout fires.
 pub async fn tunnel(client: &Conn, server: &Conn, t: &TunnelTimeouts) -> TunnelStats {
+    tunnel_with(client, server, t, None::<std::future::Ready<ResPrelude>>).await
+}
+
+/// What the server→client direction did before forwarding
+/// (`tcp-response content` rules): bytes it sent to the client, and
+/// `Some(end)` when the tunnel must stop there.
+pub(crate) type ResPrelude = (u64, Option<TunnelEnd>);
+
+/// [`tunnel`], with `prelude` running first on the server→client
+/// direction while the client→server one already forwards.
+pub(crate) async fn tunnel_with<P: Future<Output = ResPrelude>>(
+    client: &Conn,
+    server: &Conn,
+    t: &TunnelTimeouts,
+    prelude: Option<P>,
+) -> TunnelStats {
     let shared = Shared {
         last_activity: Cell::new(Instant::now()),
         half_closed: Cell::new(false),
@@ -206,15 +252,26 @@ pub async fn tunnel(client: &Conn, server: &Conn, t: &TunnelTimeouts) -> TunnelS
         &shared,
         &up,
     );
-    let s2c = pump(
-        server,
-        client,
-        t.server,
-        t.server_fin,
-        t.client,
-        &shared,
-        &down,
-    );
+    let s2c = async {
+        if let Some(p) = prelude {
+            let (n, end) = p.await;
+            down.set(down.get() + n);
+            shared.last_activity.set(Instant::now());
+            if let Some(e) = end {
+                return PumpEnd::Stop(e);
+            }
+        }
+        pump(
+            server,
+            client,
+            t.server,
+            t.server_fin,
+            t.client,
+            &shared,
+            &down,
+        )
+        .await
+    };
     // Both directions run until each finishes; an error on one side ends
     // the whole tunnel at once.
     tokio::pin!(c2s);
@@ -233,6 +290,7 @@ pub async fn tunnel(client: &Conn, server: &Conn, t: &TunnelTimeouts) -> TunnelS
         }
     }
     let end = match (a, b) {
+        (_, Some(PumpEnd::Stop(e))) => e,
         (Some(PumpEnd::Timeout), _) | (_, Some(PumpEnd::Timeout)) => TunnelEnd::Timeout,
         (Some(PumpEnd::ReadError), _) | (_, Some(PumpEnd::WriteError)) => TunnelEnd::ClientError,
         (_, Some(PumpEnd::ReadError)) | (Some(PumpEnd::WriteError), _) => TunnelEnd::ServerError,
@@ -243,202 +301,4 @@ pub async fn tunnel(client: &Conn, server: &Conn, t: &TunnelTimeouts) -> TunnelS
         server_to_client: down.get(),
         end,
     }
-}
-
-/// A frontend's logging set-up, built once at start-up.
-pub struct LogSetup {
-    pub logger: fairlead_log::Logger,
-    pub sink: fairlead_log::SinkId,
-    pub format: fairlead_log::LogFormat,
-    /// `option httplog-json`.
-    pub json: bool,
-    /// `option dontlognull`: no log for a connection that sent nothing.
-    pub dontlognull: bool,
-    /// `option dontlog-normal`: log only errors.
-    pub dontlog_normal: bool,
-    /// `option log-separate-errors`: errors at level `err`.
-    pub separate_errors: bool,
-    pub pid: u32,
-    pub hostname: String,
-    /// No log option: HAProxy's "Connect from" line at accept time instead
-    /// of a line per request.
-    pub connect_only: bool,
-}
-
-impl std::fmt::Debug for LogSetup {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogSetup")
-            .field("sink", &self.sink)
-            .field("format", &self.format.source())
-            .field("json", &self.json)
-            .finish_non_exhaustive()
-    }
-}
-
-impl LogSetup {
-    /// Sends the line of a finished stream or request, honouring
-    /// `option dontlog-normal` and `option log-separate-errors`.
-    pub fn send(&self, rec: &fairlead_log::LogRecord<'_>, json: bool) {
-        let error = rec.is_error();
-        if self.dontlog_normal && !error {
-            return;
-        }
-        let level = if self.separate_errors && error {
-            fairlead_log::Level::Err
-        } else {
-            fairlead_log::Level::Info
-        };
-        self.logger.log(self.sink, level, &self.format, json, rec);
-    }
-}
-
-/// What a TCP stream needs from the frontend that accepted it.
-#[derive(Debug, Clone)]
-pub struct FrontTimeouts {
-    pub client: Option<Duration>,
-    pub client_fin: Option<Duration>,
-    /// The frontend's traffic counters.
-    pub counters: Arc<fairlead_backend::counters::Counters>,
-    /// The frontend's name (logs).
-    pub name: Arc<str>,
-    /// Logging, when the frontend has log targets.
-    pub log: Option<Arc<LogSetup>>,
-    /// When the connection was accepted.
-    pub accepted: std::time::SystemTime,
-    /// Connections of the process and of this frontend (`%ac`, `%fc`).
-    pub actconn: Arc<std::sync::atomic::AtomicU32>,
-    pub feconn: Arc<std::sync::atomic::AtomicU32>,
-}
-
-/// Serves one TCP-mode client: connect to a server of `be` (with retries
-/// and redispatch), then tunnel. When no server can be reached the client
-/// is closed at once, as HAProxy does in TCP mode.
-pub async fn serve_tcp(
-    client: Conn,
-    peer: std::net::SocketAddr,
-    be: &Arc<Backend>,
-    front: FrontTimeouts,
-) -> Result<()> {
-    let _ = client.set_nodelay(true);
-    // TCP mode can only hash the source address.
-    let key = RequestKey {
-        src: be.lb_needs().src.then_some(peer.ip()),
-        ..Default::default()
-    };
-    let start = Instant::now();
-    // Copied once (the log is written after the tunnel, which borrows the
-    // TLS layer mutably meanwhile); the server's SNI may come from it too.
-    let tls = client.tls_info();
-    let log = |term: fairlead_log::TermState,
-               server: Option<&fairlead_backend::Server>,
-               t: [Option<u64>; 2],
-               bytes: (u64, u64),
-               retries: u32| {
-        let Some(setup) = front.log.as_deref().filter(|l| !l.connect_only) else {
-            return;
-        };
-        let ms = |d: Duration| d.as_millis() as u64;
-        let rec = fairlead_log::LogRecord {
-            client: Some(peer),
-            accept_date: front.accepted,
-            frontend: &front.name,
-            backend: &be.name,
-            server: server.map(|s| s.name.as_str()),
-            request_done: Some(0),
-            queue_done: t[0],
-            connect_done: t[1],
-            total: ms(start.elapsed()),
-            bytes_in: bytes.0,
-            bytes_out: bytes.1,
-            term,
-            actconn: front.actconn.load(std::sync::atomic::Ordering::Relaxed),
-            feconn: front.feconn.load(std::sync::atomic::Ordering::Relaxed),
-            beconn: be.sessions.load(std::sync::atomic::Ordering::Relaxed),
-            srv_conn: server.map_or(0, |s| s.cur.load(std::sync::atomic::Ordering::Relaxed)),
-            backend_queue: be.queue.len() as u32,
-            retries,
-            pid: setup.pid,
-            hostname: &setup.hostname,
-            ssl_version: tls.as_ref().map(|t| t.version),
-            ssl_cipher: tls.as_ref().map(|t| t.cipher),
-            ssl_sni: tls.as_ref().and_then(|t| t.sni.as_deref()),
-            ssl_resumed: tls.as_ref().map(|t| t.resumed),
-            ssl_c_used: tls.as_ref().map(|t| t.peer_cert),
-            ..Default::default()
-        };
-        if setup.dontlognull && bytes.0 == 0 {
-            return;
-        }
-        setup.send(&rec, false);
-    };
-    use fairlead_log::{Phase, TermState, Who};
-    let slot = match be.assign(&key, None, None).await {
-        Ok(s) => s,
-        Err(_) => {
-            log(
-                TermState::new(Who::Server, Phase::Connect),
-                None,
-                [None, None],
-                (0, 0),
-                0,
-            );
-            return Ok(());
-        }
-    };
-    let queued = Some(start.elapsed().as_millis() as u64);
-    let server = slot.server().clone();
-    let mut attempts = 0;
-    let names = TlsNames {
-        client_sni: tls.as_ref().and_then(|t| t.sni.as_deref()),
-        host: None,
-    };
-    let conn = match connect_server(be, slot, &key, &mut attempts, names).await {
-        Ok(c) => c,
-        Err(_) => {
-            log(
-                TermState::new(Who::Server, Phase::Connect),
-                Some(&server),
-                [queued, None],
-                (0, 0),
-                attempts,
-            );
-            return Ok(());
-        }
-    };
-    let connected = Some(start.elapsed().as_millis() as u64);
-    let bt = &be.options.timeouts;
-    let t = TunnelTimeouts::new(
-        front.client,
-        bt.server,
-        bt.tunnel,
-        front.client_fin,
-        bt.server_fin,
-    );
-    let stats = tunnel(&client, &conn.stream, &t).await;
-    use fairlead_backend::counters::C;
-    let srv = conn.slot.server();
-    for c in [&*front.counters, &be.counters, &srv.counters] {
-        c.add(C::Bin, stats.client_to_server);
-        c.add(C::Bout, stats.server_to_client);
-        match stats.end {
-            TunnelEnd::ClientError => c.inc(C::CliAbrt),
-            TunnelEnd::ServerError => c.inc(C::SrvAbrt),
-            _ => {}
-        }
-    }
-    let term = match stats.end {
-        TunnelEnd::Closed => TermState::NORMAL,
-        TunnelEnd::Timeout => TermState::new(Who::ClientTimeout, Phase::Data),
-        TunnelEnd::ClientError => TermState::new(Who::Client, Phase::Data),
-        TunnelEnd::ServerError => TermState::new(Who::Server, Phase::Data),
-    };
-    log(
-        term,
-        Some(&server),
-        [queued, connected],
-        (stats.client_to_server, stats.server_to_client),
-        attempts,
-    );
-    drop(conn);
-    Ok(())
 }

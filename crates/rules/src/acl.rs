@@ -52,6 +52,8 @@ pub struct AclTerm {
     cast: Option<SmpType>,
     pats: PatternSet,
     found_only: bool,
+    /// The `method` keyword's own matching ([`meth_matches`]).
+    meth: bool,
 }
 
 /// A named ACL (several lines) or an anonymous one.
@@ -91,7 +93,12 @@ impl AclTerm {
                 None => s,
             };
             found = true;
-            self.found_only || self.pats.matches(&s)
+            self.found_only
+                || if self.meth {
+                    meth_matches(&self.pats, &s)
+                } else {
+                    self.pats.matches(&s)
+                }
         });
         match res {
             Err(_) => Tri::Miss,
@@ -99,6 +106,32 @@ impl AclTerm {
             Ok(false) if self.expr.fetch.may_change() && !txn.payload_final() => Tri::Miss,
             Ok(false) => Tri::Fail,
         }
+    }
+}
+
+/// The methods HAProxy knows by number (`find_http_meth`, case-sensitive).
+const KNOWN_METHODS: &[&[u8]] = &[
+    b"GET", b"HEAD", b"POST", b"CONNECT", b"PUT", b"OPTIONS", b"DELETE", b"TRACE",
+];
+
+/// HAProxy's `pat_match_meth`: a pattern naming a known method (exactly,
+/// `GET`) matches that method only, whatever `-i`; any other pattern is
+/// compared as a string (`-i` applies) with a method HAProxy does not know.
+/// So `method -i get` does not match `GET`, and `method GET` does not
+/// match `get`.
+fn meth_matches(pats: &PatternSet, s: &Sample<'_>) -> bool {
+    let Some(m) = s.as_bytes() else {
+        return false;
+    };
+    if !pats.matches(s) {
+        return false;
+    }
+    let known = |k: &[u8]| KNOWN_METHODS.contains(&k);
+    let keys = || pats.refs().flat_map(|r| r.entries());
+    if known(m) {
+        keys().any(|e| e.key() == m)
+    } else {
+        keys().any(|e| !known(e.key()) && e.key().eq_ignore_ascii_case(m))
     }
 }
 
@@ -160,12 +193,14 @@ pub fn parse_term(
     let mut i = 1;
     let mut builder_files = Vec::new();
     let mut no_dns = false;
+    let mut as_map = false;
     // Flags.
     while i < words.len() {
         match words[i].as_str() {
             "-i" => icase = true,
             "-n" => no_dns = true,
-            "-M" => {}
+            // The files after it are maps: their keys are the patterns.
+            "-M" => as_map = true,
             "-m" => {
                 let m = words.get(i + 1).ok_or("missing match method after '-m'")?;
                 method =
@@ -174,7 +209,7 @@ pub fn parse_term(
             }
             "-f" => {
                 let f = words.get(i + 1).ok_or("missing file name after '-f'")?;
-                builder_files.push((f.clone(), icase));
+                builder_files.push((f.clone(), icase, as_map));
                 i += 1;
             }
             "-u" => {
@@ -196,6 +231,8 @@ pub fn parse_term(
         i += 1;
     }
     let out = cast.unwrap_or(expr.out_type());
+    // `method` without `-m` compares as HAProxy's `pat_match_meth`.
+    let meth = method.is_none() && out == SmpType::Meth;
     let method = match method {
         Some(m) => m,
         None => default_method(out).ok_or_else(|| {
@@ -208,8 +245,8 @@ pub fn parse_term(
     };
     let mut b = PatternSet::builder(method);
     b = b.no_dns(no_dns);
-    for (f, ic) in builder_files {
-        let r = env.patterns.load_file(&f, false)?;
+    for (f, ic, map) in builder_files {
+        let r = env.patterns.load_file(&f, map)?;
         b = b.flag_ignore_case(ic);
         b.add_file(r);
     }
@@ -235,6 +272,7 @@ pub fn parse_term(
             cast,
             pats,
             found_only,
+            meth,
         },
         warnings,
     ))
@@ -303,6 +341,13 @@ mod tests {
         parse_term(&words, &crate::Env::default(), 0).unwrap().0
     }
 
+    impl AclTerm {
+        fn pats_match_meth(&self, m: &[u8]) -> bool {
+            assert!(self.meth);
+            meth_matches(&self.pats, &Sample::Meth(m.into()))
+        }
+    }
+
     #[test]
     fn a_dash_word_among_values_is_a_value() {
         // HAProxy reads flags only before the first value: after `--`,
@@ -313,5 +358,35 @@ mod tests {
         let t = term("path /a -i");
         assert!(t.pats.matches(&Sample::Str(b"-i"[..].into())));
         assert!(!t.pats.matches(&Sample::Str(b"/A"[..].into())));
+    }
+
+    /// HAProxy 2.6.12 (tests/scenarios/23_predefined_acls.scn): known
+    /// methods compare by identity, the others as strings.
+    #[test]
+    fn method_patterns_as_haproxy() {
+        let m = |line: &str, meth: &[u8]| term(line).pats_match_meth(meth);
+        assert!(m("method GET", b"GET"));
+        assert!(!m("method GET", b"get"));
+        assert!(m("method -i GET", b"GET"));
+        assert!(!m("method -i GET", b"get"));
+        assert!(!m("method -i get", b"GET"));
+        assert!(m("method -i get", b"get"));
+        assert!(m("method -i Get", b"get"));
+        assert!(!m("method get", b"GET"));
+        assert!(m("method -i purge", b"PURGE"));
+        assert!(!m("method purge", b"PURGE"));
+        assert!(m("method -i GET get", b"get"));
+    }
+
+    #[test]
+    fn dash_capital_m_reads_a_map_files_keys() {
+        let dir = std::env::temp_dir().join(format!("fairlead-acl-m-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("hosts.map");
+        std::fs::write(&f, "example.com     be_a\nwww.example.com be_b\n").unwrap();
+        let t = term(&format!("hdr(host) -M -f {}", f.display()));
+        assert!(t.pats.matches(&Sample::Str(b"www.example.com"[..].into())));
+        assert!(!t.pats.matches(&Sample::Str(b"be_a"[..].into())));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,8 +14,8 @@ pub struct Expr {
 }
 
 /// Splits `name(a,b)` into the name and its arguments. Arguments are
-/// separated by commas; a backslash escapes the next character, and
-/// quotes (single or double) group characters.
+/// separated by commas; quotes (single or double) group characters; see
+/// [`split_args`] for backslashes.
 pub fn split_call(s: &str) -> Result<(&str, Vec<String>), String> {
     let Some(open) = s.find('(') else {
         return Ok((s, Vec::new()));
@@ -29,6 +29,11 @@ pub fn split_call(s: &str) -> Result<(&str, Vec<String>), String> {
 }
 
 /// Splits an argument list on commas (quotes and backslashes honoured).
+///
+/// As HAProxy's `make_arg_list`: outside single quotes, a backslash
+/// escapes `\\`, a space and both quotes, and `\r`, `\n`, `\t` are
+/// control characters; any other backslash is kept as is, so that
+/// `regsub(\.,_)` and back-references like `\1` reach the converter.
 pub fn split_args(inner: &str) -> Result<Vec<String>, String> {
     let mut args = Vec::new();
     if inner.is_empty() {
@@ -36,12 +41,23 @@ pub fn split_args(inner: &str) -> Result<Vec<String>, String> {
     }
     let mut cur = String::new();
     let mut quote: Option<char> = None;
-    let mut chars = inner.chars();
+    let mut chars = inner.chars().peekable();
     while let Some(c) = chars.next() {
         match (c, quote) {
-            ('\\', _) => match chars.next() {
-                Some(n) => cur.push(n),
-                None => return Err(format!("trailing backslash in '{inner}'")),
+            ('\\', q) if q != Some('\'') => match chars.peek() {
+                Some(&n @ ('\\' | ' ' | '"' | '\'')) => {
+                    cur.push(n);
+                    chars.next();
+                }
+                Some(&n @ ('r' | 'n' | 't')) => {
+                    cur.push(match n {
+                        'r' => '\r',
+                        'n' => '\n',
+                        _ => '\t',
+                    });
+                    chars.next();
+                }
+                _ => cur.push('\\'),
             },
             ('"' | '\'', None) => quote = Some(c),
             (q, Some(open)) if q == open => quote = None,
@@ -160,9 +176,20 @@ mod tests {
             split_call("hdr(host)").unwrap(),
             ("hdr", vec!["host".to_string()])
         );
+        // HAProxy's `make_arg_list`: only `\\`, `\ `, `\"`, `\'`, `\r`,
+        // `\n`, `\t` are escapes; other backslashes stay (checked against
+        // HAProxy 2.6.12 in tests/scenarios/41_conv_text.scn).
         assert_eq!(
             split_call("regsub('a,b',\"x\\)\")").unwrap().1,
-            vec!["a,b".to_string(), "x)".to_string()]
+            vec!["a,b".to_string(), "x\\)".to_string()]
+        );
+        assert_eq!(
+            split_call("regsub(\"^(a)=(b)$\",\"\\2:\\1\")").unwrap().1,
+            vec!["^(a)=(b)$".to_string(), "\\2:\\1".to_string()]
+        );
+        assert_eq!(
+            split_call("f(\\.,a\\,b,\\\\,'\\\\')").unwrap().1,
+            vec!["\\.", "a\\", "b", "\\", "\\\\"]
         );
         assert_eq!(
             split_chain("req.hdr(host,1),lower,map(/x,def)").unwrap(),

@@ -912,7 +912,9 @@ impl Fetch {
             Kind::Rand(range) => {
                 let r = crate::rand::next_u32() as u64;
                 Some(Sample::Sint(match range {
-                    Some(n) => ((r * n) >> 32) as i64,
+                    // HAProxy's `(u64)rand32 * (u64)range >> 32`, which
+                    // wraps for a negative range.
+                    Some(n) => (r.wrapping_mul(*n) >> 32) as i64,
                     None => r as i64,
                 }))
             }
@@ -924,7 +926,7 @@ impl Fetch {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64);
-                Some(Sample::Sint(now + off))
+                Some(Sample::Sint(now.wrapping_add(*off)))
             }
             Kind::Pid => Some(Sample::Sint(std::process::id() as i64)),
             Kind::Hdr { .. }
@@ -1323,5 +1325,34 @@ mod multi_value_tests {
         let r = req("/s?debug&n=5", &[]);
         assert_eq!(one(&r, "url_param", &["debug"]), None);
         assert_eq!(one(&r, "url_param", &[]).as_deref(), Some("5"));
+    }
+}
+
+#[cfg(test)]
+mod overflow_tests {
+    use super::*;
+
+    struct NoTxn;
+
+    impl Txn for NoTxn {}
+
+    /// Regression (found by the `expr_eval` fuzz target): extreme
+    /// arguments of `date` and `rand` overflowed (a panic in debug
+    /// builds); they wrap, as HAProxy's C arithmetic does.
+    #[test]
+    fn date_and_rand_extreme_arguments_wrap() {
+        let env = crate::Env::default();
+        for (name, arg) in [
+            ("date", "9223372036854775807"),
+            ("date", "-9223372036854775808"),
+            ("rand", "-1"),
+            ("rand", "9223372036854775807"),
+        ] {
+            let f = Fetch::parse(name, &[arg.to_string()], &env).unwrap();
+            assert!(
+                matches!(f.one(&NoTxn), Ok(Some(Sample::Sint(_)))),
+                "{name}({arg})"
+            );
+        }
     }
 }

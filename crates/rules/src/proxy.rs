@@ -458,18 +458,65 @@ impl ProxyRules {
     }
 }
 
+/// The longest time HAProxy accepts: 2147483647 ms (about 24.8 days).
+const MAX_TIME_MS: u64 = i32::MAX as u64;
+
 /// A HAProxy time (`10s`, `500ms`, `1m`; plain numbers are milliseconds).
+/// Longer than [`MAX_TIME_MS`] is refused, as HAProxy refuses it ("timer
+/// overflow").
 pub fn parse_time(s: &str) -> Option<Duration> {
     let i = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let n: u64 = s[..i].parse().ok()?;
-    let ms = match &s[i..] {
-        "" | "ms" => n,
-        "us" => return Some(Duration::from_micros(n)),
-        "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        "d" => n * 86_400_000,
+    let mult: u64 = match &s[i..] {
+        "" | "ms" => 1,
+        "us" => return (n <= MAX_TIME_MS * 1000).then(|| Duration::from_micros(n)),
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return None,
     };
+    let ms = n.checked_mul(mult).filter(|&ms| ms <= MAX_TIME_MS)?;
     Some(Duration::from_millis(ms))
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    /// Regression (found while fuzzing `rule_parse`): a huge
+    /// `inspect-delay` overflowed (a panic in debug builds, a wrong delay
+    /// otherwise); it is refused, as HAProxy refuses it.
+    #[test]
+    fn huge_times_are_refused() {
+        assert_eq!(parse_time("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_time("250"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_time("1500us"), Some(Duration::from_micros(1500)));
+        assert_eq!(parse_time("24d"), Some(Duration::from_secs(24 * 86_400)));
+        assert_eq!(
+            parse_time("2147483647"),
+            Some(Duration::from_millis(2_147_483_647))
+        );
+        for s in [
+            "25d",
+            "2147483648",
+            "999999999999999d",
+            "18446744073709551615s",
+            "99999999999999999h",
+        ] {
+            assert_eq!(parse_time(s), None, "{s}");
+        }
+        let mut r = ProxyRules::default();
+        let sec = SectionInfo {
+            frontend: true,
+            backend: true,
+            http: true,
+            max_reply: 16384,
+        };
+        let words: Vec<String> = "tcp-request inspect-delay 999999999999999d"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        assert!(r.add(&words, &sec, &crate::Env::default()).is_err());
+    }
 }

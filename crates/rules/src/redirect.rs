@@ -89,12 +89,16 @@ impl Redirect {
                 "drop-query" => r.drop_query = true,
                 "append-slash" => r.append_slash = true,
                 "ignore-empty" => r.ignore_empty = true,
+                // One cookie per rule: the last option wins (HAProxy's
+                // `http_parse_redirect_rule`).
                 "set-cookie" => {
                     r.set_cookie = Some(arg(i)?);
+                    r.clear_cookie = None;
                     i += 1;
                 }
                 "clear-cookie" => {
                     r.clear_cookie = Some(arg(i)?);
+                    r.set_cookie = None;
                     i += 1;
                 }
                 o => {
@@ -125,10 +129,9 @@ impl Redirect {
             return None;
         }
         let target = txn.req().map(|m| m.target()).unwrap_or(b"/");
-        let (path, query) = match target.iter().position(|&b| b == b'?') {
-            Some(i) => (&target[..i], Some(&target[i..])),
-            None => (target, None),
-        };
+        // The path of an absolute-form target starts after the authority.
+        let path = crate::fetch::path_of(target);
+        let query = crate::fetch::query_of(target);
         match self.kind {
             RedirKind::Location => return Some(out),
             RedirKind::Prefix => {
@@ -148,13 +151,16 @@ impl Redirect {
             }
         }
         out.extend_from_slice(path);
-        if self.append_slash && !path.ends_with(b"/") {
-            out.push(b'/');
-        }
         if !self.drop_query {
             if let Some(q) = query {
+                out.push(b'?');
                 out.extend_from_slice(q);
             }
+        }
+        // HAProxy appends the slash to the whole location, so after the
+        // query string when it is kept (`http_apply_redirect_rule`).
+        if self.append_slash && out.last().is_some_and(|&b| b != b'/') {
+            out.push(b'/');
         }
         Some(out)
     }
@@ -170,21 +176,21 @@ impl Redirect {
         out.extend_from_slice(b"\r\ncontent-length: 0\r\nlocation: ");
         out.extend_from_slice(location);
         out.extend_from_slice(b"\r\n");
+        // As HAProxy's `http_apply_redirect_rule`: the temporary codes are
+        // not to be cached, and the cookie is written as given ("NAME"
+        // and "NAME=" differ for browsers).
+        if matches!(self.code, 302 | 303 | 307) {
+            out.extend_from_slice(b"cache-control: no-cache\r\n");
+        }
         if let Some(c) = &self.set_cookie {
             out.extend_from_slice(b"set-cookie: ");
             out.extend_from_slice(c.as_bytes());
-            if !c.contains('=') {
-                out.push(b'=');
-            }
-            out.extend_from_slice(b"; path=/\r\n");
+            out.extend_from_slice(b"; path=/;\r\n");
         }
         if let Some(c) = &self.clear_cookie {
             out.extend_from_slice(b"set-cookie: ");
             out.extend_from_slice(c.as_bytes());
-            if !c.contains('=') {
-                out.push(b'=');
-            }
-            out.extend_from_slice(b"; path=/; Max-Age=0\r\n");
+            out.extend_from_slice(b"; path=/; Max-Age=0;\r\n");
         }
         if close {
             out.extend_from_slice(b"connection: close\r\n");
@@ -259,5 +265,90 @@ mod tests {
         assert_eq!(s.location(&Req).unwrap(), b"https://example.com/p?q=1");
         let p = parse("prefix /new drop-query", false);
         assert_eq!(p.location(&Req).unwrap(), b"/new/p");
+    }
+}
+
+/// Redirect responses, checked against HAProxy 2.6.12
+/// (tests/scenarios/36_redirects.scn).
+#[cfg(test)]
+mod response_tests {
+    use super::*;
+
+    fn response(line: &str) -> String {
+        let words: Vec<String> = line.split(' ').map(String::from).collect();
+        let usage = crate::fetch::usage::HTTP_REQUEST;
+        let r = Redirect::parse(&words, &crate::Env::default(), usage, false).unwrap();
+        String::from_utf8(r.response(b"/to", false)).unwrap()
+    }
+
+    struct Abs;
+
+    impl crate::txn::Msg for Abs {
+        fn method(&self) -> &[u8] {
+            b"GET"
+        }
+        fn target(&self) -> &[u8] {
+            b"http://example.com:8080/a/b?q=1"
+        }
+        fn version(&self) -> u8 {
+            11
+        }
+        fn status(&self) -> u16 {
+            0
+        }
+        fn header_count(&self) -> usize {
+            1
+        }
+        fn header(&self, _: usize) -> (&[u8], &[u8]) {
+            (b"host", b"example.com:8080")
+        }
+    }
+
+    impl Txn for Abs {
+        fn req(&self) -> Option<&dyn crate::txn::Msg> {
+            Some(self)
+        }
+    }
+
+    fn location(line: &str) -> String {
+        let words: Vec<String> = line.split(' ').map(String::from).collect();
+        let usage = crate::fetch::usage::HTTP_REQUEST;
+        let r = Redirect::parse(&words, &crate::Env::default(), usage, false).unwrap();
+        String::from_utf8(r.location(&Abs).unwrap()).unwrap()
+    }
+
+    /// HAProxy 2.6.12 (tests/scenarios/36_redirects.scn): append-slash
+    /// goes at the end of the location, after a kept query string; an
+    /// absolute-form target contributes its path only.
+    #[test]
+    fn locations_as_haproxy() {
+        assert_eq!(location("prefix / append-slash"), "/a/b?q=1/");
+        assert_eq!(location("prefix / append-slash drop-query"), "/a/b/");
+        assert_eq!(
+            location("prefix https://n.example"),
+            "https://n.example/a/b?q=1"
+        );
+        assert_eq!(
+            location("scheme https drop-query"),
+            "https://example.com:8080/a/b"
+        );
+    }
+
+    #[test]
+    fn cookies_and_cache_control_as_haproxy() {
+        let r = response("location /to set-cookie SEEN=1");
+        assert!(r.contains("\r\nset-cookie: SEEN=1; path=/;\r\n"), "{r}");
+        assert!(r.contains("\r\ncache-control: no-cache\r\n"), "{r}");
+        // A bare name stays bare.
+        let r = response("location /to code 301 clear-cookie USERID");
+        assert!(
+            r.contains("\r\nset-cookie: USERID; path=/; Max-Age=0;\r\n"),
+            "{r}"
+        );
+        assert!(!r.contains("cache-control"), "{r}");
+        // One cookie per rule: the last option wins.
+        let r = response("location /to set-cookie A=1 clear-cookie B=");
+        assert_eq!(r.matches("set-cookie").count(), 1, "{r}");
+        assert!(r.contains("set-cookie: B=; path=/; Max-Age=0;"), "{r}");
     }
 }

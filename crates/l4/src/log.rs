@@ -1,0 +1,120 @@
+//! Logging of TCP streams: a frontend's set-up ([`LogSetup`], shared with
+//! the HTTP side) and the line of one stream.
+
+/// A frontend's logging set-up, built once at start-up.
+pub struct LogSetup {
+    pub logger: fairlead_log::Logger,
+    pub sink: fairlead_log::SinkId,
+    pub format: fairlead_log::LogFormat,
+    /// `option httplog-json`.
+    pub json: bool,
+    /// `option dontlognull`: no log for a connection that sent nothing.
+    pub dontlognull: bool,
+    /// `option dontlog-normal`: log only errors.
+    pub dontlog_normal: bool,
+    /// `option log-separate-errors`: errors at level `err`.
+    pub separate_errors: bool,
+    pub pid: u32,
+    pub hostname: String,
+    /// No log option: HAProxy's "Connect from" line at accept time instead
+    /// of a line per request.
+    pub connect_only: bool,
+}
+
+impl std::fmt::Debug for LogSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogSetup")
+            .field("sink", &self.sink)
+            .field("format", &self.format.source())
+            .field("json", &self.json)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LogSetup {
+    /// Sends the line of a finished stream or request, honouring
+    /// `option dontlog-normal` and `option log-separate-errors`.
+    pub fn send(&self, rec: &fairlead_log::LogRecord<'_>, json: bool) {
+        let error = rec.is_error();
+        if self.dontlog_normal && !error {
+            return;
+        }
+        let level = if self.separate_errors && error {
+            fairlead_log::Level::Err
+        } else {
+            fairlead_log::Level::Info
+        };
+        self.logger.log(self.sink, level, &self.format, json, rec);
+    }
+}
+
+/// What every log line of one TCP stream shares.
+pub(crate) struct StreamLog<'a> {
+    pub front: &'a crate::FrontTimeouts,
+    /// The client's address (after `set-src`).
+    pub client: std::net::SocketAddr,
+    pub start: tokio::time::Instant,
+    pub tls: Option<&'a fairlead_net::TlsInfo>,
+    /// `set-log-level silent`.
+    pub silent: bool,
+}
+
+/// How one TCP stream ended, for its log line.
+pub(crate) struct StreamEnd<'a> {
+    /// `%b`: the backend chosen by `use_backend` (the frontend's name when
+    /// the frontend's own rules ended the stream).
+    pub backend: &'a str,
+    pub be: Option<&'a fairlead_backend::Backend>,
+    pub server: Option<&'a fairlead_backend::Server>,
+    pub term: fairlead_log::TermState,
+    /// ms since accept: inspection done, queue left, connected.
+    pub t: [Option<u64>; 3],
+    /// Bytes from the client, to the client.
+    pub bytes: (u64, u64),
+    pub retries: u32,
+}
+
+impl StreamLog<'_> {
+    /// Sends the stream's line (`option tcplog`, `log-format`), unless the
+    /// frontend only logs connections, `option dontlognull` applies, or a
+    /// rule made the stream silent.
+    pub fn emit(&self, e: &StreamEnd<'_>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(setup) = self.front.log.as_deref().filter(|l| !l.connect_only) else {
+            return;
+        };
+        if self.silent || (setup.dontlognull && e.bytes.0 == 0) {
+            return;
+        }
+        let tls = self.tls;
+        let rec = fairlead_log::LogRecord {
+            client: Some(self.client),
+            accept_date: self.front.accepted,
+            frontend: &self.front.name,
+            backend: e.backend,
+            server: e.server.map(|s| s.name.as_str()),
+            request_done: e.t[0],
+            queue_done: e.t[1],
+            connect_done: e.t[2],
+            total: self.start.elapsed().as_millis() as u64,
+            bytes_in: e.bytes.0,
+            bytes_out: e.bytes.1,
+            term: e.term,
+            actconn: self.front.actconn.load(Relaxed),
+            feconn: self.front.feconn.load(Relaxed),
+            beconn: e.be.map_or(0, |b| b.sessions.load(Relaxed)),
+            srv_conn: e.server.map_or(0, |s| s.cur.load(Relaxed)),
+            backend_queue: e.be.map_or(0, |b| b.queue.len() as u32),
+            retries: e.retries,
+            pid: setup.pid,
+            hostname: &setup.hostname,
+            ssl_version: tls.map(|t| t.version),
+            ssl_cipher: tls.map(|t| t.cipher),
+            ssl_sni: tls.and_then(|t| t.sni.as_deref()),
+            ssl_resumed: tls.map(|t| t.resumed),
+            ssl_c_used: tls.map(|t| t.peer_cert),
+            ..Default::default()
+        };
+        setup.send(&rec, false);
+    }
+}

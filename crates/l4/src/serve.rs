@@ -1,0 +1,361 @@
+//! One TCP-mode stream, stage by stage (HAProxy's analysers in TCP mode):
+//!
+//! 1. the frontend's `tcp-request content` rules while client data
+//!    arrives ([`crate::inspect`]);
+//! 2. content switching: `use_backend` (static or `%[...]` names, a name
+//!    that names no backend falls back to the default one);
+//! 3. the chosen backend's `tcp-request content` rules (not again for a
+//!    `listen` section, whose rules are its frontend's);
+//! 4. balancing and connect (retries, redispatch); the inspected bytes go
+//!    to the server first, byte for byte, and their buffer goes back to
+//!    the pool;
+//! 5. the backend's `tcp-response content` rules on the server's first
+//!    bytes, while the client's already flow, then the tunnel;
+//! 6. the log line, with the chosen backend (`%b`).
+//!
+//! `reject` closes the client connection with a reset and counts a denied
+//! request (`dreq`); `tcp-response content reject` counts a denied
+//! response (`dresp`) and resets the server connection.
+
+use crate::inspect::{classify, inspect, Input, Outcome, Step};
+use crate::log::{StreamEnd, StreamLog};
+use crate::routes::TcpRoutes;
+use crate::txn::{ConnFacts, SessState, TcpTxn};
+use crate::{tunnel_with, LogSetup, ResPrelude, TunnelEnd, TunnelTimeouts};
+use fairlead_backend::counters::C;
+use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
+use fairlead_log::{Phase, TermState, Who};
+use fairlead_net::Conn;
+use fairlead_rules::exec::run;
+use fairlead_rules::proxy::ProxyRules;
+use std::io::Result;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What a TCP stream needs from the frontend that accepted it.
+#[derive(Debug, Clone)]
+pub struct FrontTimeouts {
+    pub client: Option<Duration>,
+    pub client_fin: Option<Duration>,
+    /// The frontend's traffic counters.
+    pub counters: Arc<fairlead_backend::counters::Counters>,
+    /// The frontend's name (logs).
+    pub name: Arc<str>,
+    /// Logging, when the frontend has log targets.
+    pub log: Option<Arc<LogSetup>>,
+    /// When the connection was accepted.
+    pub accepted: std::time::SystemTime,
+    /// Connections of the process and of this frontend (`%ac`, `%fc`).
+    pub actconn: Arc<std::sync::atomic::AtomicU32>,
+    pub feconn: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// The stream's state shared by its stages.
+struct Ctx<'a> {
+    routes: &'a TcpRoutes,
+    front: &'a FrontTimeouts,
+    facts: ConnFacts<'a>,
+    start: Instant,
+}
+
+impl Ctx<'_> {
+    fn ms(&self) -> Option<u64> {
+        Some(self.start.elapsed().as_millis() as u64)
+    }
+
+    /// Sends the stream's log line (built here, so that nothing of it is
+    /// held while the stream runs).
+    fn emit(&self, sess: &SessState, end: &StreamEnd<'_>) {
+        let log = StreamLog {
+            front: self.front,
+            client: sess.effective_src(self.facts.src),
+            start: self.start,
+            tls: self.facts.tls,
+            silent: sess.log_level == Some(None),
+        };
+        log.emit(end);
+    }
+}
+
+/// Serves one TCP-mode client: content rules and switching, then a server
+/// of the chosen backend (with retries and redispatch) and the tunnel.
+/// When no server can be reached the client is closed at once, as HAProxy
+/// does in TCP mode. `sess` carries what the connection and session rules
+/// set (variables, `set-src`).
+pub async fn serve_tcp(
+    client: Conn,
+    peer: std::net::SocketAddr,
+    routes: &TcpRoutes,
+    front: FrontTimeouts,
+    mut sess: SessState,
+) -> Result<()> {
+    let _ = client.set_nodelay(true);
+    let start = Instant::now();
+    // Copied once (the tunnel borrows the TLS layer mutably meanwhile);
+    // the server's SNI may come from it too.
+    let tls = client.tls_info();
+    let dst = if routes.has_rules() {
+        client.local_addr().ok()
+    } else {
+        None
+    };
+    let cx = Ctx {
+        routes,
+        front: &front,
+        facts: ConnFacts {
+            src: peer,
+            dst,
+            tls: tls.as_ref(),
+            frontend: &front.name,
+            hostname: &routes.hostname,
+        },
+        start,
+    };
+    let mut input = Input::new(&client, routes.inspect_max);
+    let fe = &routes.fe_rules;
+    if !fe.tcp_content.is_empty() {
+        // Before switching, the frontend is the stream's backend.
+        let o = content(&cx, &mut input, fe, &mut sess, &front.name).await;
+        if o != Outcome::Accept {
+            refuse(&cx, &input, o, &front.name, None, &sess);
+            return Ok(());
+        }
+    }
+    let be_idx = {
+        let mut tx = TcpTxn::new(&cx.facts, &mut sess);
+        tx.payload = Some(input.buf.filled());
+        tx.backend = Some(&front.name);
+        tx.routes = Some(routes);
+        routes.switch(&tx)
+    };
+    let be = routes.backend(be_idx);
+    if let Some(br) = routes
+        .be_rules(be_idx)
+        .filter(|r| !r.tcp_content.is_empty())
+    {
+        let o = content(&cx, &mut input, br, &mut sess, &be.name).await;
+        if o != Outcome::Accept {
+            refuse(&cx, &input, o, &be.name, Some(be), &sess);
+            return Ok(());
+        }
+    }
+    forward(&cx, &client, input, be, be_idx, &mut sess).await;
+    Ok(())
+}
+
+/// Runs one section's `tcp-request content` rules with its inspect-delay.
+async fn content(
+    cx: &Ctx<'_>,
+    input: &mut Input<'_>,
+    rules: &ProxyRules,
+    sess: &mut SessState,
+    backend: &str,
+) -> Outcome {
+    let mut eval = |buf: &[u8], done: bool| -> Step {
+        let mut tx = TcpTxn::new(&cx.facts, sess);
+        tx.payload = Some(buf);
+        tx.done = done;
+        tx.backend = Some(backend);
+        tx.routes = Some(cx.routes);
+        classify(run(&rules.tcp_content, &rules.acls, &mut tx, false))
+    };
+    inspect(input, rules.inspect_delay, cx.front.client, &mut eval).await
+}
+
+/// Ends a stream the request rules refused (or whose client failed or
+/// timed out while they waited): counters, a reset, the log line.
+fn refuse(
+    cx: &Ctx<'_>,
+    input: &Input<'_>,
+    o: Outcome,
+    backend: &str,
+    be: Option<&Backend>,
+    sess: &SessState,
+) {
+    let fc = &cx.front.counters;
+    fc.add(C::Bin, input.read);
+    let term = match o {
+        Outcome::Timeout => {
+            fc.inc(C::Ereq);
+            TermState::new(Who::ClientTimeout, Phase::Request)
+        }
+        Outcome::Error => {
+            fc.inc(C::CliAbrt);
+            TermState::new(Who::Client, Phase::Request)
+        }
+        _ => {
+            fc.inc(C::Dreq);
+            // HAProxy kills the client connection: no FIN, a reset.
+            input.conn.abort();
+            TermState::new(Who::Proxy, Phase::Request)
+        }
+    };
+    cx.emit(
+        sess,
+        &StreamEnd {
+            backend,
+            be,
+            server: None,
+            term,
+            t: [None, None, None],
+            bytes: (input.read, 0),
+            retries: 0,
+        },
+    );
+}
+
+/// Balancing, connect, the inspected bytes, `tcp-response content` and
+/// the tunnel; then counters and the log line.
+async fn forward(
+    cx: &Ctx<'_>,
+    client: &Conn,
+    mut input: Input<'_>,
+    be: &Arc<Backend>,
+    be_idx: Option<usize>,
+    sess: &mut SessState,
+) {
+    // TCP mode can only hash the source address.
+    let key = RequestKey {
+        src: be
+            .lb_needs()
+            .src
+            .then_some(sess.effective_src(cx.facts.src).ip()),
+        ..Default::default()
+    };
+    let mut t = [cx.ms(), None, None];
+    let mut retries = 0;
+    let end = |server, term, t, bytes, retries| StreamEnd {
+        backend: &be.name,
+        be: Some(be),
+        server,
+        term,
+        t,
+        bytes,
+        retries,
+    };
+    let refused = TermState::new(Who::Server, Phase::Connect);
+    cx.front.counters.add(C::Bin, input.read);
+    let bytes = (input.read, 0);
+    let Ok(slot) = be.assign(&key, None, None).await else {
+        cx.emit(sess, &end(None, refused, t, bytes, 0));
+        return;
+    };
+    t[1] = cx.ms();
+    let server = slot.server().clone();
+    let names = TlsNames {
+        client_sni: cx.facts.tls.and_then(|t| t.sni.as_deref()),
+        host: None,
+    };
+    let Ok(conn) = connect_server(be, slot, &key, &mut retries, names).await else {
+        cx.emit(sess, &end(Some(&server), refused, t, bytes, retries));
+        return;
+    };
+    t[2] = cx.ms();
+    let bt = &be.options.timeouts;
+    let tt = TunnelTimeouts::new(
+        cx.front.client,
+        bt.server,
+        bt.tunnel,
+        cx.front.client_fin,
+        bt.server_fin,
+    );
+    let srv = conn.slot.server();
+    for c in [&be.counters, &srv.counters] {
+        c.add(C::Bin, input.read);
+    }
+    if input.flush_to(&conn.stream, tt.server).await.is_err() {
+        let term = TermState::new(Who::Server, Phase::Data);
+        cx.emit(sess, &end(Some(&server), term, t, bytes, retries));
+        return;
+    }
+    let res_rules = cx
+        .routes
+        .res_rules(be_idx)
+        .filter(|r| !r.tcp_response.is_empty());
+    let stats = match res_rules {
+        None => crate::tunnel(client, &conn.stream, &tt).await,
+        Some(r) => {
+            // Boxed: only streams with response rules pay for its state.
+            let pre = response(cx, client, &conn.stream, r, sess, &be.name, &srv.name, &tt);
+            Box::pin(tunnel_with(client, &conn.stream, &tt, Some(pre))).await
+        }
+    };
+    let term = tunnel_done(cx, client, &conn.stream, be, srv, &stats);
+    let bytes = (input.read + stats.client_to_server, stats.server_to_client);
+    cx.emit(sess, &end(Some(&server), term, t, bytes, retries));
+    drop(conn);
+}
+
+/// Counters once the tunnel ended, the closes `tcp-response` rules ask
+/// for, and the termination state to log.
+fn tunnel_done(
+    cx: &Ctx<'_>,
+    client: &Conn,
+    server: &Conn,
+    be: &Backend,
+    srv: &fairlead_backend::Server,
+    stats: &crate::TunnelStats,
+) -> TermState {
+    for c in [&*cx.front.counters, &be.counters, &srv.counters] {
+        c.add(C::Bin, stats.client_to_server);
+        c.add(C::Bout, stats.server_to_client);
+        match stats.end {
+            TunnelEnd::ClientError => c.inc(C::CliAbrt),
+            TunnelEnd::ServerError => c.inc(C::SrvAbrt),
+            TunnelEnd::Denied => c.inc(C::Dresp),
+            _ => {}
+        }
+    }
+    if matches!(stats.end, TunnelEnd::Denied | TunnelEnd::RuleClosed) {
+        // HAProxy kills the server connection and closes the client's.
+        server.abort();
+        client.shutdown_write();
+    }
+    match stats.end {
+        TunnelEnd::Closed | TunnelEnd::RuleClosed => TermState::NORMAL,
+        TunnelEnd::Timeout => TermState::new(Who::ClientTimeout, Phase::Data),
+        TunnelEnd::ClientError => TermState::new(Who::Client, Phase::Data),
+        TunnelEnd::ServerError => TermState::new(Who::Server, Phase::Data),
+        TunnelEnd::Denied => TermState::new(Who::Proxy, Phase::Data),
+    }
+}
+
+/// `tcp-response content` on the server's first bytes (the
+/// server→client prelude of the tunnel): accepted bytes go to the client
+/// first; `close` forwards them and ends the tunnel; `reject` ends it.
+#[allow(clippy::too_many_arguments)]
+async fn response(
+    cx: &Ctx<'_>,
+    client: &Conn,
+    server: &Conn,
+    rules: &ProxyRules,
+    sess: &mut SessState,
+    backend: &str,
+    srv: &str,
+    t: &TunnelTimeouts,
+) -> ResPrelude {
+    let mut input = Input::new(server, cx.routes.inspect_max);
+    let mut eval = |buf: &[u8], done: bool| -> Step {
+        let mut tx = TcpTxn::new(&cx.facts, sess);
+        tx.res_payload = Some(buf);
+        tx.done = done;
+        tx.backend = Some(backend);
+        tx.server = Some(srv);
+        tx.routes = Some(cx.routes);
+        classify(run(&rules.tcp_response, &rules.acls, &mut tx, true))
+    };
+    let o = inspect(&mut input, rules.res_inspect_delay, t.server, &mut eval).await;
+    let stop = match o {
+        Outcome::Accept => None,
+        Outcome::Close => Some(TunnelEnd::RuleClosed),
+        Outcome::Reject | Outcome::SilentDrop => return (0, Some(TunnelEnd::Denied)),
+        Outcome::Error => return (0, Some(TunnelEnd::ServerError)),
+        Outcome::Timeout => return (0, Some(TunnelEnd::Timeout)),
+    };
+    let n = input.read;
+    if input.flush_to(client, t.client).await.is_err() {
+        return (0, Some(TunnelEnd::ClientError));
+    }
+    (n, stop)
+}

@@ -1,0 +1,233 @@
+//! The rule layer's view of a TCP-mode stream: [`TcpTxn`] implements
+//! `fairlead_rules`' `Txn` (what fetches read: addresses, TLS facts, the
+//! bytes buffered by content inspection, variables) and `Stream` (what
+//! actions change: variables, `set-src`, the log level).
+//!
+//! [`SessState`] is what a session carries from one rule set to the next
+//! (`tcp-request connection` → `session` → `content` → `tcp-response`):
+//! in TCP mode a session has exactly one stream, so the `sess`, `txn`,
+//! `req` and `res` variables live in one small list for the whole
+//! connection.
+
+use crate::routes::TcpRoutes;
+use fairlead_rules::exec::{Edit, Stream};
+use fairlead_rules::txn::{Scope, TlsFacts, Txn, VarRef};
+use fairlead_rules::Sample;
+use std::net::{IpAddr, SocketAddr};
+
+/// Variables, `set-src` and `set-log-level` of one session.
+#[derive(Default)]
+pub struct SessState {
+    vars: Vec<(VarRef, Sample<'static>)>,
+    /// `set-src`: the client address rules and logs see from now on.
+    pub src: Option<IpAddr>,
+    /// `set-log-level`: `Some(None)` is `silent`.
+    pub log_level: Option<Option<u8>>,
+}
+
+/// `proc.*` variables, shared by every TCP stream of the process.
+static PROC_VARS: std::sync::Mutex<Vec<(VarRef, Sample<'static>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn put(list: &mut Vec<(VarRef, Sample<'static>)>, v: &VarRef, s: Sample<'static>) {
+    match list.iter_mut().find(|(k, _)| k == v) {
+        Some(e) => e.1 = s,
+        None => list.push((v.clone(), s)),
+    }
+}
+
+impl SessState {
+    fn get(&self, v: &VarRef) -> Option<Sample<'_>> {
+        if v.scope == Scope::Proc {
+            let p = PROC_VARS.lock().ok()?;
+            return p
+                .iter()
+                .find(|(k, _)| k == v)
+                .map(|(_, s)| s.clone().into_owned());
+        }
+        self.vars
+            .iter()
+            .find(|(k, _)| k == v)
+            .map(|(_, s)| s.reborrow())
+    }
+
+    fn set(&mut self, v: &VarRef, s: Sample<'static>) {
+        if v.scope == Scope::Proc {
+            if let Ok(mut p) = PROC_VARS.lock() {
+                put(&mut p, v, s);
+            }
+            return;
+        }
+        put(&mut self.vars, v, s);
+    }
+
+    fn unset(&mut self, v: &VarRef) {
+        if v.scope == Scope::Proc {
+            if let Ok(mut p) = PROC_VARS.lock() {
+                p.retain(|(k, _)| k != v);
+            }
+            return;
+        }
+        self.vars.retain(|(k, _)| k != v);
+    }
+
+    /// The client address after `set-src`.
+    pub fn effective_src(&self, peer: SocketAddr) -> SocketAddr {
+        match self.src {
+            Some(ip) => SocketAddr::new(ip, peer.port()),
+            None => peer,
+        }
+    }
+}
+
+/// What the TLS layer negotiated, as rules see it.
+fn tls_facts(i: &fairlead_net::TlsInfo) -> TlsFacts<'_> {
+    TlsFacts {
+        sni: i.sni.as_deref(),
+        alpn: i.alpn.as_deref(),
+        protocol: Some(i.version),
+        cipher: Some(i.cipher),
+        resumed: i.resumed,
+        c_used: i.peer_cert,
+        c_verify: 0,
+        c_s_dn: None,
+    }
+}
+
+/// Facts about the client connection, gathered once.
+#[derive(Clone, Copy)]
+pub struct ConnFacts<'a> {
+    /// The client's address as accepted (before `set-src`).
+    pub src: SocketAddr,
+    /// The address the client connected to (only looked up when rules
+    /// exist).
+    pub dst: Option<SocketAddr>,
+    /// `None` in clear and in `tcp-request connection` rules (before the
+    /// handshake).
+    pub tls: Option<&'a fairlead_net::TlsInfo>,
+    pub frontend: &'a str,
+    pub hostname: &'a str,
+}
+
+/// One evaluation's view of the stream.
+pub struct TcpTxn<'a> {
+    pub conn: &'a ConnFacts<'a>,
+    pub sess: &'a mut SessState,
+    /// The client bytes buffered so far (content inspection).
+    pub payload: Option<&'a [u8]>,
+    /// The server bytes buffered so far (`tcp-response content`).
+    pub res_payload: Option<&'a [u8]>,
+    /// No more data can arrive for this inspection.
+    pub done: bool,
+    pub backend: Option<&'a str>,
+    pub server: Option<&'a str>,
+    /// The backends, for `nbsrv(name)`.
+    pub routes: Option<&'a TcpRoutes>,
+}
+
+impl<'a> TcpTxn<'a> {
+    /// A view with no buffered data (connection and session rules).
+    pub fn new(conn: &'a ConnFacts<'a>, sess: &'a mut SessState) -> Self {
+        TcpTxn {
+            conn,
+            sess,
+            payload: None,
+            res_payload: None,
+            done: true,
+            backend: None,
+            server: None,
+            routes: None,
+        }
+    }
+}
+
+impl Txn for TcpTxn<'_> {
+    fn payload(&self) -> Option<&[u8]> {
+        self.payload
+    }
+    fn res_payload(&self) -> Option<&[u8]> {
+        self.res_payload
+    }
+    fn payload_final(&self) -> bool {
+        self.done
+    }
+    fn src(&self) -> Option<SocketAddr> {
+        Some(self.sess.effective_src(self.conn.src))
+    }
+    fn dst(&self) -> Option<SocketAddr> {
+        self.conn.dst
+    }
+    fn tls(&self) -> Option<TlsFacts<'_>> {
+        self.conn.tls.map(tls_facts)
+    }
+    fn var(&self, v: &VarRef) -> Option<Sample<'_>> {
+        self.sess.get(v)
+    }
+    fn frontend_name(&self) -> &str {
+        self.conn.frontend
+    }
+    fn backend_name(&self) -> Option<&str> {
+        self.backend
+    }
+    fn server_name(&self) -> Option<&str> {
+        self.server
+    }
+    fn nbsrv(&self, backend: Option<&str>) -> Option<i64> {
+        let routes = self.routes?;
+        let be = routes.find(backend.or(self.backend)?)?;
+        let (active, backup) = be.usable_counts();
+        Some(if active > 0 { active } else { backup } as i64)
+    }
+    fn hostname(&self) -> &str {
+        self.conn.hostname
+    }
+}
+
+impl Stream for TcpTxn<'_> {
+    fn edit(&mut self, _res: bool) -> Option<&mut dyn Edit> {
+        None
+    }
+    fn set_var(&mut self, v: &VarRef, s: Sample<'static>) {
+        self.sess.set(v, s);
+    }
+    fn unset_var(&mut self, v: &VarRef) {
+        self.sess.unset(v);
+    }
+    fn set_src(&mut self, ip: IpAddr) {
+        self.sess.src = Some(ip);
+    }
+    fn set_log_level(&mut self, level: Option<u8>) {
+        self.sess.log_level = Some(level);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_scopes_and_set_src() {
+        let conn = ConnFacts {
+            src: "10.0.0.1:1234".parse().unwrap(),
+            dst: None,
+            tls: None,
+            frontend: "fe",
+            hostname: "h",
+        };
+        let mut sess = SessState::default();
+        let v = VarRef::parse("sess.x").unwrap();
+        let p = VarRef::parse("proc.l4_test_counter").unwrap();
+        {
+            let mut tx = TcpTxn::new(&conn, &mut sess);
+            tx.set_var(&v, Sample::Sint(3));
+            tx.set_var(&p, Sample::Sint(7));
+            tx.set_src("192.0.2.9".parse().unwrap());
+            assert!(matches!(tx.var(&v), Some(Sample::Sint(3))));
+            assert_eq!(tx.src().unwrap().to_string(), "192.0.2.9:1234");
+        }
+        let mut other = SessState::default();
+        let tx = TcpTxn::new(&conn, &mut other);
+        assert!(tx.var(&v).is_none(), "sess variables are per session");
+        assert!(matches!(tx.var(&p), Some(Sample::Sint(7))));
+    }
+}
