@@ -39,10 +39,14 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 PROXIES = ("fairlead", "haproxy", "nginx")
+# --compare-bin-dir DIR: a second Fairlead build (DIR/fairlead) run as one more "proxy"
+BEFORE = "fairlead-before"
+NAMES = ("fairlead", BEFORE, "haproxy", "nginx")   # display order
+HAPROXY_SYNTAX = ("fairlead", BEFORE, "haproxy")   # loaded from the same HAProxy-syntax file
 PRETTY = {"fairlead": "Fairlead", "haproxy": "HAProxy", "nginx": "nginx",
-          "direct": "direct (no proxy)"}
+          "direct": "direct (no proxy)", BEFORE: "Fairlead (before)"}
 COLORS = {"fairlead": "#d62728", "haproxy": "#1f77b4", "nginx": "#2ca02c",
-          "direct": "#555555"}
+          "direct": "#555555", BEFORE: "#ff9896"}
 PCTS = ("50", "90", "99", "99.9", "99.99")
 SIZES = [("64", 64), ("1k", 1024), ("16k", 16384), ("256k", 262144),
          ("1m", 1 << 20), ("16m", 16 << 20)]
@@ -152,6 +156,13 @@ def proc_cpu_s(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_cpu_split_s(pid):
+    """(utime, stime) of a process, in seconds."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
 def proc_status_kib(pid, key):
@@ -500,9 +511,15 @@ class Ctx:
         self.wrk = shutil.which("wrk")
         self.bin_dir = getattr(args, "bin_dir", None) or env("FAIRBENCH_BIN_DIR") or RELEASE
         self.proxies = [p.strip() for p in args.proxies.split(",") if p.strip()]
+        self.compare_bin_dir = getattr(args, "compare_bin_dir", None)
+        if self.compare_bin_dir and BEFORE not in self.proxies:
+            # the second build runs right after the first in every round
+            i = self.proxies.index("fairlead") + 1 if "fairlead" in self.proxies else 0
+            self.proxies.insert(i, BEFORE)
         for p in self.proxies:
-            if p not in PROXIES:
-                raise BenchError("unknown proxy %r (choose from %s)" % (p, ",".join(PROXIES)))
+            if p not in PROXIES and not (p == BEFORE and self.compare_bin_dir):
+                raise BenchError("unknown proxy %r (choose from %s%s)" % (
+                    p, ",".join(PROXIES), "" if self.compare_bin_dir else "; %s needs --compare-bin-dir" % BEFORE))
         self.procs = Procs()
         self.tmp = tempfile.mkdtemp(prefix="fairbench-")
         self.origin = None
@@ -523,6 +540,8 @@ class Ctx:
             if not os.access(self.bin(b), os.X_OK):
                 raise BenchError("%s missing: run cargo build --release -p fairlead "
                                  "-p fairlead-term -p fairlead-load" % self.bin(b))
+        if self.compare_bin_dir and not os.access(os.path.join(self.compare_bin_dir, "fairlead"), os.X_OK):
+            raise BenchError("%s/fairlead missing (--compare-bin-dir)" % self.compare_bin_dir)
         for name in self.proxies:
             if name == "haproxy" and not os.access(self.haproxy, os.X_OK):
                 raise BenchError("haproxy not found (apt-get install -y haproxy)")
@@ -579,9 +598,11 @@ def cpu_list(spec):
 
 class RunningProxy:
     def __init__(self, ctx, name, mode, maxconn, keepalive_timeout="60s", balance="roundrobin",
-                 servers=None, cpus=None, tls=None):
+                 servers=None, cpus=None, tls=None, config=None):
         """tls: {"crt": PEM path, "alpn": "http/1.1", "tag": name in the file name}: the frontend
-        terminates TLS (`bind ... ssl crt PEM alpn http/1.1`; nginx: `listen ... ssl`)."""
+        terminates TLS (`bind ... ssl crt PEM alpn http/1.1`; nginx: `listen ... ssl`).
+        config: (file name, text): this HAProxy-syntax file instead of the generated one
+        (Fairlead and HAProxy only). fairlead-before: DIR/fairlead of --compare-bin-dir."""
         self.ctx, self.name, self.mode, self.tls = ctx, name, mode, tls
         ctx.seq += 1
         tag = "%s-%d" % (name, ctx.seq)
@@ -593,13 +614,17 @@ class RunningProxy:
             self.config_text = nginx_conf(ctx, mode, maxconn, d, balance, servers, tls)
             cfg = os.path.join(d, "nginx.conf")
             cmd = [ctx.nginx, "-p", d, "-e", os.path.join(d, "nginx-error.log"), "-c", cfg]
+        elif config:
+            cfg, self.config_text = ctx.path(config[0]), config[1]
         else:
             self.config_text = haproxy_cfg(ctx, mode, maxconn, keepalive_timeout, balance, servers, tls)
             cfg = ctx.path("bench-%s.cfg" % (mode if not tls else "https-" + tls.get("tag", "tls")))
-            if name == "fairlead":
-                cmd = [ctx.bin("fairlead"), "-f", cfg, "-q"]
-            else:
-                cmd = [ctx.haproxy, "-f", cfg, "-db"]
+        if name == "fairlead":
+            cmd = [ctx.bin("fairlead"), "-f", cfg, "-q"]
+        elif name == BEFORE:
+            cmd = [os.path.join(ctx.compare_bin_dir, "fairlead"), "-f", cfg, "-q"]
+        elif name == "haproxy":
+            cmd = [ctx.haproxy, "-f", cfg, "-db"]
         with open(cfg, "w") as f:
             f.write(self.config_text)
         self.cfg = cfg
@@ -625,6 +650,11 @@ class RunningProxy:
 
     def cpu_s(self):
         return sum(proc_cpu_s(p) for p in self.pids())
+
+    def cpu_split_s(self):
+        """(user, system) seconds of the proxy process(es)."""
+        v = [proc_cpu_split_s(p) for p in self.pids()]
+        return sum(u for u, _ in v), sum(k for _, k in v)
 
     def peak_rss_kib(self):
         return sum(proc_status_kib(p, "VmHWM") for p in self.mem_pids())
@@ -727,16 +757,19 @@ def summarize_load(s):
 
 
 def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=0.0,
-                 warmup=0.0, wrk=False, sample=None, extra=None):
+                 warmup=0.0, wrk=False, sample=None, extra=None, loader=None):
     """One measured client run through a running proxy, with its CPU and memory.
-    sample: (key, callable) called once in the middle of the measured run; its value is stored."""
+    sample: (key, callable) called once in the middle of the measured run; its value is stored.
+    loader: a function with run_load's signature used instead of it (the `rules` request mix)."""
     import threading
+    run_load_ = loader or run_load
     if warmup > 0:
         try:
-            run_load(ctx, url, conns, warmup, close=close, extra=extra)
+            run_load_(ctx, url, conns, warmup, close=close, extra=extra)
         except BenchError as e:
             log("warm-up failed:", e)
     c0 = proxy.cpu_s()
+    u0, k0 = proxy.cpu_split_s()
     load1 = loadavg1()
     acct = CpuAccount(ctx)
     sampled = {}
@@ -746,19 +779,23 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
         timer.start()
     t0 = time.monotonic()
     try:
-        s, shown = run_load(ctx, url, conns, duration, rate=rate, close=close, ramp=ramp, extra=extra)
+        s, shown = run_load_(ctx, url, conns, duration, rate=rate, close=close, ramp=ramp, extra=extra)
     finally:
         if timer is not None:
             timer.cancel()
     t1 = time.monotonic()
     alive = proxy.alive()
     c1 = proxy.cpu_s() if alive else c0
+    u1, k1 = proxy.cpu_split_s() if alive else (u0, k0)
     r = summarize_load(s)
     r["client_cmd"] = shown
     cpu = c1 - c0
     r["proxy_cpu_s"] = round(cpu, 3)
     r["proxy_cpu_pct"] = round(100.0 * cpu / (t1 - t0), 1)
     r["cpu_us_per_req"] = round(1e6 * cpu / r["responses"], 2) if r["responses"] else None
+    if r["responses"]:
+        r["cpu_user_us_per_req"] = round(1e6 * (u1 - u0) / r["responses"], 2)
+        r["cpu_sys_us_per_req"] = round(1e6 * (k1 - k0) / r["responses"], 2)
     if r.get("tls"):
         n = r["tls"]["handshakes"]
         r["tls"]["cpu_us_per_handshake"] = round(1e6 * cpu / n, 2) if n else None
@@ -798,20 +835,25 @@ def clean_run(ctx, proxy, entry, *a, **kw):
 
 
 def proxied_rounds(ctx, case, mode, url, conns, duration, rounds, close=False, rate_for=None,
-                   ramp=0.0, warmup=0.0, wrk=False, maxconn=9500, tls=None, extra=None, on_start=None):
+                   ramp=0.0, warmup=0.0, wrk=False, maxconn=9500, tls=None, extra=None, on_start=None,
+                   config=None, loader=None, round_range=None, alternate=False):
     """Interleaved rounds; fills case['runs'] with one entry per (round, proxy).
     tls: the proxies terminate TLS (see RunningProxy); extra: more fairlead-load options;
-    on_start(proxy, entry): called once the proxy serves, before the warm-up."""
+    on_start(proxy, entry): called once the proxy serves, before the warm-up;
+    config: (file name, text) for RunningProxy; loader: see measured_run;
+    round_range: the round numbers to run (default 1..rounds); alternate: even rounds run the
+    proxies in reverse order (A B, B A, A B...: no proxy always runs first)."""
     runs = case.setdefault("runs", [])
-    for rnd in range(1, rounds + 1):
-        for name in ctx.proxies:
+    for rnd in (round_range or range(1, rounds + 1)):
+        order = ctx.proxies[::-1] if alternate and rnd % 2 == 0 else ctx.proxies
+        for name in order:
             rate = rate_for(name) if rate_for else None
             entry = {"round": rnd, "proxy": name}
             log("%s round %d/%d: %s%s" % (case["name"], rnd, rounds, name,
                                         " at %d req/s" % rate if rate else ""))
             proxy = None
             try:
-                proxy = RunningProxy(ctx, name, mode, maxconn, tls=tls)
+                proxy = RunningProxy(ctx, name, mode, maxconn, tls=tls, config=config)
                 case.setdefault("configs", {})[name] = proxy.config_text
                 if on_start:
                     on_start(proxy, entry)
@@ -819,7 +861,7 @@ def proxied_rounds(ctx, case, mode, url, conns, duration, rounds, close=False, r
                     ["taskset", "-c", ctx.proxy_cpus] + [os.path.basename(proxy.cmdline[0])]
                     + [os.path.basename(a) if a.startswith(ctx.tmp) else a for a in proxy.cmdline[1:]])
                 entry.update(clean_run(ctx, proxy, entry, url, conns, duration, rate=rate, close=close,
-                                       ramp=ramp, warmup=warmup, wrk=wrk, extra=extra))
+                                       ramp=ramp, warmup=warmup, wrk=wrk, extra=extra, loader=loader))
             except BenchError as e:
                 entry["error"] = str(e)
                 log("ERROR:", e)
@@ -887,6 +929,8 @@ def aggregate(case, key="proxy"):
             "gbit_per_s": med([r["bytes_per_s"] * 8 / 1e9 for r in rs if r.get("bytes_per_s")]),
             "cpu_us_per_req": med([r.get("cpu_us_per_req") for r in rs]),
             "cpu_us_per_req_all": [r.get("cpu_us_per_req") for r in rs],
+            "cpu_user_us_per_req": med([r.get("cpu_user_us_per_req") for r in rs]),
+            "cpu_sys_us_per_req": med([r.get("cpu_sys_us_per_req") for r in rs]),
             "proxy_cpu_pct": med([r.get("proxy_cpu_pct") for r in rs]),
             "peak_rss_kib": med([r.get("peak_rss_kib") for r in rs]),
             "errors": sum(r["errors"] + r["non_2xx"] for r in rs),
@@ -993,16 +1037,56 @@ def fmt_ratio(r):
 # --------------------------------------------------------------------------
 # scenarios
 
+def compare_build(ctx):
+    """The --compare-bin-dir build: its build.json and binary id."""
+    d = ctx.compare_bin_dir
+    b = None
+    try:
+        with open(os.path.join(d, "build.json")) as f:
+            b = json.load(f)
+    except (OSError, ValueError):
+        pass
+    return {"bin_dir": os.path.relpath(d, ROOT) if os.path.abspath(d).startswith(ROOT) else d,
+            "build": b, "fairlead": binary_id(os.path.join(d, "fairlead")),
+            "version": _first_line([os.path.join(d, "fairlead"), "-v"])}
+
+
+def paired_ratios(case, a, b, key="cpu_us_per_req"):
+    """Per-round a/b of key (the two runs of a round are back to back), with median, min, max."""
+    by = {}
+    for r in case.get("runs", []):
+        if "error" not in r and r.get(key) is not None:
+            by.setdefault(r["round"], {})[r["proxy"]] = r[key]
+    rs = [v[a] / v[b] for _, v in sorted(by.items()) if a in v and b in v and v[b]]
+    if not rs:
+        return None
+    return {"per_round": [round(x, 4) for x in rs], "median": round(statistics.median(rs), 4),
+            "min": round(min(rs), 4), "max": round(max(rs), 4)}
+
+
 def sc_keepalive(ctx, args):
-    res = new_result(ctx, "keepalive", {"rounds": args.rounds, "duration_s": args.duration,
-                                        "conns": args.conns, "path": args.path, "warmup_s": args.warmup})
-    case = {"name": "keepalive", "mode": "http", "path": args.path, "conns": args.conns}
+    ab = bool(ctx.compare_bin_dir)
+    params = {"rounds": args.rounds, "duration_s": args.duration, "conns": args.conns, "path": args.path,
+              "warmup_s": args.warmup}
+    if ab:
+        params["compare"] = compare_build(ctx)
+    # two Fairlead builds are their own scenario, so the keep-alive section stays the proxies' one
+    res = new_result(ctx, "keepalive-ab" if ab else "keepalive", params)
+    case = {"name": "keepalive-ab" if ab else "keepalive", "mode": "http", "path": args.path,
+            "conns": args.conns}
     res["cases"].append(case)
     ctx.start_origin()
     proxied_rounds(ctx, case, "http", ctx.proxy_url(args.path), args.conns, args.duration, args.rounds,
-                   warmup=args.warmup, wrk=args.wrk)
+                   warmup=args.warmup, wrk=args.wrk, alternate=ab)
     aggregate(case)
     print_summary(case)
+    if ab:
+        res["ab"] = {k: paired_ratios(case, "fairlead", BEFORE, k)
+                     for k in ("cpu_us_per_req", "cpu_user_us_per_req", "cpu_sys_us_per_req", "req_per_s")}
+        c = res["ab"]["cpu_us_per_req"]
+        if c:
+            print("Fairlead/Fairlead (before), CPU us/req per round: %s; median x%.3f (min x%.3f, max x%.3f)" % (
+                ", ".join("%.3f" % x for x in c["per_round"]), c["median"], c["min"], c["max"]))
     return res
 
 
@@ -1806,6 +1890,276 @@ def sc_servers(ctx, args):
     return res
 
 
+# --------------------------------------------------------------------------
+# rules: HAProxy's rule layer (ACLs, maps, http-request, use_backend) at scale
+
+RULES_HOSTS = ("www.example.com", "api.example.com", "site000500.example.org", "old.legacy.example.net")
+RULES_PATHS = ("/static/css/site.css", "/img/logo.png", "/api/v1/users/42", "/catalog/p00500/item",
+               "/catalog/x/item", "/index.html")
+RULES_BACKENDS = ("be_app", "be_api", "be_static", "be_catalog")
+
+
+def rules_files(ctx, map_n, path_n, ip_n):
+    """Writes (once) the map, the path pattern list and the IP list into the temp dir; returns
+    their paths. Deterministic (fixed seed). The request mix's hosts and paths are in every size."""
+    import random
+    out = {}
+    mp = ctx.path("hosts-%d.map" % map_n)
+    if not os.path.exists(mp):
+        rng = random.Random(1)
+        lines = ["www.example.com be_app", "api.example.com be_api", "static.example.com be_static",
+                 "shop.example.com be_catalog"]
+        keys = ["site%06d.example.org" % i for i in range(map_n - len(lines))]
+        rng.shuffle(keys)
+        lines += ["%s %s" % (k, RULES_BACKENDS[i % len(RULES_BACKENDS)]) for i, k in enumerate(keys)]
+        with open(mp, "w") as f:
+            f.write("# host backend (%d entries)\n" % len(lines) + "\n".join(lines) + "\n")
+    out["map"] = mp
+    pp = ctx.path("paths-%d.lst" % path_n)
+    if not os.path.exists(pp):
+        rng = random.Random(2)
+        pats = ["/catalog/p%05d/" % i for i in range(path_n)]
+        rng.shuffle(pats)
+        with open(pp, "w") as f:
+            f.write("\n".join(pats) + "\n")
+    out["paths"] = pp
+    ip = ctx.path("ips-%d.lst" % ip_n)
+    if not os.path.exists(ip):
+        # /24s and single addresses outside the private ranges, then the client's own address
+        rng = random.Random(3)
+        nets = set()
+        while len(nets) < ip_n - 1:
+            a, b, c = rng.randrange(1, 224), rng.randrange(256), rng.randrange(256)
+            if a in (10, 127, 172, 192):
+                continue
+            nets.add("%d.%d.%d.0/24" % (a, b, c) if rng.random() < 0.5 else
+                     "%d.%d.%d.%d" % (a, b, c, rng.randrange(1, 255)))
+        with open(ip, "w") as f:
+            f.write("\n".join(sorted(nets)) + "\n127.0.0.1\n")
+    out["ips"] = ip
+    return out
+
+
+def rules_cfg(ctx, files, maxconn=9500):
+    """The HAProxy-syntax file loaded by Fairlead and HAProxy: 10 ACLs, 5 http-request header rules,
+    3 use_backend rules (one on the map), 4 backends on the same origin."""
+    lines = [
+        "# generated by bench/fairbench.py (rules); loaded as is by both Fairlead and HAProxy",
+        "global",
+        "    nbthread %d" % ctx.threads,
+        "    maxconn %d" % maxconn,
+        "",
+        "defaults",
+        "    mode http",
+        "    timeout connect 5s",
+        "    timeout client 60s",
+        "    timeout server 60s",
+        "    timeout http-request 10s",
+        "    timeout http-keep-alive 60s",
+        "    option http-keep-alive",
+        "",
+        "frontend fe",
+        "    bind %s:%d" % (ctx.proxy_host, ctx.proxy_port),
+        "    acl host_www     hdr(host) -i www.example.com",
+        "    acl host_api     hdr(host) -i api.example.com",
+        "    acl dom_example  hdr_dom(host) -i example.com",
+        "    acl dom_legacy   hdr_dom(host) -i legacy.example.net",
+        "    acl p_static     path_beg /static/ /assets/ /img/",
+        "    acl p_api        path_beg /api/",
+        "    acl p_images     path_end .png .jpg .gif .webp .css .js",
+        "    acl p_listed     path_beg -f %s" % files["paths"],
+        "    acl src_private  src 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16",
+        "    acl src_listed   src -f %s" % files["ips"],
+        "    http-request set-header X-Forwarded-Proto http",
+        "    http-request set-header X-Client-IP %[src]",
+        "    http-request add-header X-Via fairbench if dom_example || dom_legacy",
+        "    http-request del-header X-Debug if !src_listed",
+        "    http-request set-header X-Site %[req.hdr(host),lower] if host_www || host_api p_api",
+        "    use_backend be_static if p_static || p_images",
+        "    use_backend be_catalog if p_listed !src_private",
+        "    use_backend %%[req.hdr(host),lower,map(%s,be_app)]" % files["map"],
+        "    default_backend be_app",
+        "",
+    ]
+    for be in RULES_BACKENDS:
+        lines += ["backend %s" % be, "    balance roundrobin",
+                  "    server o1 %s:%d" % (ctx.origin_host, ctx.origin_port), ""]
+    return "\n".join(lines)
+
+
+def rules_loader(hosts, paths):
+    """A run_load replacement: one fairlead-load per Host header (-H), all at once on the client
+    CPUs, the connections split between them, each cycling through every path (fairlead-load takes
+    several URLs, round-robin, but sends the URL's authority as Host). The summaries are merged:
+    counts and rates add up, each latency percentile is the worst of the clients'."""
+    def load(ctx, url, conns, duration, rate=None, close=False, ramp=0.0, extra=None):
+        base = url.rstrip("/")
+        urls = [base + p + "?s=64" for p in paths]
+        per = max(1, conns // len(hosts))
+        procs = []
+        shown = None
+        for i, h in enumerate(hosts):
+            ctx.seq += 1
+            jp = ctx.path("load-%d.json" % ctx.seq)
+            cmd = load_cmd(ctx, urls[0], per, duration, rate=rate / len(hosts) if rate else None,
+                           close=close, ramp=ramp, jsonpath=jp, extra=["-H", "Host: " + h] + urls[1:])
+            if shown is None:
+                shown = " ".join(shlex.quote(a) for a in (
+                    ["taskset", "-c", ctx.client_cpus, "fairlead-load"]
+                    + [a for a in cmd[1:] if a != jp and a != "--json"]))
+            procs.append((subprocess.Popen(["taskset", "-c", ctx.client_cpus] + cmd, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True), jp, h))
+        outs = []
+        for p, jp, h in procs:
+            try:
+                o, _ = p.communicate(timeout=duration + ramp + 30)
+            except subprocess.TimeoutExpired:
+                for q, _, _ in procs:
+                    q.kill()
+                raise BenchError("fairlead-load did not finish in time (Host %s)" % h)
+            if p.returncode != 0 or not os.path.exists(jp):
+                raise BenchError("fairlead-load failed (rc %d, Host %s): %s" % (p.returncode, h, (o or "")[-2000:]))
+            with open(jp) as f:
+                outs.append(json.load(f))
+        m = {"req_per_s": 0.0, "conn_per_s": 0.0, "bytes_per_s": 0.0, "responses": 0, "errors": {}, "status": {},
+             "elapsed_s": max(x["elapsed_s"] for x in outs),
+             "ttlb": {"percentiles_ms": {}, "max_ms": max((x.get("ttlb") or {}).get("max_ms") or 0 for x in outs)}}
+        for x in outs:
+            for k in ("req_per_s", "conn_per_s", "bytes_per_s", "responses"):
+                m[k] += x.get(k) or 0
+            for k, v in x["errors"].items():
+                m["errors"][k] = m["errors"].get(k, 0) + v
+            for k, v in x["status"].items():
+                m["status"][k] = m["status"].get(k, 0) + v
+            for k, v in ((x.get("ttlb") or {}).get("percentiles_ms") or {}).items():
+                if v is not None:
+                    m["ttlb"]["percentiles_ms"][k] = max(v, m["ttlb"]["percentiles_ms"].get(k) or 0)
+        shown += "  (x%d, one per Host: %s)" % (len(hosts), ", ".join(hosts))
+        return m, shown
+    return load
+
+
+def rules_check(ctx, hosts, paths):
+    """Every (host, path) of the mix once through the running proxy: all must answer 200."""
+    bad = []
+    for h in hosts:
+        for p in paths:
+            try:
+                s = socket.create_connection((ctx.proxy_host, ctx.proxy_port), timeout=2.0)
+                s.sendall(("GET %s?s=64 HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (p, h)).encode())
+                line = s.makefile("rb").readline().decode("latin-1").strip()
+                s.close()
+            except OSError as e:
+                line = str(e)
+            if " 200 " not in line + " ":
+                bad.append("%s %s: %s" % (h, p, line))
+    return bad
+
+
+def sc_rules(ctx, args):
+    sets = []
+    for part in args.sets.split(","):
+        m, _, p = part.partition(":")
+        sets.append((int(float(m)), int(float(p or m))))
+    hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
+    paths = [q.strip() for q in args.paths.split(",") if q.strip()]
+    if args.conns < len(hosts):
+        raise BenchError("-c must be at least the number of hosts (%d)" % len(hosts))
+    res = new_result(ctx, "rules", {"rounds": args.rounds, "duration_s": args.duration, "conns": args.conns,
+                                    "warmup_s": args.warmup, "sets": [list(x) for x in sets], "ips": args.ips,
+                                    "hosts": hosts, "paths": paths})
+    ctx.start_origin()
+    cases = {}
+    for mn, pn in sets:
+        files = rules_files(ctx, mn, pn, args.ips)
+        cfg = rules_cfg(ctx, files)
+        c = {"name": "rules-map%d-paths%d" % (mn, pn), "mode": "http", "map_entries": mn, "path_patterns": pn,
+             "ip_entries": args.ips, "path": "(mix)", "conns": args.conns, "runs": [],
+             "config_file": ("bench-rules-%d-%d.cfg" % (mn, pn), cfg),
+             "files": {k: {"name": os.path.basename(v), "lines": sum(1 for _ in open(v)),
+                           "head": open(v).read(400).splitlines()[:4]} for k, v in files.items()}}
+        cases[(mn, pn)] = c
+        res["cases"].append(c)
+    loader = rules_loader(hosts, paths)
+    url = ctx.proxy_url("/")
+    # within a round each proxy runs every set back to back (the size ratio is taken seconds apart);
+    # the set order alternates between rounds
+    for rnd in range(1, args.rounds + 1):
+        for name in ctx.proxies:
+            for key in (sets if rnd % 2 else sets[::-1]):
+                case = cases[key]
+                entry = {"round": rnd, "proxy": name}
+                log("rules map=%d paths=%d round %d/%d: %s" % (key[0], key[1], rnd, args.rounds, name))
+                proxy = None
+                try:
+                    t0 = time.monotonic()
+                    proxy = RunningProxy(ctx, name, "http", 9500, config=case["config_file"])
+                    entry["start_s"] = round(time.monotonic() - t0, 2)
+                    entry["start_rss_kib"] = proxy.rss_kib()
+                    case.setdefault("configs", {})[name] = proxy.config_text
+                    case.setdefault("proxy_cmds", {})[name] = " ".join(
+                        ["taskset", "-c", ctx.proxy_cpus] + [os.path.basename(proxy.cmdline[0])]
+                        + [os.path.basename(a) if a.startswith(ctx.tmp) else a for a in proxy.cmdline[1:]])
+                    bad = rules_check(ctx, hosts, paths)
+                    if bad:
+                        entry["check_failed"] = bad
+                        log("   check: %d of %d requests not 200: %s" % (len(bad), len(hosts) * len(paths), bad[0]))
+                    entry.update(clean_run(ctx, proxy, entry, url, args.conns, args.duration,
+                                           warmup=args.warmup, loader=loader))
+                except BenchError as e:
+                    entry["error"] = str(e)
+                    log("ERROR:", e)
+                finally:
+                    if proxy is not None:
+                        if not proxy.alive() and "proxy_log" not in entry:
+                            entry["proxy_exit"] = proxy.proc.returncode
+                            entry["proxy_log"] = proxy.log_tail()
+                        proxy.stop()
+                case["runs"].append(entry)
+                brief(entry)
+    for c in res["cases"]:
+        c.pop("config_file", None)
+        aggregate(c)
+        for name, m in c["summary"].items():
+            rs = [r for r in c["runs"] if r["proxy"] == name and "error" not in r]
+            m["start_s"] = med([r.get("start_s") for r in rs])
+            m["start_rss_kib"] = med([r.get("start_rss_kib") for r in rs])
+    # big/small per proxy: of the medians, and paired by round
+    big, small = max(sets), min(sets)
+    scaling = {}
+    if big != small:
+        for name in ctx.proxies:
+            cb, cs = cases[big], cases[small]
+            mb, ms = cb["summary"].get(name, {}), cs["summary"].get(name, {})
+            if not (mb.get("rounds_ok") and ms.get("rounds_ok")):
+                continue
+            paired = []
+            for rb in cb["runs"]:
+                for rs_ in cs["runs"]:
+                    if rb["proxy"] == rs_["proxy"] == name and rb["round"] == rs_["round"] \
+                            and rb.get("cpu_us_per_req") and rs_.get("cpu_us_per_req"):
+                        paired.append(round(rb["cpu_us_per_req"] / rs_["cpu_us_per_req"], 3))
+            scaling[name] = {"big": list(big), "small": list(small),
+                             "cpu": ratio(mb["cpu_us_per_req"], ms["cpu_us_per_req"]),
+                             "user": ratio(mb.get("cpu_user_us_per_req"), ms.get("cpu_user_us_per_req")),
+                             "sys": ratio(mb.get("cpu_sys_us_per_req"), ms.get("cpu_sys_us_per_req")),
+                             "cpu_paired": paired, "cpu_paired_median": med(paired),
+                             "req_per_s": ratio(mb["req_per_s"], ms["req_per_s"])}
+    res["scaling"] = scaling
+    for c in res["cases"]:
+        print_summary(c)
+        for name, m in c["summary"].items():
+            if m.get("rounds_ok"):
+                print("%-16s user %s + sys %s us/req; start %s s, RSS after start %s" % (
+                    name, f2(m.get("cpu_user_us_per_req")), f2(m.get("cpu_sys_us_per_req")), m.get("start_s"),
+                    mib(m.get("start_rss_kib"))))
+    for name, v in scaling.items():
+        print("%s: map %d/paths %d vs map %d/paths %d: cpu/req x%s (paired %s)" % (
+            name, big[0], big[1], small[0], small[1], fmt_ratio(v["cpu"]),
+            ", ".join("%.2f" % x for x in v["cpu_paired"])))
+    return res
+
+
 def sc_crosscheck(ctx, args):
     """fairlead-load vs wrk with the target as the bottleneck.
 
@@ -2103,9 +2457,18 @@ def cmd_build(args):
     before = git_state()
     cargo = ["cargo", "build", "--release", "-p", "fairlead", "-p", "fairlead-term", "-p", "fairlead-load"]
     cwd, env, release = ROOT, dict(os.environ), RELEASE
-    if args.from_head:
-        # the working tree is shared with people editing it: build exactly HEAD, from an export,
-        # in a target directory of its own
+    export = args.from_head or args.commit
+    if args.commit:
+        rp = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", args.commit + "^{commit}"],
+                            capture_output=True, text=True)
+        if rp.returncode != 0:
+            log("ERROR: unknown commit %r: %s" % (args.commit, rp.stderr.strip()))
+            return 1
+        before["commit"] = rp.stdout.strip()
+    if export:
+        # the working tree is shared with people editing it: build exactly HEAD (or --commit),
+        # from an export, in a target directory of its own (shared by the exports, so that a
+        # second commit reuses the compiled dependencies; each export has its own source path)
         commit = before["commit"]
         cwd = os.path.join(ROOT, "target", "fairbench", "src-" + commit[:10])
         if not os.path.isdir(cwd):
@@ -2125,7 +2488,7 @@ def cmd_build(args):
         log("ERROR: cargo failed with status %d" % p.returncode)
         return 1
     after = git_state()
-    if args.from_head:
+    if export:
         worktree = after
         after = {"commit": before["commit"], "dirty": False, "dirty_paths": [], "dirty_outside_bench": []}
     elif after != before:
@@ -2153,13 +2516,15 @@ def cmd_build(args):
         "source": ("git archive %s (exactly the commit; the shared working tree had uncommitted changes "
                    "in %d tracked file(s) at build time, not built)" % (after["commit"][:10],
                                                                          len(worktree["dirty_paths"]))
-                   if args.from_head else "working tree %s" % ROOT),
+                   if export else "working tree %s" % ROOT),
     }
     with open(os.path.join(dest, "build.json"), "w") as f:
         json.dump(info, f, indent=1)
         f.write("\n")
     link = os.path.join(ROOT, "target", "fairbench", "latest")
-    if not args.bin_dir:
+    if args.commit and after["commit"] != worktree["commit"]:
+        link = None     # an older commit: "latest" stays the newest build of HEAD or the tree
+    if not args.bin_dir and link:
         try:
             if os.path.islink(link):
                 os.remove(link)
@@ -2169,7 +2534,8 @@ def cmd_build(args):
     print(dest)
     log("binaries copied to %s (commit %s%s); use --bin-dir %s" % (
         dest, after["commit"][:10], ", source differs from it in: " + ", ".join(after["dirty_outside_bench"])
-        if after["dirty_outside_bench"] else ", clean", os.path.relpath(link if not args.bin_dir else dest, ROOT)))
+        if after["dirty_outside_bench"] else ", clean",
+        os.path.relpath(link if link and not args.bin_dir else dest, ROOT)))
     return 0
 
 
@@ -2367,15 +2733,18 @@ def mib(kib):
     return "–" if kib is None else "%.1f MiB" % (kib / 1024.0)
 
 
-def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False):
+def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False, split=False):
+    """split: user and system CPU µs/req columns after the total."""
     cols = ["proxy", rate_label, "proxy CPU µs/req", "proxy CPU %", "p50 ms", "p90 ms", "p99 ms",
             "p99.9 ms", "p99.99 ms", "peak RSS", "errors"]
+    if split:
+        cols[3:3] = ["user µs/req", "sys µs/req"]
     if show_rate:
         cols.insert(1, "target rate")
     if extra_wrk:
         cols.append("wrk req/s")
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for name in PROXIES:
+    for name in NAMES:
         m = summary.get(name)
         if m is None:
             continue
@@ -2388,13 +2757,15 @@ def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False):
                f3(lat["50"]), f3(lat["90"]), f3(lat["99"]), f3(lat["99.9"]), f3(lat["99.99"]),
                mib(m["peak_rss_kib"]), str(m["errors"]) + (" (%d failed rounds)" % m["rounds_failed"]
                                                           if m.get("rounds_failed") else "")]
+        if split:
+            row[3:3] = [f2(m.get("cpu_user_us_per_req")), f2(m.get("cpu_sys_us_per_req"))]
         if show_rate:
             row.insert(1, f0(m.get("rate")))
         if extra_wrk:
             row.append(f0(m.get("wrk_req_per_s")))
         out.append("| " + " | ".join(row) + " |")
     f = summary.get("fairlead", {})
-    for other in ("haproxy", "nginx"):
+    for other in (BEFORE, "haproxy", "nginx"):
         o = summary.get(other, {})
         if not (f.get("rounds_ok") and o.get("rounds_ok")):
             continue
@@ -2405,6 +2776,9 @@ def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False):
                fr(ratio(f["lat_ms"]["99.9"], o["lat_ms"]["99.9"])),
                fr(ratio(f["lat_ms"]["99.99"], o["lat_ms"]["99.99"])),
                fr(ratio(f["peak_rss_kib"], o["peak_rss_kib"])), ""]
+        if split:
+            row[3:3] = [fr(ratio(f.get("cpu_user_us_per_req"), o.get("cpu_user_us_per_req"))),
+                        fr(ratio(f.get("cpu_sys_us_per_req"), o.get("cpu_sys_us_per_req")))]
         if show_rate:
             row.insert(1, "")
         if extra_wrk:
@@ -2415,7 +2789,7 @@ def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False):
 
 def rounds_line(summary, key="req_per_s_all", unit="req/s"):
     parts = []
-    for name in PROXIES:
+    for name in NAMES:
         m = summary.get(name)
         if m and m.get(key):
             fmt = f0 if key == "req_per_s_all" else f1
@@ -2427,7 +2801,7 @@ def rounds_line(summary, key="req_per_s_all", unit="req/s"):
 def other_line(case):
     """Per-round CPU taken by others during each proxy's runs (disturbed runs in bold)."""
     parts = []
-    for name in PROXIES:
+    for name in NAMES:
         vals = [r["machine_cpu"]["other_pct"] for r in case.get("runs", [])
                 if r.get("proxy") == name and r.get("machine_cpu")]
         if vals:
@@ -3071,9 +3445,152 @@ def report_tlsscan(path, res, md):
                "</details>", ""]
 
 
+def report_rules(path, res, md):
+    p = res["params"]
+    cases = {(c["map_entries"], c["path_patterns"]): c for c in res["cases"]}
+    big, small = max(cases), min(cases)
+    md += ["## Rules: ACLs, maps, http-request, use_backend", ""]
+    md += ["The same HAProxy-syntax file for Fairlead and HAProxy (below): 10 ACLs on the Host header "
+           "(`hdr(host) -i`, `hdr_dom(host) -i`), the path (`path_beg`, `path_end`, and `path_beg -f` a "
+           "list of N patterns) and the source (`src` private ranges, `src -f` a list of %d addresses and "
+           "/24s); 5 `http-request` header rules (`set-header` with a constant and with `%%[src]` and "
+           "`%%[req.hdr(host),lower]`, `add-header`, `del-header`; three of them conditional); 3 routing "
+           "rules (two `use_backend ... if`, one `use_backend %%[req.hdr(host),lower,map(hosts.map,be_app)]` "
+           "on a `map_str` file of M entries); 4 backends on the same origin. Keep-alive, %d connections "
+           "in total, %s rounds × %s s per proxy and size, medians across rounds. The generated files are "
+           "deterministic (fixed seeds); every host and path of the mix is in every size." % (
+               p["ips"], p["conns"], p["rounds"], p["duration_s"]), "",
+           "Request mix: fairlead-load sends the URL's authority as `Host`, so the mix is %d fairlead-load "
+           "processes at once, one per Host header (`-H`): %s; each cycles (round-robin, request by request) "
+           "through the paths %s (each with `?s=64`: 64-byte bodies). `www.example.com`, `api.example.com` and "
+           "`site000500.example.org` are in the map, `old.legacy.example.net` is not (default backend); "
+           "`/catalog/p00500/` is in the pattern list, `/catalog/x/` is not; the client's address "
+           "(127.0.0.1) is the last line of the IP list. Latency percentiles are the worst of the %d "
+           "clients'." % (len(p["hosts"]), ", ".join("`%s`" % h for h in p["hosts"]),
+                          ", ".join("`%s`" % q for q in p["paths"]), len(p["hosts"])), ""]
+    sc = res.get("scaling", {})
+    if sc:
+        md += ["### %s-entry map and %s path patterns vs %s and %s" % (
+            "{:,}".format(big[0]), "{:,}".format(big[1]), "{:,}".format(small[0]), "{:,}".format(small[1])), "",
+            "Does a lookup cost more when the map and the pattern list grow? ×1.00 = flat. Each proxy runs "
+            "both sizes back to back in every round.", ""]
+        cols = ["proxy", "CPU µs/req, small", "CPU µs/req, big", "**CPU big/small**", "per-round big/small",
+                "user big/small", "sys big/small", "start-up small → big", "RSS after start small → big"]
+        md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        for name in NAMES:
+            v = sc.get(name)
+            if not v:
+                continue
+            ms, mb = cases[small]["summary"][name], cases[big]["summary"][name]
+            md.append("| %s | %s | %s | **%s** | %s | %s | %s | %s s → %s s | %s → %s |" % (
+                PRETTY[name], f2(ms["cpu_us_per_req"]), f2(mb["cpu_us_per_req"]), fr(v["cpu"]),
+                ", ".join("%.2f" % x for x in v["cpu_paired"]), fr(v.get("user")), fr(v.get("sys")),
+                f2(ms.get("start_s")), f2(mb.get("start_s")), mib(ms.get("start_rss_kib")),
+                mib(mb.get("start_rss_kib"))))
+        md += ["", "*Start-up*: from spawning the proxy to its first answered GET (loading and indexing the "
+               "files); *RSS after start*: VmRSS then. System time (sockets) cannot depend on the lists: "
+               "its big/small ratio (%s) shows how much this series moves by noise alone." % ", ".join(
+                   "%s %s" % (PRETTY[n], fr(v.get("sys"))) for n, v in sc.items()), ""]
+    for key in sorted(cases, reverse=True):
+        c = cases[key]
+        md += ["### Map of %s entries, %s path patterns, %s addresses" % (
+            "{:,}".format(key[0]), "{:,}".format(key[1]), "{:,}".format(c["ip_entries"])), ""]
+        md += proxy_table(c["summary"], split=True)
+        md += ["", rounds_line(c["summary"], "cpu_us_per_req_all", "CPU µs/req"), rounds_line(c["summary"]),
+               other_line(c), ""] + saturation_note(c["summary"])
+        bad = [r for r in c["runs"] if r.get("check_failed")]
+        if bad:
+            md += ["**Routing check failed** in %d run(s): %s" % (len(bad), _esc(bad[0]["check_failed"][0])), ""]
+    if client_cmd_of(res["cases"][0]):
+        md += ["Client: `%s`" % client_cmd_of(res["cases"][0]), ""]
+    md += header_block(res, path)
+    c = cases[big]
+    md += ["<details><summary>configuration (the same file for Fairlead and HAProxy; map %s entries, "
+           "%s patterns) and the first lines of the generated files</summary>" % (
+               "{:,}".format(big[0]), "{:,}".format(big[1])), ""]
+    blk = config_block(c)
+    md += blk[2:-2] if len(blk) > 4 else []
+    for k, f in sorted(c.get("files", {}).items()):
+        md += ["`%s` (%d lines):" % (f["name"], f["lines"]), "", "```", "\n".join(f["head"]), "...", "```", ""]
+    md += ["</details>", ""]
+
+
+def saturation_note(summary):
+    """A sentence when the proxies were far from saturated (CPU % well below 100 per thread)."""
+    pcts = [m.get("proxy_cpu_pct") for m in summary.values() if m.get("rounds_ok") and m.get("proxy_cpu_pct")]
+    if not pcts or max(pcts) >= 80:
+        return []
+    return ["**Not at saturation**: the proxies used %.0f–%.0f%% of their CPU (median per proxy); the client "
+            "and the origin, on the other CPU with everything else running on the machine, were the limit. "
+            "CPU µs/req still compares the proxies (same load, same conditions), but at this rate a proxy "
+            "handles fewer requests per wake-up than when saturated, so the absolute µs/req are higher than "
+            "a saturated run's." % (min(pcts), max(pcts)), ""]
+
+
+def report_keepalive_ab(path, res, md):
+    case = res["cases"][0]
+    s = case["summary"]
+    p = res["params"]
+    cmp_ = p.get("compare") or {}
+    b, a = (cmp_.get("build") or {}), (res["machine"].get("build") or {})
+    md += ["## Keep-alive: two Fairlead builds", ""]
+    md += ["*Fairlead* is commit `%s`, *Fairlead (before)* is commit `%s`, both built with `fairbench.py "
+           "build` from a `git archive` export, run in alternation in the same series (A B, B A, A B...), "
+           "the same configuration, client and origin as the keep-alive scenario: %d connections, `GET %s`, "
+           "%s rounds × %s s per build." % ((a.get("commit") or "?")[:10], (b.get("commit") or "?")[:10],
+                                           case["conns"], case["path"], p["rounds"], p["duration_s"]), ""]
+    md += proxy_table(s, split=True)
+    md += ["", rounds_line(s, "cpu_us_per_req_all", "CPU µs/req"), rounds_line(s), other_line(case), ""]
+    ab = res.get("ab") or {}
+    rows = []
+    for k, label in (("cpu_us_per_req", "CPU µs/req"), ("cpu_user_us_per_req", "user µs/req"),
+                     ("cpu_sys_us_per_req", "sys µs/req"), ("req_per_s", "req/s")):
+        v = ab.get(k)
+        if v:
+            rows.append("| %s | **×%.3f** | ×%.3f – ×%.3f | %s |" % (
+                label, v["median"], v["min"], v["max"], ", ".join("%.3f" % x for x in v["per_round"])))
+    if rows:
+        md += ["Fairlead/Fairlead (before), paired by round (the two runs of a round are back to back):", "",
+               "| | median | min – max | per round |", "|---|---|---|---|"] + rows + [""]
+    md += saturation_note(s)
+    # earlier series of the same two commits (only the newest is shown above)
+    older = []
+    for f in sorted(os.listdir(RESULTS)):
+        q = os.path.join(RESULTS, f)
+        if not re.match(r"keepalive-ab-\d{8}-\d{6}\.json$", f) or os.path.abspath(q) == os.path.abspath(path):
+            continue
+        try:
+            with open(q) as fh:
+                o = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        ob, oc = (o["machine"].get("build") or {}), ((o["params"].get("compare") or {}).get("build") or {})
+        v = (o.get("ab") or {}).get("cpu_us_per_req")
+        if v and ob.get("commit") == a.get("commit") and oc.get("commit") == b.get("commit"):
+            older.append("[`%s`](bench/results/%s) (%d rounds × %g s): CPU µs/req ×%.3f (×%.3f – ×%.3f), user "
+                         "×%s, sys ×%s" % (f, f, o["params"]["rounds"], o["params"]["duration_s"], v["median"],
+                                          v["min"], v["max"], "%.3f" % o["ab"]["cpu_user_us_per_req"]["median"],
+                                          "%.3f" % o["ab"]["cpu_sys_us_per_req"]["median"]))
+    if older:
+        md += ["Earlier series of the same two commits (paired medians, min – max): " + "; ".join(older) + ".", ""]
+    if client_cmd_of(case):
+        md += ["Client: `%s`" % client_cmd_of(case), ""]
+    md += header_block(res, path)
+    if cmp_:
+        fb = cmp_.get("fairlead") or {}
+        md += ["Before: `%s`, built %s from commit `%s` (%s); fairlead sha256 %s." % (
+            cmp_.get("bin_dir"), b.get("built", "?"), b.get("commit", "?"), b.get("source", "?"),
+            fb.get("sha256", "?")), ""]
+    blk = config_block(case)
+    if blk:
+        blk[0] = "<details><summary>configuration (the same file for both builds)</summary>"
+    md += blk
+
+
 REPORTERS = [("keepalive", report_keepalive), ("close", report_close), ("sizes", report_sizes),
              ("idle", report_idle), ("tail", report_tail), ("servers", report_servers),
-             ("crosscheck", report_crosscheck), ("tls", report_tls), ("tlsscan", report_tlsscan)]
+             ("crosscheck", report_crosscheck), ("tls", report_tls), ("tlsscan", report_tlsscan),
+             ("rules", report_rules), ("keepalive-ab", report_keepalive_ab)]
 
 
 def series_block():
@@ -3231,6 +3748,10 @@ def main():
     ap.add_argument("--bin-dir", help="directory with fairlead, fairlead-term and fairlead-load (env "
                                       "FAIRBENCH_BIN_DIR, default target/release); `build` makes a private "
                                       "copy, target/fairbench/latest")
+    ap.add_argument("--compare-bin-dir", metavar="DIR",
+                    help="a second Fairlead build (DIR/fairlead, e.g. from `build --commit REV`) run as one "
+                         "more proxy, `fairlead-before`, right after `fairlead` in every round; keepalive "
+                         "then saves a `keepalive-ab` result (builds alternate A B, B A...)")
     ap.add_argument("--quiet-load", type=float, help="before measuring, wait until the 1-minute load "
                                                      "average is below this (polled every 30 s)")
     ap.add_argument("--quiet-max", type=float, default=1200.0,
@@ -3283,11 +3804,24 @@ def main():
                                          "(default: the proxy CPUs); the client gets --client-cpus alone")
     p.add_argument("--validate-n", type=int, default=20000,
                    help="-n run checked against a counting origin (0: skip; default %(default)s)")
+    p = sub.add_parser("rules", help="ACLs, maps, http-request rules, use_backend: Fairlead and HAProxy "
+                                     "with the same rule set, and with small and big maps/pattern lists")
+    add_common(p, conns=100)
+    p.add_argument("--sets", default="100000:10000,1000:1000",
+                   help="MAP_ENTRIES:PATH_PATTERNS per size, comma-separated (default %(default)s)")
+    p.add_argument("--ips", type=int, default=1000, help="entries of the `src -f` list (default %(default)s)")
+    p.add_argument("--hosts", default=",".join(RULES_HOSTS),
+                   help="Host headers of the mix, one fairlead-load each (default %(default)s)")
+    p.add_argument("--paths", default=",".join(RULES_PATHS),
+                   help="paths of the mix, cycled by every client (default %(default)s)")
     p = sub.add_parser("build", help="cargo build --release and a private copy of the binaries "
                                      "(target/fairbench/COMMIT-TIME, linked as target/fairbench/latest)")
     p.add_argument("--from-head", action="store_true",
                    help="build exactly HEAD from a `git archive` export (target/fairbench/src-COMMIT) "
                         "instead of the working tree, with its own target directory")
+    p.add_argument("--commit", metavar="REV",
+                   help="build exactly REV (e.g. 1acb563) the same way, from a `git archive` export in "
+                        "target/fairbench/src-COMMIT; nothing is checked out, `latest` is left alone")
     p = sub.add_parser("count-origin", help=argparse.SUPPRESS)
     p.add_argument("addr")
     p = sub.add_parser("tls", help="TLS termination: keep-alive HTTPS, full (ECDSA, RSA) and resumed "
@@ -3334,7 +3868,7 @@ def main():
             pass
         fn = {"keepalive": sc_keepalive, "close": sc_close, "sizes": sc_sizes, "idle": sc_idle,
               "tail": sc_tail, "servers": sc_servers, "crosscheck": sc_crosscheck, "tls": sc_tls,
-              "tlsscan": sc_tlsscan}[args.cmd]
+              "tlsscan": sc_tlsscan, "rules": sc_rules}[args.cmd]
         if args.quiet_load:
             ctx.quiet_wait = wait_quiet(args.quiet_load, args.quiet_max)
         res = fn(ctx, args)

@@ -176,29 +176,58 @@ fn echo_origin(ip: IpAddr, name: &'static str) -> SocketAddr {
 struct Got {
     closed_without_response: bool,
     resp: Option<Response>,
+    /// The status line, without its line ending.
+    status_line: String,
 }
 
-fn send(addr: SocketAddr, req: &[u8]) -> Got {
+/// Keeps a copy of the bytes read, so the status line (which
+/// `read_response` parses and drops) can be checked too.
+struct Tee<R> {
+    inner: R,
+    seen: Vec<u8>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if self.seen.len() < 4096 {
+            self.seen.extend_from_slice(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
+
+fn send(addr: SocketAddr, req: &[u8], read_timeout: Duration) -> Got {
     let mut s = TcpStream::connect_timeout(&addr, DEADLINE).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s.set_read_timeout(Some(read_timeout)).unwrap();
     let _ = s.write_all(req);
     let head_req = req.starts_with(b"HEAD ");
-    let mut r = BufReader::new(s);
-    match read_response(&mut r, head_req) {
-        Some(resp) => Got {
-            closed_without_response: false,
-            resp: Some(resp),
-        },
-        None => Got {
-            closed_without_response: true,
-            resp: None,
-        },
+    let mut r = BufReader::new(Tee {
+        inner: s,
+        seen: Vec::new(),
+    });
+    let resp = read_response(&mut r, head_req);
+    let seen = &r.get_ref().seen;
+    let first = seen.split(|&b| b == b'\n').next().unwrap_or_default();
+    let status_line = String::from_utf8_lossy(first).trim_end().to_string();
+    Got {
+        closed_without_response: resp.is_none(),
+        resp,
+        status_line,
     }
 }
 
 /// Checks one expectation; `Err` says what differed.
 fn check(e: &str, got: &Got) -> Result<(), String> {
     let (kw, arg) = e.split_once(' ').unwrap_or((e, ""));
+    if kw == "silent" {
+        // No response within a second: closed, or held open without a
+        // word (HAProxy's silent-drop with TCP_REPAIR).
+        return match &got.resp {
+            None => Ok(()),
+            Some(r) => Err(format!("expected no response, got {}", r.status)),
+        };
+    }
     if kw == "closed" {
         return if got.closed_without_response {
             Ok(())
@@ -228,8 +257,27 @@ fn check(e: &str, got: &Got) -> Result<(), String> {
                 _ => *l == line,
             })
     };
+    let count = |lines: Vec<&str>, arg: &str| -> Result<bool, String> {
+        let (n, want) = arg.rsplit_once(' ').ok_or("a count expects: name N")?;
+        let want: usize = want.parse().map_err(|_| "a count expects: name N")?;
+        Ok(lines
+            .iter()
+            .filter(|l| {
+                l.split_once(':')
+                    .is_some_and(|(ln, _)| ln.trim().eq_ignore_ascii_case(n.trim()))
+            })
+            .count()
+            == want)
+    };
     let ok = match kw {
         "status" => r.status.to_string() == arg,
+        "status-line" => got.status_line == arg,
+        "header-count" => {
+            let names: Vec<String> = r.headers.iter().map(|(n, _)| format!("{n}:")).collect();
+            count(names.iter().map(String::as_str).collect(), arg)?
+        }
+        "origin-header-count" => count(origin_lines.iter().skip(1).copied().collect(), arg)?,
+        "body" => body == unescape(arg),
         "header" => {
             let (n, v) = arg.split_once(':').ok_or("header expects name: value")?;
             r.headers
@@ -238,6 +286,7 @@ fn check(e: &str, got: &Got) -> Result<(), String> {
         }
         "no-header" => r.header(arg).is_none(),
         "body-contains" => body.contains(&unescape(arg)),
+        "body-lacks" => !body.contains(&unescape(arg)),
         "origin" => r.header("x-origin") == Some(arg),
         "origin-line" => origin_lines.first() == Some(&arg),
         "origin-header" => origin_has(arg),
@@ -251,8 +300,8 @@ fn check(e: &str, got: &Got) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "expectation '{e}' failed; got status {} headers {:?} body {:?}",
-            r.status, r.headers, body
+            "expectation '{e}' failed; got {:?} headers {:?} body {:?}",
+            got.status_line, r.headers, body
         ))
     }
 }
@@ -289,7 +338,13 @@ fn run(sc: &Scenario, start: &dyn Fn(&str, SocketAddr) -> Box<dyn std::any::Any>
     let _proxy = start(&cfg, bind);
     let mut failures = Vec::new();
     for (i, step) in sc.steps.iter().enumerate() {
-        let got = send(bind, &step.request);
+        let silent = step.expect.iter().any(|e| e == "silent");
+        let wait = if silent {
+            Duration::from_secs(1)
+        } else {
+            DEADLINE
+        };
+        let got = send(bind, &step.request, wait);
         for e in &step.expect {
             if let Err(msg) = check(e, &got) {
                 failures.push(format!("{} request {}: {msg}", sc.name, i + 1));
@@ -306,6 +361,10 @@ fn scenarios() -> Vec<Scenario> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "scn"))
         .collect();
+    // `SCENARIO=text` runs only the files whose name contains `text`.
+    if let Ok(only) = std::env::var("SCENARIO") {
+        files.retain(|p| p.file_name().unwrap().to_string_lossy().contains(&only));
+    }
     files.sort();
     files.iter().map(|p| parse(p)).collect()
 }
@@ -314,7 +373,10 @@ fn scenarios() -> Vec<Scenario> {
 fn scenarios_through_fairlead() {
     let mut failures = Vec::new();
     let all = scenarios();
-    assert!(all.len() >= 10, "too few scenario files");
+    assert!(
+        all.len() >= 10 || std::env::var_os("SCENARIO").is_some(),
+        "too few scenario files"
+    );
     for sc in &all {
         failures.extend(run(sc, &|cfg, bind| {
             Box::new(Proxy::start(cfg, &[bind])) as Box<dyn std::any::Any>

@@ -37,6 +37,11 @@ impl Diags {
         let rank = |name: &str| files.iter().position(|f| f == name).unwrap_or(usize::MAX);
         self.list
             .sort_by_key(|d| (rank(&d.location.file), d.location.line));
+        // A defaults section's lines are compiled again in each proxy that
+        // inherits them: report each message once.
+        let mut seen = std::collections::HashSet::new();
+        self.list
+            .retain(|d| seen.insert((d.location.clone(), d.message.clone(), d.level)));
         self.list
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 pub use fairlead_log::{Facility, LogAddr, SyslogFormat, TargetSpec};
 
 /// Where a keyword came from, for diagnostics.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Location {
     /// File name as given on the command line (or `<embedded>`).
     pub file: String,
@@ -984,7 +984,7 @@ pub struct ServerTls {
 }
 
 /// Severity of a configuration diagnostic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Level {
     /// Fatal: the configuration is rejected.
     Alert,

@@ -263,9 +263,7 @@ fn stats_errors_name_the_line() {
         ("    stats auth\n", "t.cfg:4: 'stats auth': 'auth' needs a user:password account."),
         ("    stats refresh 10x\n", "t.cfg:4: 'stats refresh': invalid stats refresh interval: invalid unit 'x'"),
         ("    stats refresh soon\n", "t.cfg:4: 'stats refresh': invalid stats refresh interval"),
-        ("    stats admin if AUTH_ADMIN\n", "t.cfg:4: 'stats admin': the condition 'if AUTH_ADMIN' is not implemented yet in Fairlead; only 'if TRUE' and 'if LOCALHOST' are supported"),
-        ("    stats admin unless LOCALHOST\n", "only 'if TRUE' and 'if LOCALHOST' are supported"),
-        ("    stats admin if { src 127.0.0.1 }\n", "t.cfg:4: 'stats admin': the condition 'if { src 127.0.0.1 }'"),
+        ("    stats admin if AUTH_ADMIN\n", "t.cfg:4: 'stats': no such ACL : 'AUTH_ADMIN'"),
         ("    stats admin TRUE\n", "t.cfg:4: 'stats admin': 'stats admin' requires either 'if' or 'unless' followed by a condition."),
         ("    stats uri\n", "t.cfg:4: 'stats uri': expects exactly one argument (got 0)"),
         ("    stats realm\n", "t.cfg:4: 'stats realm': 'realm' needs an realm name."),
@@ -433,7 +431,6 @@ frontend f
 fn other_http_request_rules_stay_not_implemented() {
     let fe = |line: &str| format!("frontend f\n    mode http\n    bind :80\n{line}\n");
     let cases = [
-        ("    http-request deny", "t.cfg:4: 'http-request' is not implemented yet in Fairlead"),
         ("    http-request use-service lua.hello", "t.cfg:4: 'http-request use-service': 'lua.hello' is not implemented yet in Fairlead; only 'prometheus-exporter'"),
         ("    http-request use-service prometheus-exporter if { src 10.0.0.0/8 }", "t.cfg:4: 'http-request use-service': 'prometheus-exporter if { src 10.0.0.0/8 }' is not implemented yet in Fairlead"),
         ("    http-request use-service prometheus-exporter unless { path /x }", "is not implemented yet in Fairlead"),
@@ -448,18 +445,13 @@ fn other_http_request_rules_stay_not_implemented() {
     }
     // Backends and defaults: not implemented yet either.
     let e = alerts("backend b\n    mode http\n    http-request use-service prometheus-exporter\n");
-    assert!(
-        has(
-            &e,
-            "t.cfg:3: 'http-request' is not implemented yet in Fairlead"
-        ),
-        "{e:?}"
-    );
+    assert!(has(&e, "t.cfg:3: 'http-request use-service'"), "{e:?}");
+    assert!(has(&e, "is not implemented yet in Fairlead"), "{e:?}");
     let e = alerts("defaults\n    http-request use-service prometheus-exporter\n");
     assert!(
         has(
             &e,
-            "t.cfg:2: 'http-request' is not implemented yet in Fairlead"
+            "t.cfg:2: 'http-request' not allowed in anonymous 'defaults' section."
         ),
         "{e:?}"
     );
@@ -502,7 +494,10 @@ fn catalog_statuses() {
         Some(Support::Implemented)
     );
     assert_eq!(status("backend", "http-request use-service"), None);
-    assert_eq!(status("frontend", "http-request"), Some(Support::NotYet));
+    assert_eq!(
+        status("frontend", "http-request"),
+        Some(Support::Implemented)
+    );
 }
 
 #[test]

@@ -226,7 +226,12 @@ fn section_rules(
 ) -> Option<Decision> {
     // `tcp-request content` rules of an HTTP proxy run once per request,
     // before its `http-request` rules, on the parsed request.
-    let realm = backend(ctx, be).name.as_str();
+    // `auth` without a realm uses the section's name, as HAProxy.
+    let realm = if std::ptr::eq(rules, &*ctx.routes.fe_rules) {
+        ctx.front.name.as_str()
+    } else {
+        backend(ctx, be).name.as_str()
+    };
     if let v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close) =
         run(&rules.tcp_content, &rules.acls, tx, false)
     {

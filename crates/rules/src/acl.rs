@@ -86,7 +86,7 @@ impl AclTerm {
                 return false;
             };
             let s = match self.cast {
-                Some(t) => match s.cast(t) {
+                Some(t) => match value_form(s, t) {
                     Some(s) => s,
                     None => return false,
                 },
@@ -107,6 +107,73 @@ impl AclTerm {
             Ok(false) => Tri::Fail,
         }
     }
+}
+
+/// How the `_val` and `_ip` ACL forms read a value: as HAProxy's
+/// `smp_fetch_hdr_val` (and the cookie and parameter ones) and
+/// `smp_fetch_hdr_ip`, not as the generic casts.
+fn value_form(s: Sample<'_>, t: SmpType) -> Option<Sample<'_>> {
+    let read = match (&s, t) {
+        (Sample::Str(b), SmpType::Sint) => Some(Sample::Sint(strl2ic(b))),
+        (Sample::Str(b), SmpType::Addr) => Some(hdr_ip(b)?),
+        _ => None,
+    };
+    match read {
+        Some(r) => Some(r),
+        None => s.cast(t),
+    }
+}
+
+/// HAProxy's `strl2ic`: decimal digits up to the first byte above '9'; a
+/// byte below '0' counts as a negative digit ("+12" reads -488), and a
+/// text without digits reads 0. 32-bit, as in C.
+fn strl2ic(b: &[u8]) -> i64 {
+    let (neg, digits) = match b.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, b),
+    };
+    let mut i: i32 = 0;
+    for &c in digits {
+        let j = i32::from(c) - i32::from(b'0');
+        if j > 9 {
+            break;
+        }
+        i = if neg {
+            i.wrapping_mul(10).wrapping_sub(j)
+        } else {
+            i.wrapping_mul(10).wrapping_add(j)
+        };
+    }
+    i64::from(i)
+}
+
+/// HAProxy's `smp_fetch_hdr_ip`: a whole IPv4 address, an IPv4 address
+/// with `:port` (0 to 65535), or an IPv6 address.
+fn hdr_ip(b: &[u8]) -> Option<Sample<'static>> {
+    if let Some((oct, used)) = crate::sample::leading_v4(b) {
+        let v4 = Sample::Ipv4(std::net::Ipv4Addr::from(oct));
+        if used == b.len() {
+            return Some(v4);
+        }
+        if b[used] == b':' {
+            let port = &b[used + 1..];
+            let digits = port.strip_prefix(b"-").unwrap_or(port);
+            let valid = !digits.is_empty()
+                && digits.iter().all(u8::is_ascii_digit)
+                && std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|d| d.parse::<u32>().ok())
+                    .is_some_and(|p| p <= 65535 && (p == 0 || digits.len() == port.len()));
+            if valid {
+                return Some(v4);
+            }
+        }
+    }
+    std::str::from_utf8(b)
+        .ok()?
+        .parse::<std::net::Ipv6Addr>()
+        .ok()
+        .map(Sample::Ipv6)
 }
 
 /// The methods HAProxy knows by number (`find_http_meth`, case-sensitive).
@@ -376,6 +443,24 @@ mod tests {
         assert!(m("method -i purge", b"PURGE"));
         assert!(!m("method purge", b"PURGE"));
         assert!(m("method -i GET get", b"get"));
+    }
+
+    /// HAProxy 2.6.12 (tests/scenarios/22_match_ip_bin_found_bool.scn).
+    #[test]
+    fn val_and_ip_forms_read_as_haproxy() {
+        assert_eq!(strl2ic(b"12abc"), 12);
+        assert_eq!(strl2ic(b"+12"), -488);
+        assert_eq!(strl2ic(b"-7"), -7);
+        assert_eq!(strl2ic(b"abc"), 0);
+        assert_eq!(strl2ic(b""), 0);
+        let ip = |s: &str| hdr_ip(s.as_bytes()).map(|s| s.cast(SmpType::Str));
+        let text = |s: &str| Some(Some(Sample::owned_str(s.as_bytes().to_vec())));
+        assert_eq!(ip("10.1.1.1"), text("10.1.1.1"));
+        assert_eq!(ip("10.1.1.1:8080"), text("10.1.1.1"));
+        assert_eq!(ip("10.1.1.1:99999"), None);
+        assert_eq!(ip("10.1.1.1x"), None);
+        assert_eq!(ip("10.1.1.1:"), None);
+        assert_eq!(ip("2001:db8::1"), text("2001:db8::1"));
     }
 
     #[test]

@@ -239,8 +239,50 @@ pub fn v6_to_v4(a: Ipv6Addr) -> Option<Ipv4Addr> {
     None
 }
 
+/// HAProxy's `buf2ip` (the string to IPv4 cast): four dotted decimal
+/// octets, leading zeros allowed, read up to the first character that is
+/// neither a digit nor a dot (`10.1.2.3:8080` is `10.1.2.3`).
 fn parse_v4(s: &[u8]) -> Option<Ipv4Addr> {
-    std::str::from_utf8(s).ok()?.parse().ok()
+    Some(Ipv4Addr::from(leading_v4(s)?.0))
+}
+
+/// The IPv4 address `s` starts with (HAProxy's `buf2ip`/`url2ipv4`) and
+/// how many bytes it takes.
+pub(crate) fn leading_v4(s: &[u8]) -> Option<([u8; 4], usize)> {
+    let mut oct = [0u8; 4];
+    let (mut n, mut cur, mut saw_digit) = (0usize, 0u32, false);
+    let mut used = s.len();
+    for (i, &c) in s.iter().enumerate() {
+        match c {
+            b'0'..=b'9' => {
+                cur = cur * 10 + u32::from(c - b'0');
+                if cur > 255 {
+                    return None;
+                }
+                if !saw_digit {
+                    n += 1;
+                    if n > 4 {
+                        return None;
+                    }
+                    saw_digit = true;
+                }
+                oct[n - 1] = cur as u8;
+            }
+            b'.' if saw_digit => {
+                if n == 4 {
+                    return None;
+                }
+                cur = 0;
+                saw_digit = false;
+            }
+            b'.' => return None,
+            _ => {
+                used = i;
+                break;
+            }
+        }
+    }
+    (n == 4).then_some((oct, used))
 }
 
 fn parse_v6(s: &[u8]) -> Option<Ipv6Addr> {
@@ -260,6 +302,27 @@ mod tests {
         assert_eq!(
             Sample::str(b"42").cast(SmpType::Sint),
             Some(Sample::Sint(42))
+        );
+    }
+
+    /// HAProxy 2.6.12 (tests/scenarios/22_match_ip_bin_found_bool.scn):
+    /// `buf2ip` stops at the first character that is not a digit or a dot.
+    #[test]
+    fn str_to_ipv4_as_buf2ip() {
+        let v4 = |s: &'static str| Sample::str(s.as_bytes()).cast(SmpType::Ipv4);
+        let a = Sample::Ipv4(Ipv4Addr::new(10, 1, 1, 1));
+        assert_eq!(v4("10.1.1.1"), Some(a.clone()));
+        assert_eq!(v4("10.1.1.1:8080"), Some(a.clone()));
+        assert_eq!(v4("10.1.1.1x"), Some(a.clone()));
+        assert_eq!(v4("010.001.1.1"), Some(a));
+        assert_eq!(v4("10.1.1"), None);
+        assert_eq!(v4("10.1.1.1.5"), None);
+        assert_eq!(v4("10..1.1"), None);
+        assert_eq!(v4("256.1.1.1"), None);
+        assert_eq!(v4("x10.1.1.1"), None);
+        assert_eq!(
+            Sample::str(b"::1").cast(SmpType::Addr),
+            Some(Sample::Ipv6(Ipv6Addr::LOCALHOST))
         );
     }
 

@@ -178,12 +178,11 @@ fn open_session(
     sess: &mut SessState,
 ) -> bool {
     let rules = &fe.tcp.fe_rules;
-    let local = conn.local_addr().ok();
     if !rules.tcp_session.is_empty() {
         let tls = conn.tls_info_ref();
         let facts = ConnFacts {
             src: peer,
-            dst: local,
+            dst: conn.local_addr().ok(),
             tls: tls.as_deref(),
             frontend: &fe.name,
             hostname: &fe.tcp.hostname,
@@ -198,6 +197,7 @@ fn open_session(
     }
     if let Some(l) = fe.http.log.as_deref() {
         let client = sess.effective_src(peer);
+        let local = conn.local_addr().ok();
         fairlead_l7::logging::emit_connect(l, client, local, &fe.name, fe.mode == Mode::Http);
     }
     true
@@ -245,75 +245,27 @@ async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 let mut sess = SessState::default();
-                if !admit(&fe, &stream, peer, &mut sess) {
-                    drop(stream);
-                    burst += 1;
-                    if burst >= shared.maxaccept {
-                        burst = 0;
-                        tokio::task::yield_now().await;
+                // A refused connection is dropped (reset) at the end of
+                // this arm; it still counts in the accept burst.
+                if admit(&fe, &stream, peer, &mut sess) {
+                    shared.global.cur.fetch_add(1, Ordering::Relaxed);
+                    let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
+                    fe.smax.fetch_max(cur, Ordering::Relaxed);
+                    fe.http.counters.inc(fairlead_backend::counters::C::Stot);
+                    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
+                    let guard = ConnGuard(account.clone(), worker, id);
+                    let task = spawn_session(&fe, &ctx, &tls, stream, peer, guard, sess);
+                    if let Ok(mut reg) = shared.sessions[worker].lock() {
+                        reg.insert(
+                            id,
+                            crate::SessionEntry {
+                                frontend: fe_idx,
+                                client: peer,
+                                since: std::time::Instant::now(),
+                                abort: task.abort_handle(),
+                            },
+                        );
                     }
-                    continue;
-                }
-                shared.global.cur.fetch_add(1, Ordering::Relaxed);
-                let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
-                fe.smax.fetch_max(cur, Ordering::Relaxed);
-                fe.http.counters.inc(fairlead_backend::counters::C::Stot);
-                // Each mode gets its own task type, so an HTTP connection's
-                // task is only as large as the HTTP state machine.
-                let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-                let guard = ConnGuard(account.clone(), worker, id);
-                let task = match fe.mode {
-                    Mode::Http => {
-                        let ctx2 = ctx.clone();
-                        let (fe2, tls2) = (fe.clone(), tls.clone());
-                        tokio::task::spawn_local(Profiled::new(TaskKind::HttpSession, async move {
-                            let _guard = guard;
-                            let Some(conn) = handshake(stream, peer, &fe2, tls2).await else {
-                                return;
-                            };
-                            // Session variables do not reach the HTTP rules yet.
-                            if !open_session(&fe2, &conn, peer, &mut sess) {
-                                return;
-                            }
-                            fairlead_l7::serve_http(conn, peer, ctx2).await;
-                        }))
-                    }
-                    Mode::Tcp => {
-                        let fe2 = fe.clone();
-                        let tls2 = tls.clone();
-                        tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {
-                            let _guard = guard;
-                            let Some(stream) = handshake(stream, peer, &fe2, tls2).await else {
-                                return;
-                            };
-                            if !open_session(&fe2, &stream, peer, &mut sess) {
-                                return;
-                            }
-                            let front = fairlead_l4::FrontTimeouts {
-                                client: fe2.client_timeout,
-                                client_fin: fe2.client_fin,
-                                counters: fe2.http.counters.clone(),
-                                name: fe2.name.as_str().into(),
-                                log: fe2.http.log.clone(),
-                                accepted: std::time::SystemTime::now(),
-                                actconn: fe2.http.actconn.clone(),
-                                feconn: fe2.http.feconn.clone(),
-                            };
-                            let _ =
-                                fairlead_l4::serve_tcp(stream, peer, &fe2.tcp, front, sess).await;
-                        }))
-                    }
-                };
-                if let Ok(mut reg) = shared.sessions[worker].lock() {
-                    reg.insert(
-                        id,
-                        crate::SessionEntry {
-                            frontend: fe_idx,
-                            client: peer,
-                            since: std::time::Instant::now(),
-                            abort: task.abort_handle(),
-                        },
-                    );
                 }
                 burst += 1;
                 if burst >= shared.maxaccept {
@@ -337,6 +289,58 @@ async fn accept_loop(
                 // ECONNABORTED and similar: the next accept will do.
             }
         }
+    }
+}
+
+/// Spawns the task of an accepted connection: the handshake, the
+/// session rules, then the HTTP or TCP stream. Each mode gets its own task
+/// type, so an HTTP connection's task is only as large as the HTTP state
+/// machine.
+fn spawn_session(
+    fe: &Arc<FrontendRt>,
+    ctx: &Rc<HttpCtx>,
+    tls: &Option<Arc<fairlead_tls::BindContext>>,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    guard: ConnGuard,
+    mut sess: SessState,
+) -> tokio::task::JoinHandle<()> {
+    let (fe, tls) = (fe.clone(), tls.clone());
+    match fe.mode {
+        Mode::Http => {
+            let ctx = ctx.clone();
+            tokio::task::spawn_local(Profiled::new(TaskKind::HttpSession, async move {
+                let _guard = guard;
+                let Some(conn) = handshake(stream, peer, &fe, tls).await else {
+                    return;
+                };
+                // Session variables do not reach the HTTP rules yet.
+                if !open_session(&fe, &conn, peer, &mut sess) {
+                    return;
+                }
+                fairlead_l7::serve_http(conn, peer, ctx).await;
+            }))
+        }
+        Mode::Tcp => tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {
+            let _guard = guard;
+            let Some(stream) = handshake(stream, peer, &fe, tls).await else {
+                return;
+            };
+            if !open_session(&fe, &stream, peer, &mut sess) {
+                return;
+            }
+            let front = fairlead_l4::FrontTimeouts {
+                client: fe.client_timeout,
+                client_fin: fe.client_fin,
+                counters: fe.http.counters.clone(),
+                name: fe.name.as_str().into(),
+                log: fe.http.log.clone(),
+                accepted: std::time::SystemTime::now(),
+                actconn: fe.http.actconn.clone(),
+                feconn: fe.http.feconn.clone(),
+            };
+            let _ = fairlead_l4::serve_tcp(stream, peer, &fe.tcp, front, sess).await;
+        })),
     }
 }
 

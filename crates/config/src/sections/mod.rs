@@ -341,6 +341,16 @@ impl<'a> Parser<'a> {
                 self.cur = Cur::Global;
             }
             "defaults" | "frontend" | "backend" | "listen" => self.start_proxy(&words, loc),
+            "userlist" | "http-errors" => {
+                // Compiled with the rules once the whole file is read.
+                self.others.push(OtherSection {
+                    kind: kw.to_string(),
+                    name: words.get(1).cloned().unwrap_or_default(),
+                    location: loc.clone(),
+                    lines: Vec::new(),
+                });
+                self.cur = Cur::Other(self.others.len() - 1);
+            }
             _ => {
                 let name = words.get(1).cloned().unwrap_or_default();
                 self.diags.warn(
@@ -486,6 +496,11 @@ impl<'a> Parser<'a> {
             finish_tls(d, &self.global, &self.tls, &mut self.diags);
         }
         let env = rules::build_env(&self.others, self.global.bufsize, &mut self.diags);
+        // A defaults section's rules are checked once on their own (its
+        // proxies compile copies of them; duplicates are merged below).
+        for d in self.defaults.iter_mut() {
+            rules::compile(d, &env, self.global.bufsize, &mut self.diags);
+        }
         let compiled: Vec<_> = self
             .proxies
             .iter_mut()

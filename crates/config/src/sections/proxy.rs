@@ -147,6 +147,17 @@ fn implemented(
     listen_budget: &mut usize,
 ) -> Result<(), String> {
     if super::rules::is_rule_keyword(name) {
+        if d.kind == Kind::Defaults && d.name.is_empty() && name != "option http-buffer-request" {
+            // As HAProxy 2.6: rules need a named defaults section.
+            diags.alert(
+                loc,
+                format!(
+                    "'{}' not allowed in anonymous 'defaults' section.",
+                    words[0]
+                ),
+            );
+            return Ok(());
+        }
         d.rule_lines.push((loc.clone(), words.to_vec()));
         return Ok(());
     }
