@@ -383,9 +383,7 @@ fn criterion(s: &str, env: &crate::Env) -> Result<(Expr, Option<Method>, Option<
             }
         }
     }
-    Err(format!(
-        "unknown fetch method '{name}' in ACL expression '{s}'"
-    ))
+    Err(format!("{} in ACL expression '{s}'", fetch::unknown(name)))
 }
 
 /// Checks an ACL's usage against a rule set's mask: HAProxy warns when an
