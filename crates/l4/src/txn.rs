@@ -11,64 +11,31 @@
 
 use crate::routes::TcpRoutes;
 use fairlead_rules::exec::{Edit, Stream};
-use fairlead_rules::txn::{Scope, TlsFacts, Txn, VarRef};
+use fairlead_rules::txn::{TlsFacts, Txn, VarRef};
 use fairlead_rules::Sample;
 use std::net::{IpAddr, SocketAddr};
 
 /// Variables, `set-src` and `set-log-level` of one session.
 #[derive(Default)]
 pub struct SessState {
-    vars: Vec<(VarRef, Sample<'static>)>,
+    vars: fairlead_rules::vars::Vars,
     /// `set-src`: the client address rules and logs see from now on.
     pub src: Option<IpAddr>,
     /// `set-log-level`: `Some(None)` is `silent`.
     pub log_level: Option<Option<u8>>,
 }
 
-/// `proc.*` variables, shared by every TCP stream of the process.
-static PROC_VARS: std::sync::Mutex<Vec<(VarRef, Sample<'static>)>> =
-    std::sync::Mutex::new(Vec::new());
-
-fn put(list: &mut Vec<(VarRef, Sample<'static>)>, v: &VarRef, s: Sample<'static>) {
-    match list.iter_mut().find(|(k, _)| k == v) {
-        Some(e) => e.1 = s,
-        None => list.push((v.clone(), s)),
-    }
-}
-
 impl SessState {
     fn get(&self, v: &VarRef) -> Option<Sample<'_>> {
-        if v.scope == Scope::Proc {
-            let p = PROC_VARS.lock().ok()?;
-            return p
-                .iter()
-                .find(|(k, _)| k == v)
-                .map(|(_, s)| s.clone().into_owned());
-        }
-        self.vars
-            .iter()
-            .find(|(k, _)| k == v)
-            .map(|(_, s)| s.reborrow())
+        self.vars.get(v)
     }
 
     fn set(&mut self, v: &VarRef, s: Sample<'static>) {
-        if v.scope == Scope::Proc {
-            if let Ok(mut p) = PROC_VARS.lock() {
-                put(&mut p, v, s);
-            }
-            return;
-        }
-        put(&mut self.vars, v, s);
+        self.vars.set(v, s);
     }
 
     fn unset(&mut self, v: &VarRef) {
-        if v.scope == Scope::Proc {
-            if let Ok(mut p) = PROC_VARS.lock() {
-                p.retain(|(k, _)| k != v);
-            }
-            return;
-        }
-        self.vars.retain(|(k, _)| k != v);
+        self.vars.unset(v);
     }
 
     /// The client address after `set-src`.

@@ -5,7 +5,7 @@
 use fairlead_http::msg::Head;
 use fairlead_rules::action::UrlPart;
 use fairlead_rules::exec::{Edit, Stream};
-use fairlead_rules::txn::{Msg, Scope, TlsFacts, Txn, VarRef};
+use fairlead_rules::txn::{Msg, TlsFacts, Txn, VarRef};
 use fairlead_rules::Sample;
 use std::net::{IpAddr, SocketAddr};
 
@@ -63,80 +63,7 @@ impl Edit for HeadBuf<'_> {
     }
 }
 
-/// Variables of one transaction (`txn`, `req`, `res`), the connection's
-/// `sess` ones (kept by the session between requests) and the
-/// process-wide `proc` ones.
-#[derive(Default)]
-pub(crate) struct Vars {
-    list: Vec<(VarRef, Sample<'static>)>,
-}
-
-/// The `sess` variables a connection keeps between its requests.
-pub(crate) type SessVars = Option<Box<Vec<(VarRef, Sample<'static>)>>>;
-
-static PROC_VARS: std::sync::Mutex<Vec<(VarRef, Sample<'static>)>> =
-    std::sync::Mutex::new(Vec::new());
-
-impl Vars {
-    /// Starts a transaction with the connection's `sess` variables.
-    pub fn with_sess(sess: SessVars) -> Vars {
-        Vars {
-            list: sess.map(|b| *b).unwrap_or_default(),
-        }
-    }
-
-    /// Ends a transaction: the `sess` variables go back to the connection.
-    pub fn into_sess(self) -> SessVars {
-        let sess: Vec<_> = self
-            .list
-            .into_iter()
-            .filter(|(k, _)| k.scope == Scope::Sess)
-            .collect();
-        (!sess.is_empty()).then(|| Box::new(sess))
-    }
-
-    fn get(&self, v: &VarRef) -> Option<Sample<'_>> {
-        if v.scope == Scope::Proc {
-            let p = PROC_VARS.lock().ok()?;
-            return p
-                .iter()
-                .find(|(k, _)| k == v)
-                .map(|(_, s)| s.clone().into_owned());
-        }
-        self.list
-            .iter()
-            .find(|(k, _)| k == v)
-            .map(|(_, s)| s.reborrow())
-    }
-
-    fn set(&mut self, v: &VarRef, s: Sample<'static>) {
-        let list = &mut self.list;
-        if v.scope == Scope::Proc {
-            if let Ok(mut p) = PROC_VARS.lock() {
-                put(&mut p, v, s);
-            }
-            return;
-        }
-        put(list, v, s);
-    }
-
-    fn unset(&mut self, v: &VarRef) {
-        if v.scope == Scope::Proc {
-            if let Ok(mut p) = PROC_VARS.lock() {
-                p.retain(|(k, _)| k != v);
-            }
-            return;
-        }
-        self.list.retain(|(k, _)| k != v);
-    }
-}
-
-fn put(list: &mut Vec<(VarRef, Sample<'static>)>, v: &VarRef, s: Sample<'static>) {
-    match list.iter_mut().find(|(k, _)| k == v) {
-        Some(e) => e.1 = s,
-        None => list.push((v.clone(), s)),
-    }
-}
+pub(crate) use fairlead_rules::vars::{SessVars, Vars};
 
 /// Facts about the connection a transaction came on.
 pub(crate) struct ConnFacts<'a> {

@@ -44,6 +44,7 @@ pub mod sample;
 mod tlshello;
 pub mod txn;
 pub mod userlist;
+pub mod vars;
 
 pub use sample::{Sample, SmpType};
 
