@@ -185,3 +185,59 @@ fn empty_connections_are_logged_unless_dontlognull() {
     assert!(msg.contains(" CR-- "), "{msg}");
     assert!(msg.contains("<BADREQ>"), "{msg}");
 }
+
+/// Server-side failures end with HAProxy's status and termination state,
+/// and `retry-on` retries are counted in the log's retries field (`%rc`,
+/// the last of the five connection counts): junk head `502 PH--`, a
+/// connection closed before any byte `502 SH--` (after the two retries
+/// `retry-on empty-response` allows), a head cut short `502 SH--`, and a
+/// response slower than `timeout server` `504 sH--`.
+#[test]
+fn server_failures_have_haproxys_termination_states() {
+    use std::io::{BufReader, Write};
+    let ip = test_ip();
+    let (sock, log_addr) = syslog(ip);
+    let origin = |reply: &'static [u8], delay_ms: u64| {
+        raw_origin(ip, move |s| {
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            if read_head(&mut r).is_some() {
+                std::thread::sleep(Duration::from_millis(delay_ms));
+                let _ = (&s).write_all(reply);
+            }
+        })
+    };
+    let cases: [(&[u8], u64, &str, u16, &str, &str); 4] = [
+        (b"HTTP/1.1 2x0 what\r\n\r\n", 0, "", 502, "PH--", "0"),
+        (b"", 0, "    retry-on empty-response\n", 502, "SH--", "2"),
+        (b"HTTP/1.1 200 OK\r\nContent-Le", 0, "", 502, "SH--", "0"),
+        (
+            b"HTTP/1.1 200 OK\r\n\r\n",
+            1500,
+            "    timeout server 300ms\n",
+            504,
+            "sH--",
+            "0",
+        ),
+    ];
+    for (reply, delay, extra, status, term, retries) in cases {
+        let (o, accepted) = origin(reply, delay);
+        let bind = free_addr(ip);
+        let cfg = http_cfg(
+            bind,
+            &format!(
+                "    log {log_addr} local0\n    option httplog\n    option dontlognull\n    retries 2\n{extra}"
+            ),
+            &format!("    server s1 {o}"),
+        );
+        let _p = Proxy::start(&cfg, &[bind]);
+        assert_eq!(get(bind, "/f").status, status, "{term}");
+        let msg = recv(&sock);
+        let f: Vec<&str> = message(&msg).split(' ').collect();
+        assert_eq!((f[5], f[9]), (status.to_string().as_str(), term), "{msg}");
+        assert_eq!(f[10].rsplit('/').next(), Some(retries), "retries: {msg}");
+        let tries = retries.parse::<u32>().unwrap() + 1;
+        wait_until("every attempt reached the origin", || {
+            accepted.load(std::sync::atomic::Ordering::SeqCst) == tries
+        });
+    }
+}

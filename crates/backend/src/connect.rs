@@ -1,7 +1,8 @@
 //! Connecting to a server with HAProxy's retry rules.
 //!
 //! - The request already holds a server slot ([`crate::Backend::assign`]);
-//!   a failed connection is retried up to `retries` times.
+//!   a failed connection is retried as [`crate::retry`] says (up to
+//!   `retries` times, when `retry-on` has `conn-failure`, its default).
 //! - Retries go to the same server after a turn-around delay of
 //!   min(`timeout connect`, 1 s), as HAProxy does, so a restarting server is
 //!   not hammered.
@@ -10,9 +11,10 @@
 //! - Each result feeds the server's passive check (`observe layer4`).
 
 use crate::counters::C;
-use crate::{AssignError, Backend, RequestKey, Server, ServerSlot};
+use crate::error::{Cause, ProxyError};
+use crate::retry::{Trigger, Verdict};
+use crate::{Backend, RequestKey, Server, ServerSlot};
 use fairlead_net::Conn;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,21 +22,6 @@ use std::time::Duration;
 pub struct Connected {
     pub stream: Conn,
     pub slot: ServerSlot,
-}
-
-/// Why no connection could be made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectFail {
-    /// No usable server, or the queue timed out.
-    NoServer,
-    /// Every attempt failed; `timeout` tells whether the last one timed out.
-    Failed { timeout: bool },
-}
-
-impl From<AssignError> for ConnectFail {
-    fn from(_: AssignError) -> Self {
-        ConnectFail::NoServer
-    }
 }
 
 /// Names a TLS server connection may need: the client's SNI and the
@@ -61,55 +48,51 @@ async fn open(
     fairlead_tls::stream::connect(tcp, tls.config(), name, timeout).await
 }
 
-/// Connects to the server of `slot`, retrying as configured. `attempts`
-/// counts the tries already spent on this request (HTTP retries share the
-/// `retries` budget) and is updated.
+/// Connects to the server of `slot`, retrying as the backend's retry
+/// policy ([`crate::retry`]) says. `attempts` counts the retries already
+/// spent on this request (HTTP retries share the `retries` budget) and is
+/// updated.
 pub async fn connect_server(
     be: &Arc<Backend>,
     mut slot: ServerSlot,
     key: &RequestKey<'_>,
     attempts: &mut u32,
     names: TlsNames<'_>,
-) -> Result<Connected, ConnectFail> {
-    let retries = be.options.retries;
+) -> Result<Connected, ProxyError> {
     let connect_timeout = be.options.timeouts.connect;
     loop {
         let server = slot.server().clone();
-        match open(&server, connect_timeout, names).await {
+        let e = match open(&server, connect_timeout, names).await {
             Ok(stream) => {
-                server.connects.fetch_add(1, Ordering::Relaxed);
                 server.counters.inc(C::ConnNew);
                 server.observe(false, true);
                 return Ok(Connected { stream, slot });
             }
-            Err(e) => {
-                server.connect_errors.fetch_add(1, Ordering::Relaxed);
-                server.counters.inc(C::Econ);
-                be.counters.inc(C::Econ);
-                server.observe(false, false);
-                if *attempts >= retries {
-                    return Err(ConnectFail::Failed {
-                        timeout: e.kind() == std::io::ErrorKind::TimedOut,
-                    });
+            Err(e) => e,
+        };
+        server.counters.inc(C::Econ);
+        be.counters.inc(C::Econ);
+        server.observe(false, false);
+        let err = ProxyError::connect(if e.kind() == std::io::ErrorKind::TimedOut {
+            Cause::ConnectTimeout
+        } else {
+            Cause::ConnectFailed
+        });
+        match be.retry(&server, Trigger::Error(&err), attempts) {
+            Verdict::Stop => return Err(err),
+            Verdict::Retry { redispatch: true } => {
+                let failed = slot.idx();
+                drop(slot);
+                slot = be.assign(key, None, Some(failed)).await?;
+                if slot.idx() != failed {
+                    continue;
                 }
-                *attempts += 1;
-                server.counters.inc(C::Wretr);
-                be.counters.inc(C::Wretr);
-                if be.redispatch_now(*attempts) {
-                    be.counters.inc(C::Wredis);
-                    server.counters.inc(C::Wredis);
-                    let failed = slot.idx();
-                    drop(slot);
-                    slot = be.assign(key, None, Some(failed)).await?;
-                    if slot.idx() != failed {
-                        continue;
-                    }
-                }
-                let turnaround = connect_timeout
-                    .unwrap_or(Duration::from_secs(1))
-                    .min(Duration::from_secs(1));
-                tokio::time::sleep(turnaround).await;
             }
+            Verdict::Retry { redispatch: false } => {}
         }
+        let turnaround = connect_timeout
+            .unwrap_or(Duration::from_secs(1))
+            .min(Duration::from_secs(1));
+        tokio::time::sleep(turnaround).await;
     }
 }

@@ -14,10 +14,12 @@ pub mod counters;
 pub mod error;
 pub mod idle;
 pub mod queue;
+pub mod retry;
 
-pub use connect::{connect_server, ConnectFail, Connected, TlsNames};
-pub use error::{ProxyError, Side};
+pub use connect::{connect_server, Connected, TlsNames};
+pub use error::{Cause, ProxyError, Side};
 pub use fairlead_balance::RequestKey;
+pub use retry::{Trigger, Verdict};
 
 use fairlead_balance::{Lb, Pick, ServerSpec, ServerView};
 use fairlead_config as config;
@@ -62,10 +64,6 @@ pub struct Server {
     pub cur: AtomicU32,
     /// Requests or streams ever assigned.
     pub total: AtomicU64,
-    /// Failed connection attempts.
-    pub connect_errors: AtomicU64,
-    /// New TCP connections opened to this server.
-    pub connects: AtomicU64,
     /// Traffic counters (per-thread slots).
     pub counters: counters::Counters,
     /// Latency histograms.
@@ -109,15 +107,6 @@ impl Server {
             _ => {}
         }
     }
-}
-
-/// Why no server slot could be assigned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AssignError {
-    /// No usable server: 503 in HTTP, close in TCP.
-    NoServer,
-    /// Waited in the queue until `timeout queue`: 503.
-    QueueTimeout,
 }
 
 /// One request's (or TCP stream's) hold on a server: counted in `cur`
@@ -227,8 +216,6 @@ impl Backend {
                 observe: s.observe,
                 cur: AtomicU32::new(0),
                 total: AtomicU64::new(0),
-                connect_errors: AtomicU64::new(0),
-                connects: AtomicU64::new(0),
                 counters: counters::Counters::new(),
                 latency: Default::default(),
                 tls_sni_varies: s.tls.as_ref().is_some_and(|t| {
@@ -380,7 +367,7 @@ impl Backend {
         key: &RequestKey<'_>,
         prefer: Option<usize>,
         avoid: Option<usize>,
-    ) -> Result<ServerSlot, AssignError> {
+    ) -> Result<ServerSlot, ProxyError> {
         let slot = |idx| ServerSlot {
             backend: self.clone(),
             idx,
@@ -403,7 +390,7 @@ impl Backend {
                 None => self.lb.pick(key, &View(self)),
             };
             match pick {
-                Pick::NoServer => return Err(AssignError::NoServer),
+                Pick::NoServer => return Err(ProxyError::connect(Cause::NoServer)),
                 Pick::Full => break,
                 Pick::Server(i) => {
                     // Queued requests go first: a newcomer does not overtake.
@@ -419,7 +406,7 @@ impl Backend {
         self.wait_in_queue(None).await.map(slot)
     }
 
-    async fn wait_in_queue(&self, target: Option<usize>) -> Result<usize, AssignError> {
+    async fn wait_in_queue(&self, target: Option<usize>) -> Result<usize, ProxyError> {
         let ticket = self.queue.push(target);
         // A slot may have freed up between the failed attempt and the push.
         self.dispatch();
@@ -431,7 +418,7 @@ impl Backend {
             Some(Ok(i)) => Ok(i),
             _ => {
                 self.queue.purge_cancelled();
-                Err(AssignError::QueueTimeout)
+                Err(ProxyError::connect(Cause::QueueTimeout))
             }
         }
     }

@@ -50,8 +50,11 @@ fn backup_only_when_no_active_is_up() {
         b.refresh_weights();
         drop(s);
         assert_eq!(
-            b.assign(&RequestKey::default(), None, None).await.err(),
-            Some(AssignError::NoServer)
+            b.assign(&RequestKey::default(), None, None)
+                .await
+                .err()
+                .map(|e| e.cause),
+            Some(Cause::NoServer)
         );
     });
 }
@@ -81,7 +84,7 @@ fn maxconn_queues_then_times_out() {
         assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 1);
         // The second waits, then gets 503 at `timeout queue`.
         let second = b.assign(&RequestKey::default(), None, None).await;
-        assert_eq!(second.err(), Some(AssignError::QueueTimeout));
+        assert_eq!(second.err().map(|e| e.cause), Some(Cause::QueueTimeout));
         assert_eq!(b.queue.len(), 0);
         drop(first);
         assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 0);

@@ -234,12 +234,20 @@ async fn forward(
         bytes,
         retries,
     };
-    let refused = TermState::new(Who::Server, Phase::Connect);
+    // A failure's termination state comes from the one error type: `SC`
+    // refused, `sC` connect timeout, `sQ` queue timeout.
+    let failed = |e: &fairlead_backend::ProxyError| {
+        let (who, phase) = e.termination();
+        TermState::new(who, phase)
+    };
     cx.front.counters.add(C::Bin, input.read);
     let bytes = (input.read, 0);
-    let Ok(slot) = be.assign(&key, None, None).await else {
-        cx.emit(sess, &end(None, refused, t, bytes, 0));
-        return;
+    let slot = match be.assign(&key, None, None).await {
+        Ok(s) => s,
+        Err(e) => {
+            cx.emit(sess, &end(None, failed(&e), t, bytes, 0));
+            return;
+        }
     };
     t[1] = cx.ms();
     let server = slot.server().clone();
@@ -247,9 +255,12 @@ async fn forward(
         client_sni: cx.facts.tls.and_then(|t| t.sni.as_deref()),
         host: None,
     };
-    let Ok(conn) = connect_server(be, slot, &key, &mut retries, names).await else {
-        cx.emit(sess, &end(Some(&server), refused, t, bytes, retries));
-        return;
+    let conn = match connect_server(be, slot, &key, &mut retries, names).await {
+        Ok(c) => c,
+        Err(e) => {
+            cx.emit(sess, &end(Some(&server), failed(&e), t, bytes, retries));
+            return;
+        }
     };
     t[2] = cx.ms();
     let bt = &be.options.timeouts;

@@ -8,7 +8,8 @@
 //!    the next ones; a soft stop closes idle connections here);
 //! 2. **read_head**: parse the head in place (`fairlead-http`), bounded by
 //!    `tune.bufsize` and `timeout http-request` (408);
-//! 3. **connect**: balance, then reuse an idle server connection from this
+//! 3. **prepare** and **connect** (`forward.rs`): the head as the server
+//!    gets it, then balance, then reuse an idle server connection from this
 //!    thread's pool or connect (`http-reuse safe`: a client's first request
 //!    always gets a fresh or its own connection);
 //! 4. **forward**: send the rewritten head, stream the request body while
@@ -23,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 mod body;
+mod forward;
 mod key;
 mod local;
 pub mod logging;

@@ -1,24 +1,17 @@
 //! The HTTP/1.1 client session: the phase loop described in the crate docs.
 
-use crate::body::{self, BodyError, Framer};
-use crate::key::KeyData;
 use crate::logging::{self, Gauges, ReqLog};
-use crate::persist;
 use crate::{Effective, HttpCtx};
 use fairlead_backend::counters::C;
-use fairlead_backend::{connect_server, idle, Backend, RequestKey, ServerSlot, TlsNames};
+use fairlead_backend::{idle, Cause, ProxyError};
 use fairlead_config::{HttpConnMode, HttpReuse};
-use fairlead_http::{
-    parse_request, parse_response, BodyKind, ConnHeader, RequestHead, RequestRewrite, ResponseHead,
-};
+use fairlead_http::{parse_request, BodyKind, RequestHead};
 use fairlead_log::{Phase, Who};
 use fairlead_net::io::{until, with_timeout};
 use fairlead_net::{pool, Conn, IoBuf};
-use std::cell::Cell;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::Arc;
 use tokio::time::Instant;
 
 /// A server connection attached to the session between requests.
@@ -218,13 +211,14 @@ impl Session {
     }
 
     /// Phase 2: read until a complete head is parsed.
-    async fn read_head(&mut self) -> Result<RequestHead, Option<u16>> {
+    async fn read_head(&mut self) -> Result<RequestHead, ProxyError> {
         let started = if self.first {
             self.accepted_at
         } else {
             Instant::now()
         };
         let deadline = self.ctx.front.timeouts.http_request.map(|d| started + d);
+        let refused = |cause| ProxyError::new(cause, Phase::Request, false);
         loop {
             match parse_request(self.cbuf.filled(), self.ctx.front.max_head) {
                 Ok(Some(h)) => return Ok(h),
@@ -236,11 +230,11 @@ impl Session {
                         e.offset,
                         self.cbuf.filled(),
                     );
-                    return Err(Some(e.status));
+                    return Err(refused(Cause::BadRequest(e.status)));
                 }
             }
             if self.cbuf.is_full() {
-                return Err(Some(431));
+                return Err(refused(Cause::BadRequest(431)));
             }
             let idle = self.ctx.front.timeouts.client;
             let r = until(deadline, "http-request timeout", async {
@@ -251,10 +245,12 @@ impl Session {
             })
             .await;
             match r {
-                Ok(0) => return Err(None),
+                Ok(0) => return Err(refused(Cause::ClientAbort)),
                 Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::TimedOut => return Err(Some(408)),
-                Err(_) => return Err(None),
+                Err(e) if e.kind() == ErrorKind::TimedOut => {
+                    return Err(refused(Cause::ClientTimeout))
+                }
+                Err(_) => return Err(refused(Cause::ClientAbort)),
             }
         }
     }
@@ -277,16 +273,12 @@ impl Session {
                 self.ctx.front.counters.inc(C::ReqTot);
                 h
             }
-            Err(Some(status)) => {
-                match status {
-                    408 => rl.end(Who::ClientTimeout, Phase::Request),
-                    _ => rl.end(Who::Proxy, Phase::Request),
+            Err(e) => {
+                let (who, phase) = e.termination();
+                rl.end(who, phase);
+                if let Some(status) = e.status() {
+                    self.send_error(status, rl).await;
                 }
-                self.send_error(status, rl).await;
-                return Next::Close;
-            }
-            Err(None) => {
-                rl.end(Who::Client, Phase::Request);
                 return Next::Close;
             }
         };
@@ -461,435 +453,6 @@ impl Session {
             self.client.tls_info_ref().as_deref(),
         );
     }
-
-    /// Phase 3: get a server slot (balancing, persistence, queue), then a
-    /// connection to that server: the session's own, an idle one from this
-    /// thread's pool, or a new one. Returns the connection, its slot, and
-    /// whether the connection was reused.
-    #[allow(clippy::too_many_arguments)]
-    async fn connect(
-        be: &Arc<Backend>,
-        eff: Effective,
-        first: bool,
-        attached: &mut Option<Attached>,
-        key: &RequestKey<'_>,
-        prefer: Option<usize>,
-        avoid: Option<usize>,
-        attempts: &mut u32,
-        names: TlsNames<'_>,
-        rl: &mut ReqLog,
-    ) -> Result<(Attached, ServerSlot, bool), u16> {
-        let slot = match be.assign(key, prefer, avoid).await {
-            Ok(s) => s,
-            Err(fairlead_backend::AssignError::QueueTimeout) => {
-                rl.end(Who::ServerTimeout, Phase::Queue);
-                return Err(503);
-            }
-            Err(fairlead_backend::AssignError::NoServer) => {
-                rl.end(Who::Server, Phase::Connect);
-                return Err(503);
-            }
-        };
-        rl.queue_done = Some(Instant::now());
-        let idx = slot.idx();
-        rl.server = Some(idx);
-        if let Some(a) = attached.take() {
-            if a.idx as usize == idx
-                && a.srv_id as usize == be.servers[idx].id
-                && a.stream.idle_alive()
-            {
-                return Ok((a, slot, true));
-            }
-            park(a, eff);
-        }
-        let may_pool = match eff.reuse {
-            HttpReuse::Never => false,
-            HttpReuse::Safe => !first,
-            HttpReuse::Aggressive | HttpReuse::Always => true,
-        };
-        if may_pool {
-            let server = &be.servers[idx];
-            // A connection made for another SNI does not fit.
-            let name = match &server.tls {
-                Some(t) if server.tls_sni_varies => {
-                    Some(t.server_name(names.client_sni, names.host, server.addr.load().ip()))
-                }
-                _ => None,
-            };
-            let sni = match &name {
-                Some(fairlead_tls::ServerName::DnsName(d)) => Some(d.as_ref()),
-                _ => None,
-            };
-            if let Some(stream) = idle::take(server.id, sni) {
-                let srv_id = server.id as u32;
-                return Ok((
-                    Attached {
-                        idx: idx as u32,
-                        srv_id,
-                        stream,
-                    },
-                    slot,
-                    true,
-                ));
-            }
-        }
-        let connected = connect_server(be, slot, key, attempts, names).await;
-        rl.retries = *attempts;
-        match connected {
-            Ok(c) => Ok((
-                Attached {
-                    idx: c.slot.idx() as u32,
-                    srv_id: c.slot.server().id as u32,
-                    stream: c.stream,
-                },
-                c.slot,
-                false,
-            )),
-            Err(_) => {
-                rl.end(Who::Server, Phase::Connect);
-                Err(503)
-            }
-        }
-    }
-
-    /// Phases 3 to 6 for one parsed request. `None` means both sides must be
-    /// closed now (an error response, if any, was already sent).
-    async fn exchange(
-        &mut self,
-        head: &RequestHead,
-        mut model: Option<&mut crate::local::Model>,
-        prefer: Option<usize>,
-        rl: &mut ReqLog,
-    ) -> Option<Outcome> {
-        let ctx = self.ctx.clone();
-        let fe = &ctx.front;
-        let be = crate::process::backend(&ctx, rl.backend);
-        self.eff = Effective {
-            conn_mode: fe.conn_mode.max(be.options.http_conn_mode),
-            reuse: be.options.http_reuse,
-        };
-        let bt = &be.options.timeouts;
-        let server_conn = if head.upgrade {
-            ConnHeader::Upgrade
-        } else if self.eff.conn_mode == HttpConnMode::KeepAlive {
-            ConnHeader::None
-        } else {
-            ConnHeader::Close
-        };
-        // `http-request set-src` changes the address servers and logs see.
-        let ip = model
-            .as_deref()
-            .and_then(|m| m.st.fx.src)
-            .unwrap_or(self.peer.ip());
-        let forwarded_for = fe.forwardfor.as_ref().and_then(|ff| {
-            let excepted = ff.except.is_some_and(|n| n.contains(ip));
-            let present = ff.if_none
-                && match model.as_deref() {
-                    Some(m) => m.head.view(self.cbuf.filled()).has(ff.header.as_bytes()),
-                    None => {
-                        fairlead_http::has_header(self.cbuf.filled(), head.head_len, &ff.header)
-                    }
-                };
-            (!excepted && !present).then_some((ff.header.as_str(), ip))
-        });
-        let mut out = pool::take_out();
-        match model.as_deref_mut() {
-            Some(m) => {
-                m.head
-                    .write_request_h1(self.cbuf.filled(), server_conn, forwarded_for, &mut out);
-                m.keep_request(
-                    self.cbuf.filled(),
-                    head,
-                    crate::local::sections(&ctx, rl.backend),
-                );
-            }
-            None => fairlead_http::write_request_head(
-                self.cbuf.filled(),
-                head,
-                &RequestRewrite {
-                    conn: server_conn,
-                    forwarded_for,
-                },
-                &mut out,
-            ),
-        }
-        let cookie = be.options.cookie.as_ref();
-        let persist = cookie
-            .map(|c| persist::lookup(c, be, self.cbuf.filled(), head.head_len))
-            .unwrap_or_default();
-        if let Some(c) = cookie {
-            persist::edit_request(c, persist, &mut out);
-        }
-        let key_data = KeyData::new(be.lb_needs(), self.cbuf.filled(), head, ip);
-        if fe.log.is_some() {
-            rl.keep_line(&self.cbuf.filled()[head.method.0..head.head_len]);
-        }
-        let idempotent = fairlead_http::method_is_idempotent(self.cbuf.filled(), head);
-        // What a TLS server's SNI may be made of (`sni req.hdr(host)`,
-        // `sni ssl_fc_sni`); only kept when some server needs it.
-        let host = be
-            .tls_host_sni
-            .then(|| {
-                fairlead_http::cookie::header_value(self.cbuf.filled(), head.head_len, "host")
-                    .map(|h| String::from_utf8_lossy(host_without_port(h)).into_owned())
-            })
-            .flatten();
-        let client_sni = if be.tls_sni_varies {
-            self.client.tls_info_ref().and_then(|i| i.sni.clone())
-        } else {
-            None
-        };
-        let names = TlsNames {
-            client_sni: client_sni.as_deref(),
-            host: host.as_deref(),
-        };
-        self.cbuf.consume(head.head_len);
-        // A request whose body was not started can be sent again on a new
-        // connection when a reused one turns out to be dead, or when
-        // `retry-on` asks for it.
-        let replayable = matches!(head.body, BodyKind::None | BodyKind::Length(0));
-        let retry_on = &be.options.retry_on;
-        let mut framer = Framer::new(head.body);
-        let req_bytes = Cell::new(0u64);
-        let mut sbuf = IoBuf::new();
-        let mut stale_tries = 0;
-        let mut attempts = 0u32;
-        let mut avoid = None;
-        let (conn, slot, resp) = loop {
-            let key = key_data.key();
-            let connected = Self::connect(
-                be,
-                self.eff,
-                self.first,
-                &mut self.attached,
-                &key,
-                prefer.or(persist.server),
-                avoid,
-                &mut attempts,
-                names,
-                rl,
-            )
-            .await;
-            let (conn, slot, reused) = match connected {
-                Ok(c) => c,
-                Err(status) => {
-                    pool::give_out(out);
-                    self.send_error(status, rl).await;
-                    return None;
-                }
-            };
-            rl.connect_done = Some(Instant::now());
-            rl.server = Some(slot.idx());
-            let server = slot.server().clone();
-            if reused {
-                server.counters.inc(C::ConnReused);
-            }
-            let result = self
-                .forward_request(&conn, &out, &mut framer, &mut sbuf, head, &req_bytes, *bt)
-                .await;
-            // Can this failure be retried on another attempt?
-            let may_retry = |wanted: bool, attempts: u32| {
-                wanted && replayable && idempotent && attempts < be.options.retries
-            };
-            let retry_reason = match &result {
-                Ok(resp) => {
-                    server.observe(true, !is_server_error(resp.status));
-                    retry_on.statuses.contains(&resp.status)
-                }
-                // A pooled connection closed under us: replay at once.
-                Err(Fail::Retry) if reused && replayable && stale_tries < 3 => {
-                    stale_tries += 1;
-                    sbuf = IoBuf::new();
-                    continue;
-                }
-                Err(Fail::Retry) => {
-                    server.observe(true, false);
-                    retry_on.empty_response
-                }
-                Err(Fail::Status(502)) => {
-                    server.observe(true, false);
-                    retry_on.junk_response
-                }
-                Err(Fail::Status(504)) => {
-                    server.observe(true, false);
-                    retry_on.response_timeout
-                }
-                Err(_) => false,
-            };
-            if may_retry(retry_reason, attempts) {
-                attempts += 1;
-                if be.redispatch_now(attempts) {
-                    avoid = Some(slot.idx());
-                    rl.redispatched = true;
-                }
-                rl.retries = attempts;
-                sbuf = IoBuf::new();
-                continue;
-            }
-            if !matches!(result, Ok(_) | Err(Fail::Abort)) {
-                be.counters.inc(C::Eresp);
-                server.counters.inc(C::Eresp);
-            }
-            if matches!(result, Err(Fail::Abort)) {
-                be.counters.inc(C::CliAbrt);
-                server.counters.inc(C::CliAbrt);
-                fe.counters.inc(C::CliAbrt);
-            }
-            match result {
-                Ok(resp) => {
-                    rl.response_done = Some(Instant::now());
-                    break (conn, slot, resp);
-                }
-                Err(Fail::Retry) | Err(Fail::Status(502)) => {
-                    rl.end(Who::Server, Phase::Headers);
-                    pool::give_out(out);
-                    self.send_error(502, rl).await;
-                    return None;
-                }
-                Err(Fail::Status(s)) => {
-                    match s {
-                        504 => rl.end(Who::ServerTimeout, Phase::Headers),
-                        _ => rl.end(Who::Proxy, Phase::Request),
-                    }
-                    pool::give_out(out);
-                    self.send_error(s, rl).await;
-                    return None;
-                }
-                Err(Fail::Abort) => {
-                    rl.end(Who::Client, Phase::Data);
-                    pool::give_out(out);
-                    return None;
-                }
-            }
-        };
-        drop(key_data);
-        // Request bytes: the head as received plus the body forwarded.
-        let bin = head.head_len as u64 + req_bytes.get();
-        rl.bytes_in = bin;
-        fe.counters.add(C::Bin, bin);
-        be.counters.add(C::Bin, bin);
-        slot.server().counters.add(C::Bin, bin);
-        be.counters.inc(C::ReqTot);
-        slot.server().counters.inc(C::ReqTot);
-        pool::give_out(out);
-        let request_done = framer.is_done();
-        self.respond(
-            head,
-            conn,
-            slot,
-            resp,
-            sbuf,
-            request_done,
-            persist,
-            model,
-            rl,
-        )
-        .await
-    }
-
-    /// Phase 4: send the head, stream the body and read the response head
-    /// concurrently, relaying interim 1xx responses.
-    #[allow(clippy::too_many_arguments)]
-    async fn forward_request(
-        &mut self,
-        conn: &Attached,
-        out: &[u8],
-        framer: &mut Framer,
-        sbuf: &mut IoBuf,
-        head: &RequestHead,
-        req_bytes: &Cell<u64>,
-        bt: fairlead_config::Timeouts,
-    ) -> Result<ResponseHead, Fail> {
-        let ctx = self.ctx.clone();
-        let ct = ctx.front.timeouts.client;
-        let server = &conn.stream;
-        if server.write_all(out, bt.server).await.is_err() {
-            return Err(Fail::Retry);
-        }
-        let client = &self.client;
-        let cbuf = &mut self.cbuf;
-        let body_fut = async {
-            if framer.is_done() {
-                return Ok(());
-            }
-            body::forward(framer, client, cbuf, server, ct, bt.server)
-                .await
-                .map(|n| req_bytes.set(req_bytes.get() + n))
-        };
-        let max_head = ctx.front.max_head;
-        let is_head = head.is_head;
-        let client_11 = head.minor_version == 1;
-        let resp_fut = async {
-            let mut got_any = false;
-            loop {
-                match parse_response(sbuf.filled(), is_head, max_head) {
-                    Ok(Some(r)) if (100..200).contains(&r.status) && r.status != 101 => {
-                        // Interim response: relay to HTTP/1.1 clients.
-                        if client_11 {
-                            let _ = client.write_all(&sbuf.filled()[..r.head_len], ct).await;
-                        }
-                        sbuf.consume(r.head_len);
-                        continue;
-                    }
-                    Ok(Some(r)) => return Ok(r),
-                    Ok(None) => {}
-                    Err(_) => return Err(Fail::Status(502)),
-                }
-                if sbuf.is_full() {
-                    return Err(Fail::Status(502));
-                }
-                let r = with_timeout(bt.server, "server timeout", async {
-                    sbuf.read_from(server, usize::MAX).await
-                })
-                .await;
-                match r {
-                    Ok(0) if !got_any => return Err(Fail::Retry),
-                    Ok(0) => return Err(Fail::Status(502)),
-                    Ok(_) => got_any = true,
-                    Err(e) if e.kind() == ErrorKind::TimedOut => return Err(Fail::Status(504)),
-                    Err(_) if !got_any => return Err(Fail::Retry),
-                    Err(_) => return Err(Fail::Status(502)),
-                }
-            }
-        };
-        // Run both until each is done, except that a client-side or framing
-        // error in the body ends the exchange at once (the server would
-        // otherwise wait for the rest of the body until `timeout server`).
-        tokio::pin!(body_fut);
-        tokio::pin!(resp_fut);
-        let mut body_done = false;
-        let mut resp: Option<ResponseHead> = None;
-        while !body_done || resp.is_none() {
-            tokio::select! {
-                r = &mut body_fut, if !body_done => {
-                    body_done = true;
-                    match r {
-                        Err(BodyError::Framing(e)) => return Err(Fail::Status(e.status)),
-                        Err(BodyError::Source(_)) => return Err(Fail::Abort),
-                        // The server stopped reading: its response says why.
-                        Err(BodyError::Dest(_)) | Ok(()) => {}
-                    }
-                }
-                r = &mut resp_fut, if resp.is_none() => resp = Some(r?),
-            }
-        }
-        Ok(resp.expect("loop ends with a response"))
-    }
-}
-
-/// A Host header value without its port (`example.com:8443`,
-/// `[::1]:8443`).
-fn host_without_port(h: &[u8]) -> &[u8] {
-    if h.first() == Some(&b'[') {
-        return match h.iter().position(|&b| b == b']') {
-            Some(i) => &h[1..i],
-            None => h,
-        };
-    }
-    match h.iter().rposition(|&b| b == b':') {
-        Some(i) => &h[..i],
-        None => h,
-    }
 }
 
 /// Reason phrases of the statuses local services answer with.
@@ -902,23 +465,6 @@ fn reason(status: u16) -> &'static str {
         404 => "Not Found",
         _ => "Unknown",
     }
-}
-
-/// Responses that count as errors for `observe layer7`: 5xx except 501
-/// and 505, as HAProxy.
-fn is_server_error(status: u16) -> bool {
-    (500..600).contains(&status) && status != 501 && status != 505
-}
-
-/// Why forwarding a request failed.
-enum Fail {
-    /// The server connection died before any response byte: the request
-    /// may be replayed on a new connection.
-    Retry,
-    /// Answer the client with this status and close.
-    Status(u16),
-    /// The client went away: close silently.
-    Abort,
 }
 
 #[cfg(test)]

@@ -1,0 +1,536 @@
+//! Phases 3 and 4 of a request: **prepare** what goes to the server,
+//! **connect** (balance, reuse or open a connection), **forward** the
+//! request and read the response head.
+//!
+//! Every failure on the way is a [`ProxyError`] (which side, which phase,
+//! whether replaying is safe). Whether to try again is the backend's one
+//! retry policy ([`fairlead_backend::retry`]), shared with TCP mode; the
+//! only retry outside it is the immediate replay of a request whose pooled
+//! server connection turned out to be closed, which HAProxy does not count
+//! either.
+
+use crate::body::{self, BodyError, Framer};
+use crate::key::KeyData;
+use crate::logging::ReqLog;
+use crate::persist::{self, Persist};
+use crate::session::{park, Attached, Outcome, Session};
+use crate::Effective;
+use fairlead_backend::counters::C;
+use fairlead_backend::{
+    connect_server, idle, Backend, Cause, ProxyError, RequestKey, Server, ServerSlot, Side,
+    TlsNames, Trigger, Verdict,
+};
+use fairlead_config::{HttpConnMode, HttpReuse};
+use fairlead_http::{
+    parse_response, BodyKind, ConnHeader, RequestHead, RequestRewrite, ResponseHead,
+};
+use fairlead_log::Phase;
+use fairlead_net::io::with_timeout;
+use fairlead_net::{pool, IoBuf};
+use std::cell::Cell;
+use std::io::ErrorKind;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// What the request needs on its way to a server, prepared once before
+/// the first attempt; retries reuse it.
+struct Prepared {
+    /// The head to send, serialised (a pooled buffer).
+    out: Vec<u8>,
+    persist: Persist,
+    key_data: KeyData,
+    /// No request body: the request can be replayed at once when its
+    /// pooled connection turns out to be closed.
+    no_body: bool,
+    /// Safe to send again after a failure or a `retry-on` status: no body,
+    /// and an idempotent method.
+    replayable: bool,
+    /// The request's Host without port, when a server's SNI uses it.
+    host: Option<String>,
+    /// The client's SNI, when a server's SNI uses it.
+    client_sni: Option<Box<str>>,
+}
+
+impl Prepared {
+    fn names(&self) -> TlsNames<'_> {
+        TlsNames {
+            client_sni: self.client_sni.as_deref(),
+            host: self.host.as_deref(),
+        }
+    }
+}
+
+/// A server's response head, with the connection and slot it came on.
+struct Answered {
+    conn: Attached,
+    slot: ServerSlot,
+    resp: ResponseHead,
+    sbuf: IoBuf,
+}
+
+impl Session {
+    /// Phases 3 to 6 for one parsed request. `None` means both sides must be
+    /// closed now (an error response, if any, was already sent).
+    pub(crate) async fn exchange(
+        &mut self,
+        head: &RequestHead,
+        mut model: Option<&mut crate::local::Model>,
+        prefer: Option<usize>,
+        rl: &mut ReqLog,
+    ) -> Option<Outcome> {
+        let ctx = self.ctx.clone();
+        let be = crate::process::backend(&ctx, rl.backend);
+        self.eff = Effective {
+            conn_mode: ctx.front.conn_mode.max(be.options.http_conn_mode),
+            reuse: be.options.http_reuse,
+        };
+        let prep = self.prepare(head, model.as_deref_mut(), be, rl);
+        self.cbuf.consume(head.head_len);
+        let mut framer = Framer::new(head.body);
+        let req_bytes = Cell::new(0u64);
+        let answered = self
+            .attempts(be, head, &prep, &mut framer, &req_bytes, prefer, rl)
+            .await;
+        let Prepared { out, persist, .. } = prep;
+        pool::give_out(out);
+        let a = match answered {
+            Ok(a) => a,
+            Err(e) => {
+                let (who, phase) = e.termination();
+                rl.end(who, phase);
+                if let Some(status) = e.status() {
+                    self.send_error(status, rl).await;
+                }
+                return None;
+            }
+        };
+        // Request bytes: the head as received plus the body forwarded.
+        let bin = head.head_len as u64 + req_bytes.get();
+        rl.bytes_in = bin;
+        let server = a.slot.server();
+        for c in [&ctx.front.counters, &be.counters, &server.counters] {
+            c.add(C::Bin, bin);
+        }
+        be.counters.inc(C::ReqTot);
+        server.counters.inc(C::ReqTot);
+        let request_done = framer.is_done();
+        self.respond(
+            head,
+            a.conn,
+            a.slot,
+            a.resp,
+            a.sbuf,
+            request_done,
+            persist,
+            model,
+            rl,
+        )
+        .await
+    }
+
+    /// Prepare: the head as the server gets it (rules' edits, connection
+    /// header, `option forwardfor`, persistence cookie), the balancing key,
+    /// and the names a TLS server connection may need.
+    fn prepare(
+        &self,
+        head: &RequestHead,
+        model: Option<&mut crate::local::Model>,
+        be: &Backend,
+        rl: &mut ReqLog,
+    ) -> Prepared {
+        let fe = &self.ctx.front;
+        let buf = self.cbuf.filled();
+        let server_conn = if head.upgrade {
+            ConnHeader::Upgrade
+        } else if self.eff.conn_mode == HttpConnMode::KeepAlive {
+            ConnHeader::None
+        } else {
+            ConnHeader::Close
+        };
+        // `http-request set-src` changes the address servers and logs see.
+        let ip = model
+            .as_deref()
+            .and_then(|m| m.st.fx.src)
+            .unwrap_or(self.peer.ip());
+        let forwarded_for = fe.forwardfor.as_ref().and_then(|ff| {
+            let excepted = ff.except.is_some_and(|n| n.contains(ip));
+            let present = ff.if_none
+                && match model.as_deref() {
+                    Some(m) => m.head.view(buf).has(ff.header.as_bytes()),
+                    None => fairlead_http::has_header(buf, head.head_len, &ff.header),
+                };
+            (!excepted && !present).then_some((ff.header.as_str(), ip))
+        });
+        let mut out = pool::take_out();
+        match model {
+            Some(m) => {
+                m.head
+                    .write_request_h1(buf, server_conn, forwarded_for, &mut out);
+                m.keep_request(buf, head, crate::local::sections(&self.ctx, rl.backend));
+            }
+            None => fairlead_http::write_request_head(
+                buf,
+                head,
+                &RequestRewrite {
+                    conn: server_conn,
+                    forwarded_for,
+                },
+                &mut out,
+            ),
+        }
+        let cookie = be.options.cookie.as_ref();
+        let persist = cookie
+            .map(|c| persist::lookup(c, be, buf, head.head_len))
+            .unwrap_or_default();
+        if let Some(c) = cookie {
+            persist::edit_request(c, persist, &mut out);
+        }
+        if fe.log.is_some() {
+            rl.keep_line(&buf[head.method.0..head.head_len]);
+        }
+        // A request whose body was not started, with an idempotent method,
+        // can be sent again on a new connection.
+        let no_body = matches!(head.body, BodyKind::None | BodyKind::Length(0));
+        let replayable = no_body && fairlead_http::method_is_idempotent(buf, head);
+        let host = be
+            .tls_host_sni
+            .then(|| {
+                fairlead_http::cookie::header_value(buf, head.head_len, "host")
+                    .map(|h| String::from_utf8_lossy(host_without_port(h)).into_owned())
+            })
+            .flatten();
+        let client_sni = if be.tls_sni_varies {
+            self.client.tls_info_ref().and_then(|i| i.sni.clone())
+        } else {
+            None
+        };
+        Prepared {
+            out,
+            persist,
+            key_data: KeyData::new(be.lb_needs(), buf, head, ip),
+            no_body,
+            replayable,
+            host,
+            client_sni,
+        }
+    }
+
+    /// Connect and forward until a response head arrives, retrying as the
+    /// backend's policy says. Counts the failure it returns.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempts(
+        &mut self,
+        be: &Arc<Backend>,
+        head: &RequestHead,
+        prep: &Prepared,
+        framer: &mut Framer,
+        req_bytes: &Cell<u64>,
+        prefer: Option<usize>,
+        rl: &mut ReqLog,
+    ) -> Result<Answered, ProxyError> {
+        let mut stale_tries = 0;
+        let mut attempts = 0u32;
+        let mut avoid = None;
+        loop {
+            let key = prep.key_data.key();
+            let target = Target {
+                prefer: prefer.or(prep.persist.server),
+                avoid,
+                names: prep.names(),
+            };
+            let (conn, slot, reused) = self.connect(be, &key, target, &mut attempts, rl).await?;
+            rl.connect_done = Some(Instant::now());
+            rl.server = Some(slot.idx());
+            let server = slot.server().clone();
+            if reused {
+                server.counters.inc(C::ConnReused);
+            }
+            let mut sbuf = IoBuf::new();
+            let result = self
+                .forward_request(&conn, prep, framer, &mut sbuf, head, req_bytes, be)
+                .await;
+            let trigger = match &result {
+                Ok(resp) => {
+                    server.observe(true, !is_server_error(resp.status));
+                    Trigger::Status {
+                        status: resp.status,
+                        replayable: prep.replayable,
+                    }
+                }
+                // A pooled connection closed under us: replay at once.
+                Err(e) if e.cause == Cause::EmptyResponse && reused && stale_tries < 3 => {
+                    if prep.no_body {
+                        stale_tries += 1;
+                        continue;
+                    }
+                    Trigger::Error(e)
+                }
+                Err(e) => Trigger::Error(e),
+            };
+            if let Trigger::Error(e) = trigger {
+                if e.side() == Side::Server || e.cause == Cause::BadResponse {
+                    server.observe(true, false);
+                }
+            }
+            if let Verdict::Retry { redispatch } = be.retry(&server, trigger, &mut attempts) {
+                if redispatch {
+                    avoid = Some(slot.idx());
+                    rl.redispatched = true;
+                }
+                rl.retries = attempts;
+                continue;
+            }
+            return match result {
+                Ok(resp) => {
+                    rl.response_done = Some(Instant::now());
+                    Ok(Answered {
+                        conn,
+                        slot,
+                        resp,
+                        sbuf,
+                    })
+                }
+                Err(e) => {
+                    count_failure(&self.ctx.front.counters, be, &server, &e);
+                    Err(e)
+                }
+            };
+        }
+    }
+
+    /// Connect: get a server slot (balancing, persistence, queue), then a
+    /// connection to that server: the session's own, an idle one from this
+    /// thread's pool, or a new one. Returns the connection, its slot, and
+    /// whether the connection was reused.
+    async fn connect(
+        &mut self,
+        be: &Arc<Backend>,
+        key: &RequestKey<'_>,
+        target: Target<'_>,
+        attempts: &mut u32,
+        rl: &mut ReqLog,
+    ) -> Result<(Attached, ServerSlot, bool), ProxyError> {
+        let slot = be.assign(key, target.prefer, target.avoid).await?;
+        rl.queue_done = Some(Instant::now());
+        let idx = slot.idx();
+        rl.server = Some(idx);
+        if let Some(a) = self.attached.take() {
+            if a.idx as usize == idx
+                && a.srv_id as usize == be.servers[idx].id
+                && a.stream.idle_alive()
+            {
+                return Ok((a, slot, true));
+            }
+            park(a, self.eff);
+        }
+        if let Some(stream) = pooled(be, idx, self.eff, self.first, target.names) {
+            let a = Attached {
+                idx: idx as u32,
+                srv_id: be.servers[idx].id as u32,
+                stream,
+            };
+            return Ok((a, slot, true));
+        }
+        let connected = connect_server(be, slot, key, attempts, target.names).await;
+        rl.retries = *attempts;
+        let c = connected?;
+        let a = Attached {
+            idx: c.slot.idx() as u32,
+            srv_id: c.slot.server().id as u32,
+            stream: c.stream,
+        };
+        Ok((a, c.slot, false))
+    }
+
+    /// Forward: send the head, stream the body and read the response head
+    /// concurrently, relaying interim 1xx responses.
+    #[allow(clippy::too_many_arguments)]
+    async fn forward_request(
+        &mut self,
+        conn: &Attached,
+        prep: &Prepared,
+        framer: &mut Framer,
+        sbuf: &mut IoBuf,
+        head: &RequestHead,
+        req_bytes: &Cell<u64>,
+        be: &Backend,
+    ) -> Result<ResponseHead, ProxyError> {
+        let bt = be.options.timeouts;
+        let ct = self.ctx.front.timeouts.client;
+        let max_head = self.ctx.front.max_head;
+        let server = &conn.stream;
+        let at_headers = |cause| ProxyError::new(cause, Phase::Headers, prep.replayable);
+        if server.write_all(&prep.out, bt.server).await.is_err() {
+            return Err(at_headers(Cause::EmptyResponse));
+        }
+        let client = &self.client;
+        let cbuf = &mut self.cbuf;
+        let body_fut = async {
+            if framer.is_done() {
+                return Ok(());
+            }
+            body::forward(framer, client, cbuf, server, ct, bt.server)
+                .await
+                .map(|n| req_bytes.set(req_bytes.get() + n))
+        };
+        let is_head = head.is_head;
+        let client_11 = head.minor_version == 1;
+        let resp_fut = async {
+            let mut got_any = false;
+            loop {
+                match parse_response(sbuf.filled(), is_head, max_head) {
+                    Ok(Some(r)) if (100..200).contains(&r.status) && r.status != 101 => {
+                        // Interim response: relay to HTTP/1.1 clients.
+                        if client_11 {
+                            let _ = client.write_all(&sbuf.filled()[..r.head_len], ct).await;
+                        }
+                        sbuf.consume(r.head_len);
+                        continue;
+                    }
+                    Ok(Some(r)) => return Ok(r),
+                    Ok(None) if sbuf.is_full() => return Err(at_headers(Cause::BadResponse)),
+                    Ok(None) => {}
+                    Err(_) => return Err(at_headers(Cause::BadResponse)),
+                }
+                let r = with_timeout(bt.server, "server timeout", async {
+                    sbuf.read_from(server, usize::MAX).await
+                })
+                .await;
+                let closed = if got_any {
+                    Cause::TruncatedResponse
+                } else {
+                    Cause::EmptyResponse
+                };
+                match r {
+                    Ok(0) => return Err(at_headers(closed)),
+                    Ok(_) => got_any = true,
+                    Err(e) if e.kind() == ErrorKind::TimedOut => {
+                        return Err(at_headers(Cause::ResponseTimeout))
+                    }
+                    Err(_) => return Err(at_headers(closed)),
+                }
+            }
+        };
+        // Run both until each is done, except that a client-side or framing
+        // error in the body ends the exchange at once (the server would
+        // otherwise wait for the rest of the body until `timeout server`).
+        tokio::pin!(body_fut);
+        tokio::pin!(resp_fut);
+        let mut body_done = false;
+        let mut resp: Option<ResponseHead> = None;
+        while !body_done || resp.is_none() {
+            tokio::select! {
+                r = &mut body_fut, if !body_done => {
+                    body_done = true;
+                    if let Err(Some(e)) = r.map_err(request_body_error) {
+                        return Err(e);
+                    }
+                }
+                r = &mut resp_fut, if resp.is_none() => resp = Some(r?),
+            }
+        }
+        resp.ok_or(at_headers(Cause::EmptyResponse))
+    }
+}
+
+/// Where the connect phase may send the request.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    /// A server to use if it can take it (`use-server`, persistence).
+    prefer: Option<usize>,
+    /// A server to avoid (redispatch after a failure on it).
+    avoid: Option<usize>,
+    names: TlsNames<'a>,
+}
+
+/// An idle connection to server `idx` from this thread's pool, when the
+/// `http-reuse` mode allows one for this request.
+fn pooled(
+    be: &Backend,
+    idx: usize,
+    eff: Effective,
+    first: bool,
+    names: TlsNames<'_>,
+) -> Option<fairlead_net::Conn> {
+    let may_pool = match eff.reuse {
+        HttpReuse::Never => false,
+        HttpReuse::Safe => !first,
+        HttpReuse::Aggressive | HttpReuse::Always => true,
+    };
+    if !may_pool {
+        return None;
+    }
+    let server = &be.servers[idx];
+    // A connection made for another SNI does not fit.
+    let name = match &server.tls {
+        Some(t) if server.tls_sni_varies => {
+            Some(t.server_name(names.client_sni, names.host, server.addr.load().ip()))
+        }
+        _ => None,
+    };
+    let sni = match &name {
+        Some(fairlead_tls::ServerName::DnsName(d)) => Some(d.as_ref()),
+        _ => None,
+    };
+    idle::take(server.id, sni)
+}
+
+/// The request body's copy failed: the client's fault, or its framing's.
+/// `None`: the server stopped reading, and its response says why.
+fn request_body_error(e: BodyError) -> Option<ProxyError> {
+    let (cause, phase) = match e {
+        BodyError::Framing(e) => (Cause::BadRequest(e.status), Phase::Request),
+        BodyError::Source(e) if e.kind() == ErrorKind::TimedOut => {
+            (Cause::ClientTimeout, Phase::Data)
+        }
+        BodyError::Source(_) => (Cause::ClientAbort, Phase::Data),
+        BodyError::Dest(_) => return None,
+    };
+    Some(ProxyError::new(cause, phase, false))
+}
+
+/// Counts a request's final failure once: response errors (`eresp`) on the
+/// backend and server, client aborts (`cli_abrt`) on all three.
+fn count_failure(
+    fe: &fairlead_backend::counters::Counters,
+    be: &Backend,
+    server: &Server,
+    e: &ProxyError,
+) {
+    match e.cause {
+        Cause::ClientAbort | Cause::ClientTimeout => {
+            for c in [fe, &be.counters, &server.counters] {
+                c.inc(C::CliAbrt);
+            }
+        }
+        Cause::EmptyResponse
+        | Cause::TruncatedResponse
+        | Cause::BadResponse
+        | Cause::ResponseTimeout => {
+            be.counters.inc(C::Eresp);
+            server.counters.inc(C::Eresp);
+        }
+        _ => {}
+    }
+}
+
+/// A Host header value without its port (`example.com:8443`,
+/// `[::1]:8443`).
+pub(crate) fn host_without_port(h: &[u8]) -> &[u8] {
+    if h.first() == Some(&b'[') {
+        return match h.iter().position(|&b| b == b']') {
+            Some(i) => &h[1..i],
+            None => h,
+        };
+    }
+    match h.iter().rposition(|&b| b == b':') {
+        Some(i) => &h[..i],
+        None => h,
+    }
+}
+
+/// Responses that count as errors for `observe layer7`: 5xx except 501
+/// and 505, as HAProxy.
+fn is_server_error(status: u16) -> bool {
+    (500..600).contains(&status) && status != 501 && status != 505
+}
