@@ -206,7 +206,16 @@ fn server_failures_have_haproxys_termination_states() {
             }
         })
     };
-    let cases: [(&[u8], u64, &str, u16, &str, &str); 4] = [
+    // (origin reply, its delay in ms, extra defaults, status, state, retries)
+    type Case = (
+        &'static [u8],
+        u64,
+        &'static str,
+        u16,
+        &'static str,
+        &'static str,
+    );
+    let cases: [Case; 4] = [
         (b"HTTP/1.1 2x0 what\r\n\r\n", 0, "", 502, "PH--", "0"),
         (b"", 0, "    retry-on empty-response\n", 502, "SH--", "2"),
         (b"HTTP/1.1 200 OK\r\nContent-Le", 0, "", 502, "SH--", "0"),

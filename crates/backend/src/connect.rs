@@ -39,9 +39,9 @@ async fn open(
     timeout: Option<Duration>,
     names: TlsNames<'_>,
 ) -> std::io::Result<Conn> {
-    let addr = **server.addr.load();
+    let addr = **server.admin.addr.load();
     let tcp = fairlead_net::connect(addr, timeout).await?;
-    let Some(tls) = &server.tls else {
+    let Some(tls) = &server.conf.tls else {
         return Ok(Conn::plain(tcp));
     };
     let name = tls.server_name(names.client_sni, names.host, addr.ip());
@@ -64,13 +64,13 @@ pub async fn connect_server(
         let server = slot.server().clone();
         let e = match open(&server, connect_timeout, names).await {
             Ok(stream) => {
-                server.counters.inc(C::ConnNew);
+                server.metrics.counters.inc(C::ConnNew);
                 server.observe(false, true);
                 return Ok(Connected { stream, slot });
             }
             Err(e) => e,
         };
-        server.counters.inc(C::Econ);
+        server.metrics.counters.inc(C::Econ);
         be.counters.inc(C::Econ);
         server.observe(false, false);
         let err = ProxyError::connect(if e.kind() == std::io::ErrorKind::TimedOut {

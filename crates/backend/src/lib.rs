@@ -15,99 +15,20 @@ pub mod error;
 pub mod idle;
 pub mod queue;
 pub mod retry;
+pub mod server;
 
 pub use connect::{connect_server, Connected, TlsNames};
 pub use error::{Cause, ProxyError, Side};
 pub use fairlead_balance::RequestKey;
 pub use retry::{Trigger, Verdict};
+pub use server::{Server, ServerAdmin, ServerConf, ServerMetrics};
 
 use fairlead_balance::{Lb, Pick, ServerSpec, ServerView};
 use fairlead_config as config;
-use fairlead_health::ServerHealth;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// One server's shared state.
-pub struct Server {
-    /// Process-wide unique id; keys the per-thread idle pools.
-    pub id: usize,
-    /// Position in its backend.
-    pub idx: usize,
-    /// HAProxy's server id (`id` keyword, else position from 1).
-    pub puid: u32,
-    pub name: String,
-    /// The address new connections go to (`set server addr` changes it).
-    pub addr: arc_swap::ArcSwap<SocketAddr>,
-    /// Configured weight (0..=256); the runtime API may change it.
-    pub weight: AtomicU32,
-    /// The weight from the configuration (HAProxy's `iweight`).
-    pub initial_weight: u32,
-    /// 0 means unlimited; `set maxconn server` changes it.
-    pub maxconn: AtomicU32,
-    pub minconn: u32,
-    /// 0 means unlimited.
-    pub maxqueue: u32,
-    pub backup: bool,
-    /// Persistence cookie value.
-    pub cookie: Option<String>,
-    /// Administratively in maintenance (`disabled`, `set server state maint`).
-    pub maint: AtomicBool,
-    /// Administratively draining (`set server state drain`): up, but no new
-    /// traffic.
-    pub drain: AtomicBool,
-    /// Operational state from health checks (always up without `check`).
-    pub health: Arc<ServerHealth>,
-    pub observe: Option<config::Observe>,
-    /// Requests (HTTP) or streams (TCP) currently assigned.
-    pub cur: AtomicU32,
-    /// Requests or streams ever assigned.
-    pub total: AtomicU64,
-    /// Traffic counters (per-thread slots).
-    pub counters: counters::Counters,
-    /// Latency histograms.
-    pub latency: counters::Latencies,
-    /// `ssl`: the client-side TLS context for this server. Default is none.
-    pub tls: Option<fairlead_tls::ServerContext>,
-    /// The SNI sent to this server depends on the request (`sni ssl_fc_sni`
-    /// or `sni req.hdr(host)`): pooled connections are matched by name.
-    pub tls_sni_varies: bool,
-}
-
-impl Server {
-    /// Up and not in maintenance.
-    pub fn is_up(&self) -> bool {
-        !self.maint.load(Ordering::Relaxed) && self.health.is_up()
-    }
-
-    /// Effective weight for the balancer: configured weight scaled by the
-    /// agent's percentage and the slowstart ramp; 0 when down or draining.
-    pub fn eweight(&self) -> u32 {
-        if !self.is_up() || self.health.is_drain() || self.drain.load(Ordering::Relaxed) {
-            return 0;
-        }
-        let w = self.weight.load(Ordering::Relaxed);
-        let pct = self.health.weight_pct();
-        if w == 0 || pct == 0 {
-            return 0;
-        }
-        (w * pct / 100).clamp(1, 256)
-    }
-
-    /// Reports a passive-check observation (`observe layer4|layer7`).
-    /// `layer7` tells whether the result is an HTTP response (else a
-    /// connection attempt). In `layer7` mode connection failures count as
-    /// errors too, but only responses count as successes.
-    pub fn observe(&self, layer7: bool, ok: bool) {
-        use config::Observe::{Layer4, Layer7};
-        match (self.observe, layer7) {
-            (Some(Layer4), false) | (Some(Layer7), true) => self.health.observe(ok),
-            (Some(Layer7), false) if !ok => self.health.observe(false),
-            _ => {}
-        }
-    }
-}
 
 /// One request's (or TCP stream's) hold on a server: counted in `cur`
 /// until dropped, when the slot goes to the oldest queued request.
@@ -164,7 +85,7 @@ impl ServerView for View<'_> {
         self.0.has_room(i)
     }
     fn load(&self, i: usize) -> u32 {
-        self.0.servers[i].cur.load(Ordering::Relaxed)
+        self.0.servers[i].metrics.cur.load(Ordering::Relaxed)
     }
 }
 
@@ -197,48 +118,20 @@ impl Backend {
                 })?),
                 None => None,
             };
-            servers.push(Arc::new(Server {
-                id: *next_id,
-                idx,
-                puid: s.id.unwrap_or(idx as u32 + 1),
-                name: s.name.clone(),
-                addr: arc_swap::ArcSwap::from_pointee(addr),
-                weight: AtomicU32::new(s.weight),
-                initial_weight: s.weight,
-                maxconn: AtomicU32::new(s.maxconn),
-                minconn: s.minconn,
-                maxqueue: s.maxqueue,
-                backup: s.backup,
-                cookie: s.cookie.clone(),
-                maint: AtomicBool::new(s.disabled),
-                drain: AtomicBool::new(false),
-                health: Arc::new(ServerHealth::new(true)),
-                observe: s.observe,
-                cur: AtomicU32::new(0),
-                total: AtomicU64::new(0),
-                counters: counters::Counters::new(),
-                latency: Default::default(),
-                tls_sni_varies: s.tls.as_ref().is_some_and(|t| {
-                    matches!(
-                        t.sni,
-                        Some(config::SniSource::ClientSni | config::SniSource::HostHeader)
-                    )
-                }),
-                tls,
-            }));
+            servers.push(Arc::new(Server::new(s, idx, *next_id, addr, tls)));
             *next_id += 1;
         }
         let specs: Vec<ServerSpec> = servers
             .iter()
             .map(|s| ServerSpec {
-                weight: s.weight.load(Ordering::Relaxed),
-                backup: s.backup,
-                id: s.puid,
+                weight: s.admin.weight.load(Ordering::Relaxed),
+                backup: s.conf.backup,
+                id: s.conf.puid,
             })
             .collect();
         let o = &cfg.options;
         let lb = Lb::new(&o.balance, &o.hash_type, o.allbackups, &specs);
-        let tls_sni_varies = servers.iter().any(|s| s.tls_sni_varies);
+        let tls_sni_varies = servers.iter().any(|s| s.conf.tls_sni_varies);
         let backend = Backend {
             name: cfg.name.clone(),
             options: cfg.options.clone(),
@@ -280,18 +173,18 @@ impl Backend {
     /// as HAProxy does. 0 means unlimited.
     pub fn dyn_maxconn(&self, i: usize) -> u32 {
         let s = &self.servers[i];
-        let maxconn = s.maxconn.load(Ordering::Relaxed);
-        if maxconn == 0 || s.minconn == 0 || self.fullconn == 0 {
+        let maxconn = s.admin.maxconn.load(Ordering::Relaxed);
+        if maxconn == 0 || s.conf.minconn == 0 || self.fullconn == 0 {
             return maxconn;
         }
         let load = u64::from(self.sessions.load(Ordering::Relaxed));
         let dynamic = (u64::from(maxconn) * load / u64::from(self.fullconn)) as u32;
-        dynamic.clamp(s.minconn.min(maxconn), maxconn)
+        dynamic.clamp(s.conf.minconn.min(maxconn), maxconn)
     }
 
     fn has_room(&self, i: usize) -> bool {
         let m = self.dyn_maxconn(i);
-        m == 0 || self.servers[i].cur.load(Ordering::Relaxed) < m
+        m == 0 || self.servers[i].metrics.cur.load(Ordering::Relaxed) < m
     }
 
     /// Reserves a slot on server `i` if it has room.
@@ -299,19 +192,20 @@ impl Backend {
         let s = &self.servers[i];
         let max = self.dyn_maxconn(i);
         let ok = if max == 0 {
-            s.cur.fetch_add(1, Ordering::Relaxed);
+            s.metrics.cur.fetch_add(1, Ordering::Relaxed);
             true
         } else {
-            s.cur
+            s.metrics
+                .cur
                 .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |c| {
                     (c < max).then_some(c + 1)
                 })
                 .is_ok()
         };
         if ok {
-            s.total.fetch_add(1, Ordering::Relaxed);
-            s.counters.inc(counters::C::Stot);
-            s.counters.inc(counters::C::Lbtot);
+            s.metrics.total.fetch_add(1, Ordering::Relaxed);
+            s.metrics.counters.inc(counters::C::Stot);
+            s.metrics.counters.inc(counters::C::Lbtot);
             self.counters.inc(counters::C::Stot);
             self.sessions.fetch_add(1, Ordering::Relaxed);
             self.lb.taken(i);
@@ -320,7 +214,7 @@ impl Backend {
     }
 
     fn release(&self, i: usize) {
-        self.servers[i].cur.fetch_sub(1, Ordering::AcqRel);
+        self.servers[i].metrics.cur.fetch_sub(1, Ordering::AcqRel);
         self.sessions.fetch_sub(1, Ordering::Relaxed);
         self.lb.released(i);
         self.dispatch();
@@ -339,7 +233,7 @@ impl Backend {
             },
         };
         let give_back = |i: usize| {
-            self.servers[i].cur.fetch_sub(1, Ordering::AcqRel);
+            self.servers[i].metrics.cur.fetch_sub(1, Ordering::AcqRel);
             self.sessions.fetch_sub(1, Ordering::Relaxed);
             self.lb.released(i);
         };
@@ -378,7 +272,7 @@ impl Backend {
                 if self.queue.server_len(i) == 0 && self.try_take(i) {
                     return Ok(slot(i));
                 }
-                if s.maxqueue == 0 || (self.queue.server_len(i) as u32) < s.maxqueue {
+                if s.conf.maxqueue == 0 || (self.queue.server_len(i) as u32) < s.conf.maxqueue {
                     return self.wait_in_queue(Some(i)).await.map(slot);
                 }
                 // Its queue is full: balance instead (HAProxy redispatches).
@@ -441,9 +335,12 @@ impl Backend {
 
     /// The server whose persistence cookie value is `value`.
     pub fn server_by_cookie(&self, value: &[u8]) -> Option<usize> {
-        self.servers
-            .iter()
-            .position(|s| s.cookie.as_deref().is_some_and(|c| c.as_bytes() == value))
+        self.servers.iter().position(|s| {
+            s.conf
+                .cookie
+                .as_deref()
+                .is_some_and(|c| c.as_bytes() == value)
+        })
     }
 
     /// Number of usable active and backup servers, for state-change logs.
@@ -451,7 +348,7 @@ impl Backend {
         let up = |b: bool| {
             self.servers
                 .iter()
-                .filter(|s| s.backup == b && s.eweight() > 0)
+                .filter(|s| s.conf.backup == b && s.eweight() > 0)
                 .count()
         };
         (up(false), up(true))

@@ -72,11 +72,11 @@ impl Backend {
             return Verdict::Stop;
         }
         *attempts += 1;
-        server.counters.inc(C::Wretr);
+        server.metrics.counters.inc(C::Wretr);
         self.counters.inc(C::Wretr);
         let redispatch = self.redispatch_now(*attempts);
         if redispatch {
-            server.counters.inc(C::Wredis);
+            server.metrics.counters.inc(C::Wredis);
             self.counters.inc(C::Wredis);
         }
         Verdict::Retry { redispatch }

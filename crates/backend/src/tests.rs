@@ -41,12 +41,12 @@ fn backup_only_when_no_active_is_up() {
             let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
             assert_ne!(s.idx(), 2);
         }
-        b.servers[0].maint.store(true, Ordering::Relaxed);
-        b.servers[1].maint.store(true, Ordering::Relaxed);
+        b.servers[0].admin.maint.store(true, Ordering::Relaxed);
+        b.servers[1].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
         assert_eq!(s.idx(), 2);
-        b.servers[2].maint.store(true, Ordering::Relaxed);
+        b.servers[2].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         drop(s);
         assert_eq!(
@@ -81,13 +81,13 @@ fn maxconn_queues_then_times_out() {
     });
     rt().block_on(async {
         let first = b.assign(&RequestKey::default(), None, None).await.unwrap();
-        assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 1);
+        assert_eq!(b.servers[0].metrics.cur.load(Ordering::Relaxed), 1);
         // The second waits, then gets 503 at `timeout queue`.
         let second = b.assign(&RequestKey::default(), None, None).await;
         assert_eq!(second.err().map(|e| e.cause), Some(Cause::QueueTimeout));
         assert_eq!(b.queue.len(), 0);
         drop(first);
-        assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 0);
+        assert_eq!(b.servers[0].metrics.cur.load(Ordering::Relaxed), 0);
     });
 }
 
@@ -112,7 +112,7 @@ fn released_slot_goes_to_the_queued_request() {
         }
         drop(first);
         assert_eq!(waiter.await.unwrap(), Ok(0));
-        assert_eq!(b.servers[0].cur.load(Ordering::Relaxed), 0);
+        assert_eq!(b.servers[0].metrics.cur.load(Ordering::Relaxed), 0);
     });
 }
 
@@ -132,7 +132,7 @@ fn persistence_prefers_the_cookie_server() {
             assert_eq!(s.idx(), 1);
         }
         // Down server: balanced elsewhere unless `option persist`.
-        b.servers[1].maint.store(true, Ordering::Relaxed);
+        b.servers[1].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         let s = b
             .assign(&RequestKey::default(), Some(1), None)

@@ -272,7 +272,7 @@ async fn forward(
         bt.server_fin,
     );
     let srv = conn.slot.server();
-    for c in [&be.counters, &srv.counters] {
+    for c in [&be.counters, &srv.metrics.counters] {
         c.add(C::Bin, input.read);
     }
     if input.flush_to(&conn.stream, tt.server).await.is_err() {
@@ -288,7 +288,16 @@ async fn forward(
         None => crate::tunnel(client, &conn.stream, &tt).await,
         Some(r) => {
             // Boxed: only streams with response rules pay for its state.
-            let pre = response(cx, client, &conn.stream, r, sess, &be.name, &srv.name, &tt);
+            let pre = response(
+                cx,
+                client,
+                &conn.stream,
+                r,
+                sess,
+                &be.name,
+                &srv.conf.name,
+                &tt,
+            );
             Box::pin(tunnel_with(client, &conn.stream, &tt, Some(pre))).await
         }
     };
@@ -308,7 +317,7 @@ fn tunnel_done(
     srv: &fairlead_backend::Server,
     stats: &crate::TunnelStats,
 ) -> TermState {
-    for c in [&*cx.front.counters, &be.counters, &srv.counters] {
+    for c in [&*cx.front.counters, &be.counters, &srv.metrics.counters] {
         c.add(C::Bin, stats.client_to_server);
         c.add(C::Bout, stats.server_to_client);
         match stats.end {

@@ -108,11 +108,11 @@ impl Session {
         let bin = head.head_len as u64 + req_bytes.get();
         rl.bytes_in = bin;
         let server = a.slot.server();
-        for c in [&ctx.front.counters, &be.counters, &server.counters] {
+        for c in [&ctx.front.counters, &be.counters, &server.metrics.counters] {
             c.add(C::Bin, bin);
         }
         be.counters.inc(C::ReqTot);
-        server.counters.inc(C::ReqTot);
+        server.metrics.counters.inc(C::ReqTot);
         let request_done = framer.is_done();
         self.respond(
             head,
@@ -243,7 +243,7 @@ impl Session {
             rl.server = Some(slot.idx());
             let server = slot.server().clone();
             if reused {
-                server.counters.inc(C::ConnReused);
+                server.metrics.counters.inc(C::ConnReused);
             }
             let mut sbuf = IoBuf::new();
             let result = self
@@ -316,7 +316,7 @@ impl Session {
         rl.server = Some(idx);
         if let Some(a) = self.attached.take() {
             if a.idx as usize == idx
-                && a.srv_id as usize == be.servers[idx].id
+                && a.srv_id as usize == be.servers[idx].conf.id
                 && a.stream.idle_alive()
             {
                 return Ok((a, slot, true));
@@ -326,7 +326,7 @@ impl Session {
         if let Some(stream) = pooled(be, idx, self.eff, self.first, target.names) {
             let a = Attached {
                 idx: idx as u32,
-                srv_id: be.servers[idx].id as u32,
+                srv_id: be.servers[idx].conf.id as u32,
                 stream,
             };
             return Ok((a, slot, true));
@@ -336,7 +336,7 @@ impl Session {
         let c = connected?;
         let a = Attached {
             idx: c.slot.idx() as u32,
-            srv_id: c.slot.server().id as u32,
+            srv_id: c.slot.server().conf.id as u32,
             stream: c.stream,
         };
         Ok((a, c.slot, false))
@@ -462,9 +462,9 @@ fn pooled(
     }
     let server = &be.servers[idx];
     // A connection made for another SNI does not fit.
-    let name = match &server.tls {
-        Some(t) if server.tls_sni_varies => {
-            Some(t.server_name(names.client_sni, names.host, server.addr.load().ip()))
+    let name = match &server.conf.tls {
+        Some(t) if server.conf.tls_sni_varies => {
+            Some(t.server_name(names.client_sni, names.host, server.admin.addr.load().ip()))
         }
         _ => None,
     };
@@ -472,7 +472,7 @@ fn pooled(
         Some(fairlead_tls::ServerName::DnsName(d)) => Some(d.as_ref()),
         _ => None,
     };
-    idle::take(server.id, sni)
+    idle::take(server.conf.id, sni)
 }
 
 /// The request body's copy failed: the client's fault, or its framing's.
@@ -499,7 +499,7 @@ fn count_failure(
 ) {
     match e.cause {
         Cause::ClientAbort | Cause::ClientTimeout => {
-            for c in [fe, &be.counters, &server.counters] {
+            for c in [fe, &be.counters, &server.metrics.counters] {
                 c.inc(C::CliAbrt);
             }
         }
@@ -508,7 +508,7 @@ fn count_failure(
         | Cause::BadResponse
         | Cause::ResponseTimeout => {
             be.counters.inc(C::Eresp);
-            server.counters.inc(C::Eresp);
+            server.metrics.counters.inc(C::Eresp);
         }
         _ => {}
     }

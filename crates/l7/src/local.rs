@@ -292,7 +292,7 @@ impl Session {
         let res = m.res.get_or_insert_with(msg::take);
         res.fill_response(sbuf, resp);
         let nb = |_: Option<&str>| -> Option<i64> { None };
-        let server = rl.server.map(|i| be.servers[i].name.as_str());
+        let server = rl.server.map(|i| be.servers[i].conf.name.as_str());
         let mut tx = HttpTxn {
             req: HeadBuf {
                 head: &mut m.head,
@@ -307,7 +307,7 @@ impl Session {
             fx: &mut m.st.fx,
             backend: Some(&be.name),
             server,
-            server_id: rl.server.map(|i| i64::from(be.servers[i].puid)),
+            server_id: rl.server.map(|i| i64::from(be.servers[i].conf.puid)),
             nbsrv: &nb,
             req_body: None,
         };

@@ -120,7 +120,7 @@ pub(crate) fn edit_response(
     served: usize,
     out: &mut Vec<u8>,
 ) {
-    let Some(value) = be.servers[served].cookie.as_deref() else {
+    let Some(value) = be.servers[served].conf.cookie.as_deref() else {
         return;
     };
     match cfg.mode {

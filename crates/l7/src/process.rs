@@ -166,7 +166,7 @@ pub(crate) fn process_request(
     let server = own.and_then(|br| {
         br.use_server.iter().find_map(|r| {
             (r.check(&br.acls, &tx) == Tri::Pass)
-                .then(|| be.servers.iter().position(|s| s.name == r.action))
+                .then(|| be.servers.iter().position(|s| s.conf.name == r.action))
                 .flatten()
         })
     });

@@ -74,7 +74,7 @@ impl Session {
             }
         };
         let srv = slot.server().clone();
-        let (fc, bc, sc) = (&ctx.front.counters, &be.counters, &srv.counters);
+        let (fc, bc, sc) = (&ctx.front.counters, &be.counters, &srv.metrics.counters);
         for c in [fc, bc, sc] {
             c.status(resp.status);
         }

@@ -404,7 +404,7 @@ impl Session {
             us(rl.connect_done, rl.response_done),
             rl.response_done.and(us(rl.first_byte, now)),
         ];
-        for l in [&be.latency, &be.servers[i].latency] {
+        for l in [&be.latency, &be.servers[i].metrics.latency] {
             let hs = [&l.queue, &l.connect, &l.response, &l.total];
             for (h, t) in hs.into_iter().zip(times) {
                 if let Some(t) = t {
@@ -433,7 +433,9 @@ impl Session {
                 .feconn
                 .load(std::sync::atomic::Ordering::Relaxed),
             beconn: be.sessions.load(std::sync::atomic::Ordering::Relaxed),
-            srv_conn: srv.map_or(0, |s| s.cur.load(std::sync::atomic::Ordering::Relaxed)),
+            srv_conn: srv.map_or(0, |s| {
+                s.metrics.cur.load(std::sync::atomic::Ordering::Relaxed)
+            }),
             srv_queue: rl.server.map_or(0, |i| be.queue.server_len(i) as u32),
             backend_queue: be.queue.len() as u32,
         };
@@ -447,7 +449,7 @@ impl Session {
             client,
             &self.ctx.front.name,
             &be.name,
-            srv.map(|s| s.name.as_str()),
+            srv.map(|s| s.conf.name.as_str()),
             &gauges,
             self.ctx.front.counters.get(C::ReqTot),
             self.client.tls_info_ref().as_deref(),

@@ -188,22 +188,22 @@ impl AdminApi for Admin {
                     .servers
                     .iter()
                     .map(|s| {
-                        let addr = **s.addr.load();
+                        let addr = **s.admin.addr.load();
                         let chk = checked
                             .get(bi)
-                            .and_then(|v| v.get(s.idx))
+                            .and_then(|v| v.get(s.conf.idx))
                             .copied()
                             .unwrap_or(false);
                         let mut admin = 0;
-                        if s.maint.load(Ordering::Relaxed) {
+                        if s.admin.maint.load(Ordering::Relaxed) {
                             admin |= admin_flags::FMAINT;
                         }
-                        if s.drain.load(Ordering::Relaxed) {
+                        if s.admin.drain.load(Ordering::Relaxed) {
                             admin |= admin_flags::FDRAIN;
                         }
                         ServerInfo {
-                            id: s.puid,
-                            name: s.name.clone(),
+                            id: s.conf.puid,
+                            name: s.conf.name.clone(),
                             forced_id: false,
                             addr: Some(addr.ip()),
                             port: addr.port(),
@@ -213,8 +213,8 @@ impl AdminApi for Admin {
                                 OpState::Stopped
                             },
                             admin_state: admin,
-                            uweight: s.weight.load(Ordering::Relaxed),
-                            iweight: s.initial_weight,
+                            uweight: s.admin.weight.load(Ordering::Relaxed),
+                            iweight: s.conf.initial_weight,
                             since_last_change: Duration::from_secs(s.health.last_change_secs()),
                             check_status: 0,
                             check_result: 0,
@@ -248,19 +248,19 @@ impl AdminApi for Admin {
         let s = be.servers.get(target.server_idx).ok_or("No such server.")?;
         match change {
             ServerChange::Admin(AdminState::Ready) => {
-                s.maint.store(false, Ordering::Relaxed);
-                s.drain.store(false, Ordering::Relaxed);
+                s.admin.maint.store(false, Ordering::Relaxed);
+                s.admin.drain.store(false, Ordering::Relaxed);
             }
             ServerChange::Admin(AdminState::Drain) => {
-                s.maint.store(false, Ordering::Relaxed);
-                s.drain.store(true, Ordering::Relaxed);
+                s.admin.maint.store(false, Ordering::Relaxed);
+                s.admin.drain.store(true, Ordering::Relaxed);
             }
-            ServerChange::Admin(AdminState::Maint) => s.maint.store(true, Ordering::Relaxed),
-            ServerChange::Weight(w) => s.weight.store(w.min(256), Ordering::Relaxed),
-            ServerChange::Maxconn(n) => s.maxconn.store(n, Ordering::Relaxed),
+            ServerChange::Admin(AdminState::Maint) => s.admin.maint.store(true, Ordering::Relaxed),
+            ServerChange::Weight(w) => s.admin.weight.store(w.min(256), Ordering::Relaxed),
+            ServerChange::Maxconn(n) => s.admin.maxconn.store(n, Ordering::Relaxed),
             ServerChange::Addr { ip, port } => {
-                let old = **s.addr.load();
-                s.addr.store(Arc::new(std::net::SocketAddr::new(
+                let old = **s.admin.addr.load();
+                s.admin.addr.store(Arc::new(std::net::SocketAddr::new(
                     ip,
                     port.unwrap_or(old.port()),
                 )));

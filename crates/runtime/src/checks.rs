@@ -16,7 +16,7 @@ fn check_tls(
     srv: &fairlead_backend::Server,
 ) -> std::io::Result<fairlead_health::CheckTls> {
     let own;
-    let ctx = match &srv.tls {
+    let ctx = match &srv.conf.tls {
         Some(c) => c,
         None => {
             let t = fairlead_config::ServerTls {
@@ -29,7 +29,7 @@ fn check_tls(
             &own
         }
     };
-    let ip = srv.addr.load().ip();
+    let ip = srv.admin.addr.load().ip();
     let name = scfg
         .check_sni
         .as_deref()
@@ -49,7 +49,7 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
             let Some(mut t) = CheckTarget::from_server(
                 &be.name,
                 scfg,
-                **srv.addr.load(),
+                **srv.admin.addr.load(),
                 &bcfg.options,
                 srv.health.clone(),
             ) else {
@@ -79,9 +79,9 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
         let sessions = b
             .servers
             .iter()
-            .find(|s| s.name == ev.server)
+            .find(|s| s.conf.name == ev.server)
             .map_or(0, |s| {
-                s.cur.load(std::sync::atomic::Ordering::Relaxed) as usize
+                s.metrics.cur.load(std::sync::atomic::Ordering::Relaxed) as usize
             });
         let level = if ev.up { "[WARNING] " } else { "[ALERT]   " };
         let line = ev.haproxy_line_full(active, backup, sessions, 0, b.queue.len());

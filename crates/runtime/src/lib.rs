@@ -224,10 +224,10 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         let backend = Backend::new(b, &resolve, &mut next_id, fullconn)?;
         if !quiet {
             for (s, cfg_s) in backend.servers.iter().zip(&b.servers) {
-                for w in s.tls.iter().flat_map(|t| t.warnings()) {
+                for w in s.conf.tls.iter().flat_map(|t| t.warnings()) {
                     eprintln!(
                         "[WARNING]  {}: server {}/{}: {w}",
-                        cfg_s.location, b.name, s.name
+                        cfg_s.location, b.name, s.conf.name
                     );
                 }
             }

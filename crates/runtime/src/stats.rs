@@ -80,9 +80,9 @@ fn check_info(text: &str) -> CheckInfo {
 }
 
 fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
-    let state = if s.maint.load(Ordering::Relaxed) {
+    let state = if s.admin.maint.load(Ordering::Relaxed) {
         ServerState::Maint
-    } else if s.drain.load(Ordering::Relaxed) || s.health.is_drain() {
+    } else if s.admin.drain.load(Ordering::Relaxed) || s.health.is_drain() {
         ServerState::Drain
     } else if !checked {
         ServerState::NoCheck
@@ -91,24 +91,24 @@ fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
     } else {
         ServerState::Down
     };
-    let mut c = counters(&s.counters);
-    c.scur = u64::from(s.cur.load(Ordering::Relaxed));
-    c.qcur = be.queue.server_len(s.idx) as u64;
-    c.latency = latency(&s.latency);
-    let maxconn = s.maxconn.load(Ordering::Relaxed);
+    let mut c = counters(&s.metrics.counters);
+    c.scur = u64::from(s.metrics.cur.load(Ordering::Relaxed));
+    c.qcur = be.queue.server_len(s.conf.idx) as u64;
+    c.latency = latency(&s.metrics.latency);
+    let maxconn = s.admin.maxconn.load(Ordering::Relaxed);
     ServerStats {
-        name: s.name.clone(),
-        sid: s.puid,
+        name: s.conf.name.clone(),
+        sid: s.conf.puid,
         state,
         weight: u64::from(s.eweight()),
-        uweight: u64::from(s.weight.load(Ordering::Relaxed)),
-        backup: s.backup,
+        uweight: u64::from(s.admin.weight.load(Ordering::Relaxed)),
+        backup: s.conf.backup,
         check: checked.then(|| check_info(&s.health.status_text())),
         lastchg_secs: s.health.last_change_secs(),
         slim: (maxconn > 0).then_some(u64::from(maxconn)),
-        qlimit: (s.maxqueue > 0).then_some(u64::from(s.maxqueue)),
-        addr: Some(s.addr.load().to_string()),
-        cookie: s.cookie.clone(),
+        qlimit: (s.conf.maxqueue > 0).then_some(u64::from(s.conf.maxqueue)),
+        addr: Some(s.admin.addr.load().to_string()),
+        cookie: s.conf.cookie.clone(),
         counters: c,
         ..Default::default()
     }
@@ -170,7 +170,7 @@ pub fn snapshot(
             .map(|s| {
                 let chk = checked
                     .get(bi)
-                    .and_then(|v| v.get(s.idx))
+                    .and_then(|v| v.get(s.conf.idx))
                     .copied()
                     .unwrap_or(false);
                 server_stats(be, s, chk)
@@ -303,7 +303,7 @@ pub fn start_rate_ticker(hub: Arc<Hub>) {
                     .collect();
                 v.extend(sh.backends.iter().map(|b| totals(&b.counters)));
                 for b in &sh.backends {
-                    v.extend(b.servers.iter().map(|s| totals(&s.counters)));
+                    v.extend(b.servers.iter().map(|s| totals(&s.metrics.counters)));
                 }
                 v
             };

@@ -1,0 +1,163 @@
+//! One server at run time, in four parts that change for different
+//! reasons:
+//!
+//! - [`ServerConf`]: what the configuration says, fixed for the server's
+//!   life (name, ids, cookie, TLS context...);
+//! - [`ServerAdmin`]: what operators change at run time (address, weight,
+//!   `maxconn`, maintenance and drain), from the runtime API or the stats
+//!   page;
+//! - the operational state from health checks ([`ServerHealth`], shared
+//!   with the checkers);
+//! - [`ServerMetrics`]: what the traffic did. Every fact is counted once,
+//!   in [`ServerMetrics::counters`] (new connections `ConnNew`, failed
+//!   connects `Econ`, ...).
+//!
+//! A server's identity is [`ServerConf::id`], unique in the process and
+//! never reused while it runs: idle connection pools, attached
+//! connections and persistence key on it, not on the position in the
+//! backend ([`ServerConf::idx`]).
+
+use crate::counters;
+use fairlead_config as config;
+use fairlead_health::ServerHealth;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What the configuration says about a server.
+pub struct ServerConf {
+    /// Process-wide unique id; keys the per-thread idle pools.
+    pub id: usize,
+    /// Position in its backend.
+    pub idx: usize,
+    /// HAProxy's server id (`id` keyword, else position from 1).
+    pub puid: u32,
+    pub name: String,
+    /// The weight from the configuration (HAProxy's `iweight`).
+    pub initial_weight: u32,
+    pub minconn: u32,
+    /// 0 means unlimited.
+    pub maxqueue: u32,
+    pub backup: bool,
+    /// Persistence cookie value.
+    pub cookie: Option<String>,
+    pub observe: Option<config::Observe>,
+    /// `ssl`: the client-side TLS context for this server. Default is none.
+    pub tls: Option<fairlead_tls::ServerContext>,
+    /// The SNI sent to this server depends on the request (`sni ssl_fc_sni`
+    /// or `sni req.hdr(host)`): pooled connections are matched by name.
+    pub tls_sni_varies: bool,
+}
+
+/// What operators change at run time.
+pub struct ServerAdmin {
+    /// The address new connections go to (`set server addr` changes it).
+    pub addr: arc_swap::ArcSwap<SocketAddr>,
+    /// Configured weight (0..=256); the runtime API may change it.
+    pub weight: AtomicU32,
+    /// 0 means unlimited; `set maxconn server` changes it.
+    pub maxconn: AtomicU32,
+    /// Administratively in maintenance (`disabled`, `set server state maint`).
+    pub maint: AtomicBool,
+    /// Administratively draining (`set server state drain`): up, but no new
+    /// traffic.
+    pub drain: AtomicBool,
+}
+
+/// What the traffic did.
+#[derive(Default)]
+pub struct ServerMetrics {
+    /// Requests (HTTP) or streams (TCP) currently assigned.
+    pub cur: AtomicU32,
+    /// Requests or streams ever assigned.
+    pub total: AtomicU64,
+    /// Traffic counters (per-thread slots).
+    pub counters: counters::Counters,
+    /// Latency histograms.
+    pub latency: counters::Latencies,
+}
+
+/// One server's shared state.
+pub struct Server {
+    pub conf: ServerConf,
+    pub admin: ServerAdmin,
+    /// Operational state from health checks (always up without `check`).
+    pub health: Arc<ServerHealth>,
+    pub metrics: ServerMetrics,
+}
+
+impl Server {
+    /// A server of the configuration, at position `idx` in its backend,
+    /// with process-wide id `id`.
+    pub fn new(
+        s: &config::Server,
+        idx: usize,
+        id: usize,
+        addr: SocketAddr,
+        tls: Option<fairlead_tls::ServerContext>,
+    ) -> Server {
+        let tls_sni_varies = s.tls.as_ref().is_some_and(|t| {
+            matches!(
+                t.sni,
+                Some(config::SniSource::ClientSni | config::SniSource::HostHeader)
+            )
+        });
+        Server {
+            conf: ServerConf {
+                id,
+                idx,
+                puid: s.id.unwrap_or(idx as u32 + 1),
+                name: s.name.clone(),
+                initial_weight: s.weight,
+                minconn: s.minconn,
+                maxqueue: s.maxqueue,
+                backup: s.backup,
+                cookie: s.cookie.clone(),
+                observe: s.observe,
+                tls,
+                tls_sni_varies,
+            },
+            admin: ServerAdmin {
+                addr: arc_swap::ArcSwap::from_pointee(addr),
+                weight: AtomicU32::new(s.weight),
+                maxconn: AtomicU32::new(s.maxconn),
+                maint: AtomicBool::new(s.disabled),
+                drain: AtomicBool::new(false),
+            },
+            health: Arc::new(ServerHealth::new(true)),
+            metrics: ServerMetrics::default(),
+        }
+    }
+
+    /// Up and not in maintenance.
+    pub fn is_up(&self) -> bool {
+        !self.admin.maint.load(Ordering::Relaxed) && self.health.is_up()
+    }
+
+    /// Effective weight for the balancer: configured weight scaled by the
+    /// agent's percentage and the slowstart ramp; 0 when down or draining.
+    pub fn eweight(&self) -> u32 {
+        if !self.is_up() || self.health.is_drain() || self.admin.drain.load(Ordering::Relaxed) {
+            return 0;
+        }
+        let w = self.admin.weight.load(Ordering::Relaxed);
+        let pct = self.health.weight_pct();
+        if w == 0 || pct == 0 {
+            return 0;
+        }
+        (w * pct / 100).clamp(1, 256)
+    }
+
+    /// Reports a passive-check observation (`observe layer4|layer7`).
+    /// `layer7` tells whether the result is an HTTP response (else a
+    /// connection attempt). In `layer7` mode connection failures count as
+    /// errors too, but only responses count as successes.
+    pub fn observe(&self, layer7: bool, ok: bool) {
+        use config::Observe::{Layer4, Layer7};
+        match (self.conf.observe, layer7) {
+            (Some(Layer4), false) | (Some(Layer7), true) => self.health.observe(ok),
+            (Some(Layer7), false) if !ok => self.health.observe(false),
+            _ => {}
+        }
+    }
+}
