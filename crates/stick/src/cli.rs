@@ -77,7 +77,11 @@ fn parse_ll(s: &str) -> Option<i64> {
     for b in digits.bytes() {
         let d = i64::from(b - b'0');
         v = v.checked_mul(10)?;
-        v = if neg { v.checked_sub(d)? } else { v.checked_add(d)? };
+        v = if neg {
+            v.checked_sub(d)?
+        } else {
+            v.checked_add(d)?
+        };
     }
     Some(v)
 }
@@ -192,6 +196,9 @@ fn value(v: Option<Value>, out: &mut String) {
         Some(Value::Int(i)) => {
             let _ = write!(out, "{i}");
         }
+        Some(Value::Ull(i)) => {
+            let _ = write!(out, "{i}");
+        }
         Some(Value::Str(Some(s))) => out.push_str(&s),
         Some(Value::Str(None)) | None => out.push('-'),
     }
@@ -201,7 +208,10 @@ type Filter = (DataType, Op, i64);
 
 fn parse_filters(t: &Table, action: Action, words: &[&str]) -> Result<Vec<Filter>, String> {
     if action == Action::Set {
-        return Err("content-based lookup is only supported with the \"show\" and \"clear\" actions\n".to_string());
+        return Err(
+            "content-based lookup is only supported with the \"show\" and \"clear\" actions\n"
+                .to_string(),
+        );
     }
     let arg = |i: usize| words.get(i).copied().unwrap_or("");
     let mut out = Vec::new();
@@ -217,7 +227,9 @@ fn parse_filters(t: &Table, action: Action, words: &[&str]) -> Result<Vec<Filter
             .and_then(DataType::from_name)
             .ok_or_else(|| format!("Filter entry #{n}: Unknown data type\n"))?;
         if !t.spec().stores(dt) {
-            return Err(format!("Filter entry #{n}: Data type not stored in this table\n"));
+            return Err(format!(
+                "Filter entry #{n}: Data type not stored in this table\n"
+            ));
         }
         let op = Op::parse(arg(4 + 3 * i)).ok_or_else(|| {
             format!("Filter entry #{n}: Require and operator among \"eq\", \"ne\", \"le\", \"ge\", \"lt\", \"gt\"\n")

@@ -88,8 +88,10 @@ impl Layout {
 /// A read of one value: integers as HAProxy returns them in a sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
-    /// Any integer type or a rate read at the given time.
+    /// Any 32-bit integer type or a rate read at the given time.
     Int(i64),
+    /// A 64-bit byte counter.
+    Ull(u64),
     /// `server_key`, or `None` when unset (`-` in `show table`).
     Str(Option<Arc<str>>),
 }
@@ -99,6 +101,8 @@ impl Value {
     pub fn as_int(&self) -> i64 {
         match self {
             Value::Int(v) => *v,
+            // HAProxy casts the 64-bit counters to a signed sample.
+            Value::Ull(v) => *v as i64,
             Value::Str(_) => 0,
         }
     }
@@ -127,7 +131,7 @@ impl Data<'_> {
         Some(match self.vals.get(s)? {
             Val::Sint(v) => Value::Int(i64::from(*v)),
             Val::Uint(v) => Value::Int(i64::from(*v)),
-            Val::Ull(v) => Value::Int(*v as i64),
+            Val::Ull(v) => Value::Ull(*v),
             Val::Freq(f) => Value::Int(i64::from(f.read(self.layout.period(dt), now))),
             Val::Dict(d) => Value::Str(d.clone()),
         })
@@ -240,7 +244,9 @@ impl Gpc {
         if let Some(n) = named.filter(|n| d.has(*n)) {
             return Some((n, 0));
         }
-        d.layout.slot(DataType::Gpc, idx).map(|_| (DataType::Gpc, idx))
+        d.layout
+            .slot(DataType::Gpc, idx)
+            .map(|_| (DataType::Gpc, idx))
     }
 
     /// The matching rate's (type, index).

@@ -273,8 +273,18 @@ impl StickFetch {
                 GpcSel::Arg => vec![DataType::GpcRate],
             },
             Metric::IncGpc(s) => match s {
-                GpcSel::Gpc0 => vec![DataType::Gpc0, DataType::Gpc0Rate, DataType::Gpc, DataType::GpcRate],
-                GpcSel::Gpc1 => vec![DataType::Gpc1, DataType::Gpc1Rate, DataType::Gpc, DataType::GpcRate],
+                GpcSel::Gpc0 => vec![
+                    DataType::Gpc0,
+                    DataType::Gpc0Rate,
+                    DataType::Gpc,
+                    DataType::GpcRate,
+                ],
+                GpcSel::Gpc1 => vec![
+                    DataType::Gpc1,
+                    DataType::Gpc1Rate,
+                    DataType::Gpc,
+                    DataType::GpcRate,
+                ],
                 GpcSel::Arg => vec![DataType::Gpc, DataType::GpcRate],
             },
             Metric::GetGpt(GptSel::Gpt0) => vec![DataType::Gpt0, DataType::Gpt],
@@ -330,7 +340,12 @@ pub fn eval_fetch(
             let t = table?;
             let key = t.key(&src?)?;
             let mut entry = t.lookup(key.as_bytes(), now);
-            if entry.is_none() && matches!(f.metric, Metric::IncGpc(_) | Metric::ClrGpc(_) | Metric::UpdtConnCnt) {
+            if entry.is_none()
+                && matches!(
+                    f.metric,
+                    Metric::IncGpc(_) | Metric::ClrGpc(_) | Metric::UpdtConnCnt
+                )
+            {
                 entry = t.get_or_create(key.as_bytes(), now);
             }
             return apply(f.metric, entry.as_ref(), true, args.idx, now);
@@ -364,7 +379,9 @@ pub fn eval_converter(
     match f.metric {
         Metric::InTable => Some(StickSample::Bool(entry.is_some())),
         // The lookup's own reference is counted, as in HAProxy.
-        Metric::Trackers => Some(StickSample::Sint(entry.map_or(0, |e| i64::from(e.ref_cnt())))),
+        Metric::Trackers => Some(StickSample::Sint(
+            entry.map_or(0, |e| i64::from(e.ref_cnt())),
+        )),
         m => apply(m, entry.as_ref(), false, idx, now),
     }
 }

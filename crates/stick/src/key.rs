@@ -333,12 +333,18 @@ mod tests {
         let k = make_key(&s, &KeyInput::Ipv4(Ipv4Addr::new(10, 0, 0, 1))).unwrap();
         assert_eq!(k.as_bytes(), &[10, 0, 0, 1]);
         let m = "::ffff:10.0.0.1".parse().unwrap();
-        assert_eq!(make_key(&s, &KeyInput::Ipv6(m)).unwrap().as_bytes(), &[10, 0, 0, 1]);
+        assert_eq!(
+            make_key(&s, &KeyInput::Ipv6(m)).unwrap().as_bytes(),
+            &[10, 0, 0, 1]
+        );
         let v6 = "2001:db8::1".parse().unwrap();
         assert_eq!(make_key(&s, &KeyInput::Ipv6(v6)), None);
         let k = make_key(&s, &KeyInput::Sint(0x0a000002)).unwrap();
         assert_eq!(k.as_bytes(), &[10, 0, 0, 2]);
-        assert_eq!(make_key(&s, &KeyInput::Str(b"1.2.3.4")).unwrap().as_bytes(), &[1, 2, 3, 4]);
+        assert_eq!(
+            make_key(&s, &KeyInput::Str(b"1.2.3.4")).unwrap().as_bytes(),
+            &[1, 2, 3, 4]
+        );
         assert_eq!(make_key(&s, &KeyInput::Str(b"nope")), None);
     }
 
@@ -358,12 +364,18 @@ mod tests {
         let mut out = String::new();
         format_key(&s, k.as_bytes(), &mut out);
         assert_eq!(out, "4294967295");
-        assert_eq!(make_key(&s, &KeyInput::Str(b"+12abc")).unwrap().as_bytes(), &12u32.to_le_bytes());
+        assert_eq!(
+            make_key(&s, &KeyInput::Str(b"+12abc")).unwrap().as_bytes(),
+            &12u32.to_le_bytes()
+        );
         let s = spec(KeyType::String, 4);
         let k = make_key(&s, &KeyInput::Str(b"abcdef")).unwrap();
         assert_eq!(k.as_bytes(), b"abcd");
         assert!(matches!(k, TableKey::Borrowed(_)));
-        assert_eq!(make_key(&s, &KeyInput::Str(b"a\0b")).unwrap().as_bytes(), b"a");
+        assert_eq!(
+            make_key(&s, &KeyInput::Str(b"a\0b")).unwrap().as_bytes(),
+            b"a"
+        );
         let mut out = String::new();
         format_key(&s, b"a b=\\\x01", &mut out);
         assert_eq!(out, "a\\ b\\=\\\\\\x01");
@@ -384,10 +396,19 @@ mod tests {
     #[test]
     fn cli_keys() {
         let s = spec(KeyType::Ip, 4);
-        assert_eq!(parse_cli_key(&s, "10.1.2.3", "Showing").unwrap(), vec![10, 1, 2, 3]);
-        assert_eq!(parse_cli_key(&s, "junk", "Showing").unwrap(), vec![0, 0, 0, 0]);
+        assert_eq!(
+            parse_cli_key(&s, "10.1.2.3", "Showing").unwrap(),
+            vec![10, 1, 2, 3]
+        );
+        assert_eq!(
+            parse_cli_key(&s, "junk", "Showing").unwrap(),
+            vec![0, 0, 0, 0]
+        );
         let s = spec(KeyType::Integer, 4);
-        assert_eq!(parse_cli_key(&s, "7", "Showing").unwrap(), 7u32.to_le_bytes().to_vec());
+        assert_eq!(
+            parse_cli_key(&s, "7", "Showing").unwrap(),
+            7u32.to_le_bytes().to_vec()
+        );
         assert!(parse_cli_key(&s, "4294967296", "Showing").is_err());
         assert!(parse_cli_key(&s, "x", "Showing").is_err());
         let s = spec(KeyType::Binary, 4);

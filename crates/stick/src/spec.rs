@@ -431,7 +431,9 @@ impl TableSpec {
 
     /// The period of a stored rate type, in milliseconds.
     pub fn period(&self, dt: DataType) -> Option<u32> {
-        self.stored(dt).filter(|_| dt.has_period()).map(|s| s.period_ms)
+        self.stored(dt)
+            .filter(|_| dt.has_period())
+            .map(|s| s.period_ms)
     }
 
     /// A spec built in code (tests, tables created by the integrator).
@@ -488,10 +490,16 @@ fn alloc_data_type(
         let p = sa.ok_or_else(missing)?;
         period_ms = match parse_time_ms(p) {
             Ok((ms, _)) => ms,
-            Err(_) => return Err(format!("{KW}: error when processing store option '{name}'.")),
+            Err(_) => {
+                return Err(format!(
+                    "{KW}: error when processing store option '{name}'."
+                ))
+            }
         };
     } else if sa.is_some() {
-        return Err(format!("{KW}: unexpected argument to store option '{name}'."));
+        return Err(format!(
+            "{KW}: unexpected argument to store option '{name}'."
+        ));
     }
     Ok(Stored { nbelem, period_ms })
 }
@@ -508,9 +516,9 @@ fn split_store_list(list: &str) -> Result<Vec<StoreItem<'_>>, String> {
         let name = &rest[..end_name];
         let after = &rest[end_name..];
         if let Some(inner) = after.strip_prefix('(') {
-            let close = inner
-                .find(')')
-                .ok_or_else(|| format!("{KW}: missing closing parenthesis after store option '{name}'."))?;
+            let close = inner.find(')').ok_or_else(|| {
+                format!("{KW}: missing closing parenthesis after store option '{name}'.")
+            })?;
             let args = &inner[..close];
             let (a1, a2) = match args.split_once(',') {
                 Some((x, y)) => (x, Some(y)),

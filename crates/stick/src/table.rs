@@ -462,7 +462,10 @@ impl EntryRef {
 
     /// Milliseconds until expiry (`exp=` of `show table`), 0 when due.
     pub fn expires_in(&self, now: u64) -> u64 {
-        self.entry.expire.load(Ordering::Relaxed).saturating_sub(now)
+        self.entry
+            .expire
+            .load(Ordering::Relaxed)
+            .saturating_sub(now)
     }
 
     /// Refreshes the expiry: `expire` after `now` (HAProxy's

@@ -71,7 +71,11 @@ impl Default for Trackers {
 
 impl std::fmt::Debug for Trackers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let v: Vec<Option<&EntryRef>> = self.slots.iter().map(|s| s.as_ref().map(|s| &s.entry)).collect();
+        let v: Vec<Option<&EntryRef>> = self
+            .slots
+            .iter()
+            .map(|s| s.as_ref().map(|s| &s.entry))
+            .collect();
         f.debug_list().entries(v).finish()
     }
 }
