@@ -36,7 +36,7 @@ use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::data::{Data, Layout, Val, Value};
 use crate::key::{make_key, KeyInput, TableKey};
@@ -45,8 +45,23 @@ use crate::spec::{DataType, TableSpec};
 /// Number of shards of a table.
 pub const SHARDS: usize = 16;
 
+/// What entries need from their table without holding it.
+pub(crate) struct Common {
+    pub(crate) spec: TableSpec,
+    pub(crate) layout: Layout,
+}
+
+impl Common {
+    /// The expiry date of an entry touched at `now`.
+    fn expire_at(&self, now: u64) -> u64 {
+        now + u64::from(self.spec.expire_ms.unwrap_or(0))
+    }
+}
+
 pub(crate) struct Entry {
     pub(crate) id: u64,
+    common: Arc<Common>,
+    owner: Weak<Inner>,
     pub(crate) key: Box<[u8]>,
     shard: usize,
     pub(crate) ref_cnt: AtomicU32,
@@ -66,8 +81,7 @@ struct Shard {
 }
 
 pub(crate) struct Inner {
-    pub(crate) spec: TableSpec,
-    pub(crate) layout: Layout,
+    pub(crate) common: Arc<Common>,
     hasher: RandomState,
     shards: Box<[Mutex<Shard>]>,
     current: AtomicU32,
@@ -83,7 +97,7 @@ pub struct Table {
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("name", &self.inner.spec.name)
+            .field("name", &self.inner.common.spec.name)
             .field("used", &self.len())
             .finish()
     }
@@ -100,8 +114,7 @@ impl Table {
         let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
         Table {
             inner: Arc::new(Inner {
-                spec,
-                layout,
+                common: Arc::new(Common { spec, layout }),
                 hasher: RandomState::new(),
                 shards,
                 current: AtomicU32::new(0),
@@ -112,12 +125,12 @@ impl Table {
 
     /// The declaration.
     pub fn spec(&self) -> &TableSpec {
-        &self.inner.spec
+        &self.inner.common.spec
     }
 
     /// The table's name.
     pub fn name(&self) -> &str {
-        &self.inner.spec.name
+        &self.inner.common.spec.name
     }
 
     /// Number of entries (`table_cnt`, `used:` in `show table`).
@@ -132,7 +145,7 @@ impl Table {
 
     /// Free entries (`table_avl`): size minus used.
     pub fn available(&self) -> i64 {
-        i64::from(self.inner.spec.size) - i64::from(self.len())
+        i64::from(self.spec().size) - i64::from(self.len())
     }
 
     /// Whether two handles designate the same table.
@@ -142,20 +155,15 @@ impl Table {
 
     /// Converts a sample into this table's key (see [`make_key`]).
     pub fn key<'a>(&self, input: &KeyInput<'a>) -> Option<TableKey<'a>> {
-        make_key(&self.inner.spec, input)
+        make_key(self.spec(), input)
     }
 
     fn shard_of(&self, key: &[u8]) -> usize {
         (self.inner.hasher.hash_one(key) as usize) % SHARDS
     }
 
-    /// The expiry date of an entry touched at `now`.
-    fn expire_at(&self, now: u64) -> u64 {
-        now + u64::from(self.inner.spec.expire_ms.unwrap_or(0))
-    }
-
     fn is_expired(&self, e: &Entry, now: u64) -> bool {
-        self.inner.spec.expire_ms.is_some() && e.expire.load(Ordering::Relaxed) <= now
+        self.spec().expire_ms.is_some() && e.expire.load(Ordering::Relaxed) <= now
     }
 
     /// Removes an unreferenced entry from its shard (locked by the caller).
@@ -184,10 +192,7 @@ impl Table {
         }
         e.ref_cnt.fetch_add(1, Ordering::AcqRel);
         drop(shard);
-        Some(EntryRef {
-            table: self.clone(),
-            entry: e,
-        })
+        Some(EntryRef { entry: e })
     }
 
     /// Whether a live entry exists for `key` (`in_table`).
@@ -207,26 +212,20 @@ impl Table {
                 if !(self.is_expired(&e, now) && e.ref_cnt.load(Ordering::Acquire) == 0) {
                     e.ref_cnt.fetch_add(1, Ordering::AcqRel);
                     drop(shard);
-                    return Some(EntryRef {
-                        table: self.clone(),
-                        entry: e,
-                    });
+                    return Some(EntryRef { entry: e });
                 }
                 // Expired: replace it with a fresh entry.
                 self.kill_locked(&mut shard, &e);
             }
             if self.reserve() {
                 let e = self.insert_locked(&mut shard, si, key, now);
-                return Some(EntryRef {
-                    table: self.clone(),
-                    entry: e,
-                });
+                return Some(EntryRef { entry: e });
             }
             drop(shard);
-            if self.inner.spec.nopurge || round == 1 {
+            if self.spec().nopurge || round == 1 {
                 return None;
             }
-            let batch = (self.inner.spec.size >> 8) + 1;
+            let batch = (self.spec().size >> 8) + 1;
             if self.purge_oldest(batch as usize, now) == 0 {
                 return None;
             }
@@ -236,7 +235,7 @@ impl Table {
 
     /// Takes one unit of room if the table is not full.
     fn reserve(&self) -> bool {
-        let size = self.inner.spec.size;
+        let size = self.spec().size;
         self.inner
             .current
             .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |c| {
@@ -246,16 +245,18 @@ impl Table {
     }
 
     fn insert_locked(&self, shard: &mut Shard, si: usize, key: &[u8], now: u64) -> Arc<Entry> {
-        let exp = self.expire_at(now);
+        let exp = self.inner.common.expire_at(now);
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let e = Arc::new(Entry {
             id,
+            common: self.inner.common.clone(),
+            owner: Arc::downgrade(&self.inner),
             key: key.into(),
             shard: si,
             ref_cnt: AtomicU32::new(1),
             expire: AtomicU64::new(exp),
             exp_key: AtomicU64::new(exp),
-            data: Mutex::new(self.inner.layout.fresh()),
+            data: Mutex::new(self.inner.common.layout.fresh()),
         });
         shard.map.insert(e.key.clone(), e.clone());
         shard.exps.insert((exp, id), e.clone());
@@ -322,7 +323,7 @@ impl Table {
     /// Returns the next date at which an entry may expire, if any. Does
     /// nothing for tables without `expire`.
     pub fn purge_expired(&self, now: u64) -> Option<u64> {
-        self.inner.spec.expire_ms?;
+        self.spec().expire_ms?;
         let mut next: Option<u64> = None;
         for m in self.inner.shards.iter() {
             let mut shard = lock(m);
@@ -389,10 +390,7 @@ impl Table {
                     continue;
                 }
                 e.ref_cnt.fetch_add(1, Ordering::AcqRel);
-                out.push(EntryRef {
-                    table: self.clone(),
-                    entry: e,
-                });
+                out.push(EntryRef { entry: e });
             }
         }
         out.sort_by(|a, b| a.entry.key.cmp(&b.entry.key));
@@ -420,14 +418,13 @@ pub struct InUse;
 /// removed. Dropping it releases the reference without refreshing the
 /// expiry (HAProxy's `stktable_release`).
 pub struct EntryRef {
-    pub(crate) table: Table,
     pub(crate) entry: Arc<Entry>,
 }
 
 impl std::fmt::Debug for EntryRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EntryRef")
-            .field("table", &self.table.name())
+            .field("table", &self.entry.common.spec.name)
             .field("id", &self.entry.id)
             .finish()
     }
@@ -440,9 +437,14 @@ impl Drop for EntryRef {
 }
 
 impl EntryRef {
-    /// The table of the entry.
-    pub fn table(&self) -> &Table {
-        &self.table
+    /// The table of the entry (`None` once the table is gone).
+    pub fn table(&self) -> Option<Table> {
+        self.entry.owner.upgrade().map(|inner| Table { inner })
+    }
+
+    /// The declaration of the entry's table.
+    pub fn spec(&self) -> &TableSpec {
+        &self.entry.common.spec
     }
 
     /// The stored key bytes.
@@ -473,13 +475,13 @@ impl EntryRef {
     pub fn touch(&self, now: u64) {
         self.entry
             .expire
-            .store(self.table.expire_at(now), Ordering::Relaxed);
+            .store(self.entry.common.expire_at(now), Ordering::Relaxed);
     }
 
     pub(crate) fn with_data<R>(&self, f: impl FnOnce(&mut Data<'_>) -> R) -> R {
         let mut vals = lock(&self.entry.data);
         let mut d = Data {
-            layout: &self.table.inner.layout,
+            layout: &self.entry.common.layout,
             vals: &mut vals,
         };
         f(&mut d)
@@ -498,17 +500,20 @@ impl EntryRef {
 
     /// Element count of `dt` in this table (0 when not stored).
     pub fn nbelem(&self, dt: DataType) -> u32 {
-        self.table.inner.layout.nbelem(dt)
+        self.entry.common.layout.nbelem(dt)
     }
 
     /// Releases the reference and frees the entry if it has expired and
     /// nothing else references it (`stksess_kill_if_expired`).
     pub fn release(self, now: u64) {
-        let table = self.table.clone();
         let e = self.entry.clone();
         drop(self);
-        if e.ref_cnt.load(Ordering::Acquire) == 0 {
-            table.kill_if_expired(&e, now);
+        // Only reach the table (a shared counter) when there is work.
+        let expired = e.common.spec.expire_ms.is_some() && e.expire.load(Ordering::Relaxed) <= now;
+        if expired && e.ref_cnt.load(Ordering::Acquire) == 0 {
+            if let Some(table) = e.owner.upgrade().map(|inner| Table { inner }) {
+                table.kill_if_expired(&e, now);
+            }
         }
     }
 }
