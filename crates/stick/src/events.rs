@@ -31,6 +31,11 @@ impl EntryRef {
         }
     }
 
+    /// `conn_cur` −1 without refreshing the expiry.
+    pub(crate) fn stop_counters_untimed(&self) {
+        self.with_data(|d| d.dec_conn_cur());
+    }
+
     /// A session was accepted (after `tcp-request session` rules):
     /// `sess_cnt` +1 and `sess_rate` +1. HAProxy does not refresh the
     /// expiry here.

@@ -8,7 +8,8 @@
 //! keyword reads, for callers that want to warn.
 //!
 //! Run time, as in HAProxy:
-//! * `scN_*`/`sc_*(N)`: the fetch fails when slot N is not tracked. With a
+//! * `scN_*`/`sc_*(N)`: the fetch fails when slot N is not tracked
+//!   (`scN_tracked` then returns false). With a
 //!   table argument, the tracked key is looked up in that table instead; an
 //!   absent key there reads as 0.
 //! * `src_*`: the source address is looked up in the table argument (the
@@ -356,7 +357,10 @@ pub fn eval_fetch(
         Scope::Slot(n) => usize::from(n),
         _ => args.slot,
     };
-    let tracked = trackers.entry(n)?;
+    // `scN_tracked` succeeds with false on an untracked slot.
+    let Some(tracked) = trackers.entry(n) else {
+        return (f.metric == Metric::Tracked).then_some(StickSample::Bool(false));
+    };
     match args.table {
         Some(t) => {
             let other = t.lookup(tracked.key(), now);

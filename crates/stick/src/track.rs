@@ -80,6 +80,16 @@ impl std::fmt::Debug for Trackers {
     }
 }
 
+/// A connection dropped without [`Trackers::end_connection`] still gives
+/// back its `conn_cur` (without refreshing the expiry: no time is known).
+impl Drop for Trackers {
+    fn drop(&mut self) {
+        for s in self.slots.iter().flatten() {
+            s.entry.stop_counters_untimed();
+        }
+    }
+}
+
 /// Whether a response status counts as an HTTP error (every 4xx).
 pub fn status_is_http_err(status: u16) -> bool {
     (400..500).contains(&status)

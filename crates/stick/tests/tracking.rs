@@ -200,7 +200,7 @@ fn gpc_gpt_actions_and_fetches() {
     assert_eq!(get("sc0_http_req_rate", &args), None);
     // Not tracked: fails.
     assert_eq!(get("sc2_get_gpc0", &args), None);
-    assert_eq!(get("sc2_tracked", &args), None);
+    assert_eq!(get("sc2_tracked", &args), Some(StickSample::Bool(false)));
     assert_eq!(get("sc0_tracked", &args), Some(StickSample::Bool(true)));
     c.end_connection(10);
 }
@@ -303,6 +303,21 @@ fn src_fetches_and_converters() {
     assert_eq!(
         eval_fetch(&f("sc0_tracked"), &a0o, &tr, None, 4),
         Some(StickSample::Bool(true))
+    );
+    // As HAProxy 2.6.12 printed with sc1 (session) and sc0 (request) on
+    // one entry: tt=3 sc0=2 sc0f=2.
+    tr.track(1, &t, &ip(7), TrackFrom::HttpRequest, false, 4);
+    assert_eq!(
+        conv("table_trackers", &t, ip(7)),
+        Some(StickSample::Sint(3))
+    );
+    assert_eq!(
+        eval_fetch(&f("sc0_trackers"), &a0, &tr, None, 4),
+        Some(StickSample::Sint(2))
+    );
+    assert_eq!(
+        eval_fetch(&f("sc0_trackers"), &a0t, &tr, None, 4),
+        Some(StickSample::Sint(2))
     );
     tr.end_connection(5);
 }
@@ -445,4 +460,56 @@ fn ipv6_in_ip_table_and_string_keys() {
     ));
     assert!(s.lookup(b"abcd", 1).is_some());
     c.end_connection(2);
+}
+
+/// The same traffic as against HAProxy 2.6.12 with
+/// `tcp-request session track-sc1 src`, `http-request track-sc0 src`,
+/// `http-request deny if { path /deny }`: a keep-alive connection sending
+/// `/a`, `/b`, `/deny`. HAProxy then showed `use=1 conn_cnt=4 conn_cur=1
+/// sess_cnt=1 http_req_cnt=6 http_req_rate(10000)=6 http_err_cnt=2`, and
+/// `use=0 ... conn_cur=0` after the close.
+#[test]
+fn keep_alive_session_and_request_tracking_like_haproxy() {
+    let t = table(
+        "f",
+        "type ip size 100 expire 30s store conn_cur,conn_cnt,sess_cnt,http_req_cnt,http_req_rate(10s),http_err_cnt",
+    );
+    let mut c = Trackers::default();
+    let now = 5_000;
+    c.track(1, &t, &ip(1), TrackFrom::TcpSession, false, now);
+    c.on_session_accepted(now);
+    for path in ["/a", "/b", "/deny"] {
+        c.on_http_request(now);
+        c.track(0, &t, &ip(1), TrackFrom::HttpRequest, false, now);
+        if path == "/deny" {
+            c.on_http_error(now);
+        }
+        c.end_stream(now);
+    }
+    let show = |now| {
+        let words = ["show", "table", "f"];
+        fairlead_stick::cli::table_command(std::slice::from_ref(&t), &words, now)
+            .unwrap()
+            .unwrap()
+    };
+    let line = show(now);
+    let line = &line[line.find(": key=").unwrap()..];
+    assert_eq!(line, ": key=10.0.0.1 use=1 exp=30000 conn_cnt=4 conn_cur=1 sess_cnt=1 http_req_cnt=6 http_req_rate(10000)=6 http_err_cnt=2\n");
+    c.end_connection(now + 300);
+    let line = show(now + 300);
+    let line = &line[line.find(": key=").unwrap()..];
+    assert_eq!(line, ": key=10.0.0.1 use=0 exp=30000 conn_cnt=4 conn_cur=0 sess_cnt=1 http_req_cnt=6 http_req_rate(10000)=6 http_err_cnt=2\n");
+}
+
+#[test]
+fn dropped_trackers_give_back_conn_cur() {
+    let t = table("t", "type ip size 10 store conn_cur");
+    {
+        let mut c = Trackers::default();
+        c.track(0, &t, &ip(1), TrackFrom::TcpConnection, false, 1);
+        c.track(1, &t, &ip(1), TrackFrom::HttpRequest, false, 1);
+        assert_eq!(int(&t, 1, DataType::ConnCur, 1), 2);
+    }
+    let e = t.lookup(&key(1), 2).unwrap();
+    assert_eq!((e.get_int(DataType::ConnCur, 2), e.ref_cnt()), (Some(0), 1));
 }
