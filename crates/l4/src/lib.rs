@@ -28,15 +28,17 @@
 //!   when the bytes are written.
 #![forbid(unsafe_code)]
 
+pub mod front;
 mod inspect;
 mod log;
 pub mod routes;
 mod serve;
 pub mod txn;
 
+pub use front::{CapturedRequest, ErrorCapture, Frontend};
 pub use log::LogSetup;
-pub use routes::{connection_rules, session_rules, Gate, TcpRoutes};
-pub use serve::{serve_tcp, FrontTimeouts};
+pub use routes::{connection_rules, session_rules, Gate, Routes};
+pub use serve::serve_tcp;
 pub use txn::{ConnFacts, SessState};
 
 use fairlead_net::Conn;

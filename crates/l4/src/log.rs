@@ -50,7 +50,9 @@ impl LogSetup {
 
 /// What every log line of one TCP stream shares.
 pub(crate) struct StreamLog<'a> {
-    pub front: &'a crate::FrontTimeouts,
+    pub front: &'a crate::Frontend,
+    /// When the connection was accepted.
+    pub accepted: std::time::SystemTime,
     /// The client's address (after `set-src`).
     pub client: std::net::SocketAddr,
     pub start: tokio::time::Instant,
@@ -89,7 +91,7 @@ impl StreamLog<'_> {
         let tls = self.tls;
         let rec = fairlead_log::LogRecord {
             client: Some(self.client),
-            accept_date: self.front.accepted,
+            accept_date: self.accepted,
             frontend: &self.front.name,
             backend: e.backend,
             server: e.server.map(|s| s.conf.name.as_str()),

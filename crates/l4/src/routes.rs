@@ -1,9 +1,9 @@
 //! What the TCP side of the rule layer needs from the configuration
-//! ([`TcpRoutes`]: the frontend's rules and every backend it may switch
+//! ([`Routes`]: the frontend's rules and every backend it may switch
 //! to), the rule sets that decide whether a connection goes on at all
 //! (`tcp-request connection` right after accept, `tcp-request session`
 //! after the handshakes: [`connection_rules`], [`session_rules`]), and
-//! content switching (`use_backend`, [`TcpRoutes::switch`]).
+//! content switching (`use_backend`, [`Routes::switch`]).
 
 use crate::txn::{ConnFacts, SessState, TcpTxn};
 use fairlead_backend::Backend;
@@ -16,8 +16,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A frontend's rules and the backends it may route to, built once at
-/// start-up and shared by every worker.
-pub struct TcpRoutes {
+/// start-up and shared by every worker; the same for TCP streams and HTTP
+/// requests.
+pub struct Routes {
     /// The frontend's compiled rules.
     pub fe_rules: Arc<ProxyRules>,
     /// Every backend, in configuration order.
@@ -39,7 +40,16 @@ pub struct TcpRoutes {
     pub inspect_max: usize,
 }
 
-impl TcpRoutes {
+impl Routes {
+    /// Whether HTTP requests need the rule engine at all (otherwise the
+    /// session takes the plain path: no message model, no routing).
+    pub fn active(&self) -> bool {
+        self.fe_rules.has_http_rules()
+            || self
+                .default
+                .is_some_and(|i| self.be_rules[i].has_http_rules())
+    }
+
     /// The backend at `idx` (`None`: the default one).
     pub fn backend(&self, idx: Option<usize>) -> &Arc<Backend> {
         idx.and_then(|i| self.backends.get(i))
@@ -170,9 +180,9 @@ mod tests {
         Arc::new(Backend::new(&cfg, &resolve, &mut 0, 1).unwrap())
     }
 
-    fn routes(fe: Arc<ProxyRules>) -> TcpRoutes {
+    fn routes(fe: Arc<ProxyRules>) -> Routes {
         let backends = vec![backend("be_abc"), backend("be_default")];
-        TcpRoutes {
+        Routes {
             fe_rules: fe,
             be_rules: vec![rules(&[]), rules(&[])],
             by_name: [("be_abc".to_string(), 0), ("be_default".to_string(), 1)].into(),

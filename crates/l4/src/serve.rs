@@ -17,11 +17,12 @@
 //! request (`dreq`); `tcp-response content reject` counts a denied
 //! response (`dresp`) and resets the server connection.
 
+use crate::front::Frontend;
 use crate::inspect::{classify, inspect, Input, Outcome, Step};
 use crate::log::{StreamEnd, StreamLog};
-use crate::routes::TcpRoutes;
+use crate::routes::Routes;
 use crate::txn::{ConnFacts, SessState, TcpTxn};
-use crate::{tunnel_with, LogSetup, ResPrelude, TunnelEnd, TunnelTimeouts};
+use crate::{tunnel_with, ResPrelude, TunnelEnd, TunnelTimeouts};
 use fairlead_backend::counters::C;
 use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
 use fairlead_log::{Phase, TermState, Who};
@@ -30,31 +31,14 @@ use fairlead_rules::exec::run;
 use fairlead_rules::proxy::ProxyRules;
 use std::io::Result;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::time::Instant;
-
-/// What a TCP stream needs from the frontend that accepted it.
-#[derive(Debug, Clone)]
-pub struct FrontTimeouts {
-    pub client: Option<Duration>,
-    pub client_fin: Option<Duration>,
-    /// The frontend's traffic counters.
-    pub counters: Arc<fairlead_backend::counters::Counters>,
-    /// The frontend's name (logs).
-    pub name: Arc<str>,
-    /// Logging, when the frontend has log targets.
-    pub log: Option<Arc<LogSetup>>,
-    /// When the connection was accepted.
-    pub accepted: std::time::SystemTime,
-    /// Connections of the process and of this frontend (`%ac`, `%fc`).
-    pub actconn: Arc<std::sync::atomic::AtomicU32>,
-    pub feconn: Arc<std::sync::atomic::AtomicU32>,
-}
 
 /// The stream's state shared by its stages.
 struct Ctx<'a> {
-    routes: &'a TcpRoutes,
-    front: &'a FrontTimeouts,
+    routes: &'a Routes,
+    front: &'a Frontend,
+    /// When the connection was accepted (the log's date).
+    accepted: std::time::SystemTime,
     facts: ConnFacts<'a>,
     start: Instant,
 }
@@ -69,6 +53,7 @@ impl Ctx<'_> {
     fn emit(&self, sess: &SessState, end: &StreamEnd<'_>) {
         let log = StreamLog {
             front: self.front,
+            accepted: self.accepted,
             client: sess.effective_src(self.facts.src),
             start: self.start,
             tls: self.facts.tls,
@@ -86,10 +71,11 @@ impl Ctx<'_> {
 pub async fn serve_tcp(
     client: Conn,
     peer: std::net::SocketAddr,
-    routes: &TcpRoutes,
-    front: FrontTimeouts,
+    front: &Frontend,
+    accepted: std::time::SystemTime,
     mut sess: SessState,
 ) -> Result<()> {
+    let routes = &*front.routes;
     let _ = client.set_nodelay(true);
     let start = Instant::now();
     // Copied once (the tunnel borrows the TLS layer mutably meanwhile);
@@ -102,7 +88,8 @@ pub async fn serve_tcp(
     };
     let cx = Ctx {
         routes,
-        front: &front,
+        front,
+        accepted,
         facts: ConnFacts {
             src: peer,
             dst,
@@ -160,7 +147,13 @@ async fn content(
         tx.routes = Some(cx.routes);
         classify(run(&rules.tcp_content, &rules.acls, &mut tx, false))
     };
-    inspect(input, rules.inspect_delay, cx.front.client, &mut eval).await
+    inspect(
+        input,
+        rules.inspect_delay,
+        cx.front.timeouts.client,
+        &mut eval,
+    )
+    .await
 }
 
 /// Ends a stream the request rules refused (or whose client failed or
@@ -265,10 +258,10 @@ async fn forward(
     t[2] = cx.ms();
     let bt = &be.options.timeouts;
     let tt = TunnelTimeouts::new(
-        cx.front.client,
+        cx.front.timeouts.client,
         bt.server,
         bt.tunnel,
-        cx.front.client_fin,
+        cx.front.timeouts.client_fin,
         bt.server_fin,
     );
     let srv = conn.slot.server();

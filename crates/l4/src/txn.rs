@@ -9,7 +9,7 @@
 //! `req` and `res` variables live in one small list for the whole
 //! connection.
 
-use crate::routes::TcpRoutes;
+use crate::routes::Routes;
 use fairlead_rules::exec::{Edit, Stream};
 use fairlead_rules::txn::{TlsFacts, Txn, VarRef};
 use fairlead_rules::Sample;
@@ -89,7 +89,7 @@ pub struct TcpTxn<'a> {
     pub backend: Option<&'a str>,
     pub server: Option<&'a str>,
     /// The backends, for `nbsrv(name)`.
-    pub routes: Option<&'a TcpRoutes>,
+    pub routes: Option<&'a Routes>,
 }
 
 impl<'a> TcpTxn<'a> {

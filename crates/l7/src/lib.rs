@@ -36,72 +36,9 @@ mod txn;
 
 pub use session::serve_http;
 
-use fairlead_config::{ForwardFor, HttpConnMode, HttpReuse, Timeouts};
+pub use fairlead_l4::{CapturedRequest, ErrorCapture, Frontend, Routes};
 
-/// What an HTTP session needs from its frontend, resolved once at start-up.
-#[derive(Debug, Clone)]
-pub struct HttpFront {
-    pub name: String,
-    /// The frontend's timeouts (client side: client, http-request,
-    /// http-keep-alive, client-fin).
-    pub timeouts: Timeouts,
-    pub conn_mode: HttpConnMode,
-    pub forwardfor: Option<ForwardFor>,
-    /// Largest request or response head, from `tune.bufsize`.
-    pub max_head: usize,
-    /// The frontend's traffic counters.
-    pub counters: std::sync::Arc<fairlead_backend::counters::Counters>,
-    /// Logging, when the frontend has log targets.
-    pub log: Option<std::sync::Arc<logging::LogSetup>>,
-    /// The last invalid request (`show errors`).
-    pub errors: std::sync::Arc<ErrorCapture>,
-    /// Connections of the process and of this frontend (`%ac`, `%fc`).
-    pub actconn: std::sync::Arc<std::sync::atomic::AtomicU32>,
-    pub feconn: std::sync::Arc<std::sync::atomic::AtomicU32>,
-}
-
-/// The last invalid request a frontend received, for `show errors`.
-#[derive(Debug, Default)]
-pub struct ErrorCapture {
-    pub total: std::sync::atomic::AtomicU32,
-    pub last: std::sync::Mutex<Option<CapturedRequest>>,
-}
-
-/// One captured invalid request.
-#[derive(Debug, Clone)]
-pub struct CapturedRequest {
-    pub when: std::time::SystemTime,
-    pub client: std::net::SocketAddr,
-    pub reason: &'static str,
-    /// Where the parser stopped, within `bytes`.
-    pub position: usize,
-    /// The start of the request as received (at most 16 KiB).
-    pub bytes: Vec<u8>,
-}
-
-impl ErrorCapture {
-    /// Records an invalid request (error path only: takes a lock).
-    pub fn capture(
-        &self,
-        client: std::net::SocketAddr,
-        reason: &'static str,
-        position: usize,
-        buf: &[u8],
-    ) {
-        self.total
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let bytes = buf[..buf.len().min(16384)].to_vec();
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some(CapturedRequest {
-                when: std::time::SystemTime::now(),
-                client,
-                reason,
-                position,
-                bytes,
-            });
-        }
-    }
-}
+use fairlead_config::{HttpConnMode, HttpReuse};
 
 /// A request a frontend answers itself (stats page, Prometheus exporter).
 pub struct ServiceRequest<'a> {
@@ -132,44 +69,12 @@ pub trait LocalService {
 /// shared by that worker's connections through an `Rc` (no atomic
 /// reference counting on the request path).
 pub struct HttpCtx {
-    pub front: HttpFront,
+    /// The frontend, shared with the runtime and TCP mode; its routes hold
+    /// the default backend and every backend it may switch to.
+    pub front: std::sync::Arc<Frontend>,
     /// The frontend's own services (stats page, Prometheus), if any.
     pub service: Option<std::sync::Arc<dyn LocalService + Send + Sync>>,
-    /// The default backend (`default_backend`, a listen section's own
-    /// servers, or a backend without servers that answers 503).
-    pub be: std::sync::Arc<fairlead_backend::Backend>,
-    /// The frontend's rules and every backend it may switch to.
-    pub routes: std::sync::Arc<Routes>,
     pub stop: std::rc::Rc<fairlead_net::Stop>,
-}
-
-/// What content switching needs: the frontend's rules and the backends
-/// by name, built once at start-up and shared by every worker.
-#[derive(Default)]
-pub struct Routes {
-    /// The frontend's compiled rules.
-    pub fe_rules: std::sync::Arc<fairlead_rules::proxy::ProxyRules>,
-    /// Every backend, in configuration order.
-    pub backends: Vec<std::sync::Arc<fairlead_backend::Backend>>,
-    /// Each backend's compiled rules (same order).
-    pub be_rules: Vec<std::sync::Arc<fairlead_rules::proxy::ProxyRules>>,
-    /// Backend index by name.
-    pub by_name: std::collections::HashMap<String, usize>,
-    /// The index of the default backend, if it is a configured one.
-    pub default: Option<usize>,
-    /// The machine's host name (`hostname`, `%H`).
-    pub hostname: String,
-}
-
-impl Routes {
-    /// Whether requests need the rule engine at all (otherwise the session
-    /// takes the plain path: no message model, no routing).
-    pub fn active(&self) -> bool {
-        self.fe_rules.has_http_rules()
-            || self
-                .default
-                .is_some_and(|i| self.be_rules[i].has_http_rules())
-    }
 }
 
 /// The effective per-request settings once the backend is known.

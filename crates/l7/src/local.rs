@@ -109,16 +109,16 @@ impl Model {
 
 /// Whether the frontend or its default backend buffers request bodies.
 fn buffers_body(ctx: &crate::HttpCtx) -> bool {
-    let r = &ctx.routes;
+    let r = &ctx.front.routes;
     r.fe_rules.buffer_request || r.default.is_some_and(|i| r.be_rules[i].buffer_request)
 }
 
 /// The rules of the chosen backend and of the frontend, each once.
 pub(crate) fn sections(ctx: &crate::HttpCtx, be: Option<usize>) -> [Option<&Arc<ProxyRules>>; 2] {
-    let fe = &ctx.routes.fe_rules;
+    let fe = &ctx.front.routes.fe_rules;
     let br = be
-        .or(ctx.routes.default)
-        .and_then(|i| ctx.routes.be_rules.get(i))
+        .or(ctx.front.routes.default)
+        .and_then(|i| ctx.front.routes.be_rules.get(i))
         .filter(|r| !Arc::ptr_eq(r, fe));
     [br, Some(fe)]
 }
@@ -170,7 +170,7 @@ impl Session {
     /// when it has none).
     pub(crate) fn stats_admin(&self, m: &mut Model) -> Option<bool> {
         let ctx = self.ctx.clone();
-        let fe = &ctx.routes.fe_rules;
+        let fe = &ctx.front.routes.fe_rules;
         if fe.stats_admin.is_empty() {
             return None;
         }
@@ -312,7 +312,7 @@ impl Session {
             req_body: None,
         };
         let secs = sections(&ctx, rl.backend);
-        capture_response_headers(&ctx.routes.fe_rules, &mut tx);
+        capture_response_headers(&ctx.front.routes.fe_rules, &mut tx);
         for r in secs.iter().flatten() {
             let v = run(&r.http_response, &r.acls, &mut tx, true);
             if let Verdict::Deny(a) = &v {
@@ -345,7 +345,7 @@ impl Session {
         let ctx = self.ctx.clone();
         let secs = match m.st.fx.backend_stage {
             Some(be) => sections(&ctx, be),
-            None => [None, Some(&ctx.routes.fe_rules)],
+            None => [None, Some(&ctx.front.routes.fe_rules)],
         };
         let buf = self.cbuf.filled();
         self.after_rules(bytes, secs, &mut m.head, buf, &mut m.st, rl)

@@ -58,8 +58,8 @@ pub(crate) struct TxnState {
 
 /// The backend a request goes to.
 pub(crate) fn backend(ctx: &HttpCtx, idx: Option<usize>) -> &Arc<Backend> {
-    idx.and_then(|i| ctx.routes.backends.get(i))
-        .unwrap_or(&ctx.be)
+    idx.and_then(|i| ctx.front.routes.backends.get(i))
+        .unwrap_or(&ctx.front.routes.default_be)
 }
 
 /// The rules of a backend (none for the synthetic no-backend one).
@@ -80,7 +80,7 @@ fn nbsrv(routes: &Routes, current: &Backend, name: Option<&str>) -> Option<i64> 
 /// The error page of `status` for a request on `be`: the backend's
 /// `errorfile`, the frontend's, else the built-in page.
 pub(crate) fn error_page(ctx: &HttpCtx, be: Option<usize>, status: u16) -> Vec<u8> {
-    let routes = &ctx.routes;
+    let routes = &ctx.front.routes;
     let none = fairlead_rules::reply::ErrorPages::default();
     let be_pages = be_rules(routes, be).map_or(&none, |r| &r.errors);
     match fairlead_rules::reply::ErrorPages::lookup(be_pages, &routes.fe_rules.errors, status) {
@@ -115,7 +115,7 @@ pub(crate) fn conn_facts<'a>(
             c_s_dn: None,
         }),
         frontend: &ctx.front.name,
-        hostname: &ctx.routes.hostname,
+        hostname: &ctx.front.routes.hostname,
     }
 }
 
@@ -131,9 +131,9 @@ pub(crate) fn process_request(
     st: &mut TxnState,
     close: bool,
 ) -> Decision {
-    let routes = &ctx.routes;
+    let routes = &ctx.front.routes;
     let fe = &routes.fe_rules;
-    let nb = |name: Option<&str>| nbsrv(routes, &ctx.be, name);
+    let nb = |name: Option<&str>| nbsrv(routes, &ctx.front.routes.default_be, name);
     let mut tx = HttpTxn {
         req: HeadBuf { head: msg, buf },
         res: None,
@@ -227,8 +227,8 @@ fn section_rules(
     // `tcp-request content` rules of an HTTP proxy run once per request,
     // before its `http-request` rules, on the parsed request.
     // `auth` without a realm uses the section's name, as HAProxy.
-    let realm = if std::ptr::eq(rules, &*ctx.routes.fe_rules) {
-        ctx.front.name.as_str()
+    let realm = if std::ptr::eq(rules, &*ctx.front.routes.fe_rules) {
+        &*ctx.front.name
     } else {
         backend(ctx, be).name.as_str()
     };

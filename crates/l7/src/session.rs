@@ -59,8 +59,11 @@ pub(crate) struct Session {
 pub async fn serve_http(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>) {
     let _ = client.set_nodelay(true);
     let eff = Effective {
-        conn_mode: ctx.front.conn_mode.max(ctx.be.options.http_conn_mode),
-        reuse: ctx.be.options.http_reuse,
+        conn_mode: ctx
+            .front
+            .conn_mode
+            .max(ctx.front.routes.default_be.options.http_conn_mode),
+        reuse: ctx.front.routes.default_be.options.http_reuse,
     };
     let mut s = Session {
         client,
@@ -284,7 +287,7 @@ impl Session {
         };
         let mut model = None;
         let mut prefer = None;
-        if self.ctx.routes.active() {
+        if self.ctx.front.routes.active() {
             let mut m = crate::local::Model::take(self.cbuf.filled(), &head, self.sess_vars.take());
             match self.process(&head, &mut m).await {
                 crate::process::Decision::Local(l) => {

@@ -15,24 +15,37 @@ fn idle_connection_state_is_small() {
             .await
             .unwrap();
         let cfg = fairlead_config::Backend::default();
+        let be = std::sync::Arc::new(
+            fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
+        );
+        let routes = crate::Routes {
+            fe_rules: Default::default(),
+            backends: Vec::new(),
+            be_rules: Vec::new(),
+            by_name: Default::default(),
+            default: None,
+            default_be: be,
+            hostname: "h".into(),
+            inspect_max: 1000,
+        };
         let ctx = std::rc::Rc::new(crate::HttpCtx {
             service: None,
-            front: crate::HttpFront {
+            front: std::sync::Arc::new(crate::Frontend {
                 name: "x".into(),
+                mode: fairlead_config::Mode::Http,
                 timeouts: Default::default(),
                 conn_mode: Default::default(),
                 forwardfor: None,
                 max_head: 1000,
+                routes: std::sync::Arc::new(routes),
                 counters: Default::default(),
                 log: None,
                 errors: Default::default(),
                 actconn: Default::default(),
                 feconn: Default::default(),
-            },
-            be: std::sync::Arc::new(
-                fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
-            ),
-            routes: Default::default(),
+                denied_conn: Default::default(),
+                denied_sess: Default::default(),
+            }),
             stop: std::rc::Rc::new(fairlead_net::Stop::new()),
         });
         let idle = super::serve_http(c.into(), "127.0.0.1:1".parse().unwrap(), ctx.clone());

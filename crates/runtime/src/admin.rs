@@ -46,7 +46,7 @@ impl Admin {
         for fe in &self.hub.shared.frontends {
             for (addr, ctx) in &fe.tls {
                 if !out.iter().any(|(_, _, c)| Arc::ptr_eq(c, ctx)) {
-                    out.push((&fe.name, *addr, ctx));
+                    out.push((&fe.front.name, *addr, ctx));
                 }
             }
         }
@@ -286,8 +286,8 @@ impl AdminApi for Admin {
                     id,
                     proto: if e.client.is_ipv4() { "tcpv4" } else { "tcpv6" }.into(),
                     client: Some(e.client),
-                    frontend: fe.name.clone(),
-                    backend: Some(fe.backend.name.clone()),
+                    frontend: fe.front.name.to_string(),
+                    backend: Some(fe.front.routes.default_be.name.clone()),
                     server: None,
                     age: e.since.elapsed(),
                     state: "EST".into(),
@@ -326,16 +326,16 @@ impl AdminApi for Admin {
     fn errors(&self) -> ErrorReport {
         let mut report = ErrorReport::default();
         for (i, fe) in self.hub.shared.frontends.iter().enumerate() {
-            let cap = &fe.http.errors;
+            let cap = &fe.front.errors;
             report.total += cap.total.load(Ordering::Relaxed);
             let Ok(last) = cap.last.lock() else { continue };
             if let Some(c) = last.as_ref() {
                 report.errors.push(fairlead_admin::CapturedError {
                     when: c.when,
-                    proxy: fe.name.clone(),
+                    proxy: fe.front.name.to_string(),
                     proxy_id: i as i32 + 1,
                     side: fairlead_admin::ErrorSide::Request,
-                    other: Some((fe.backend.name.clone(), -1)),
+                    other: Some((fe.front.routes.default_be.name.clone(), -1)),
                     server: None,
                     event: report.total,
                     client: Some(c.client),

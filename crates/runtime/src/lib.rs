@@ -24,8 +24,8 @@ pub mod stats;
 mod worker;
 
 use fairlead_backend::Backend;
-use fairlead_config::{Config, Mode};
-use fairlead_l7::HttpFront;
+use fairlead_config::Config;
+use fairlead_l4::Frontend;
 use std::io::{Error, ErrorKind, Result};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -74,25 +74,14 @@ impl Limit {
     }
 }
 
-/// One frontend at run time.
+/// One frontend at run time: the [`Frontend`] its sessions share (name,
+/// mode, timeouts, routes, counters, logging), and what only the listening
+/// side needs.
 pub struct FrontendRt {
-    pub name: String,
-    pub mode: Mode,
+    pub front: Arc<Frontend>,
     pub addrs: Vec<(SocketAddr, Option<bool>)>,
-    pub backend: Arc<Backend>,
-    /// Content switching: the frontend's rules and the backends by name.
-    pub routes: Arc<fairlead_l7::Routes>,
-    /// The same for TCP mode, with the default backend and the content
-    /// inspection limit.
-    pub tcp: Arc<fairlead_l4::TcpRoutes>,
-    /// Connections refused by `tcp-request connection` rules (`dcon`).
-    pub denied_conn: std::sync::atomic::AtomicU64,
-    /// Sessions refused by `tcp-request session` rules (`dses`).
-    pub denied_sess: std::sync::atomic::AtomicU64,
-    pub http: HttpFront,
+    /// The frontend's `maxconn` gate.
     pub limit: Limit,
-    pub client_timeout: Option<Duration>,
-    pub client_fin: Option<Duration>,
     /// Highest number of concurrent connections seen (`smax`).
     pub smax: AtomicU32,
     /// The TLS context of each listening address of a `bind ... ssl` line.
@@ -292,7 +281,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             let ctx = Arc::new(ctx);
             tls.extend(b.addrs.iter().map(|a| (*a, ctx.clone())));
         }
-        let routes = Arc::new(fairlead_l7::Routes {
+        let routes = Arc::new(fairlead_l4::Routes {
             fe_rules: f.rules.clone(),
             backends: backends.clone(),
             be_rules: cfg.backends.iter().map(|b| b.rules.clone()).collect(),
@@ -306,50 +295,37 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                 .default_backend
                 .as_ref()
                 .and_then(|n| cfg.backends.iter().position(|b| &b.name == n)),
+            default_be: backend,
             hostname: fairlead_log::system_hostname(),
-        });
-        let tcp = Arc::new(fairlead_l4::TcpRoutes {
-            fe_rules: routes.fe_rules.clone(),
-            backends: routes.backends.clone(),
-            be_rules: routes.be_rules.clone(),
-            by_name: routes.by_name.clone(),
-            default: routes.default,
-            default_be: backend.clone(),
-            hostname: routes.hostname.clone(),
             inspect_max: bufsize - MAXREWRITE,
         });
-        let t = f.options.timeouts;
         let limit = Limit::new(f.options.maxconn.unwrap_or(maxconn).min(maxconn));
-        frontends.push(Arc::new(FrontendRt {
-            name: f.name.clone(),
+        let front = Arc::new(Frontend {
+            name: f.name.as_str().into(),
             mode: f.options.mode,
+            timeouts: f.options.timeouts,
+            conn_mode: f.options.http_conn_mode,
+            forwardfor: f.options.forwardfor.clone(),
+            max_head: bufsize - MAXREWRITE,
+            routes,
+            counters: Arc::new(fairlead_backend::counters::Counters::new()),
+            log: logs
+                .iter()
+                .find(|(n, _)| n == &f.name)
+                .map(|(_, l)| l.clone()),
+            errors: Default::default(),
+            actconn: global.cur.clone(),
+            feconn: limit.cur.clone(),
+            denied_conn: Default::default(),
+            denied_sess: Default::default(),
+        });
+        frontends.push(Arc::new(FrontendRt {
+            front,
             addrs,
-            http: HttpFront {
-                name: f.name.clone(),
-                timeouts: t,
-                conn_mode: f.options.http_conn_mode,
-                forwardfor: f.options.forwardfor.clone(),
-                max_head: bufsize - MAXREWRITE,
-                counters: Arc::new(fairlead_backend::counters::Counters::new()),
-                log: logs
-                    .iter()
-                    .find(|(n, _)| n == &f.name)
-                    .map(|(_, l)| l.clone()),
-                errors: Default::default(),
-                actconn: global.cur.clone(),
-                feconn: limit.cur.clone(),
-            },
             limit,
-            client_timeout: t.client,
-            client_fin: t.client_fin,
             smax: AtomicU32::new(0),
             tls,
             tls_stats: TlsStats::default(),
-            backend,
-            routes,
-            tcp,
-            denied_conn: Default::default(),
-            denied_sess: Default::default(),
         }));
     }
     Ok(Shared {
@@ -504,7 +480,7 @@ fn bind_all(
                         e.kind(),
                         format!(
                             "frontend '{}': cannot bind {addr}: {e} (another process listens there)",
-                            fe.name
+                            fe.front.name
                         ),
                     )
                 })?;
@@ -514,7 +490,7 @@ fn bind_all(
                     .map_err(|e| {
                     Error::new(
                         e.kind(),
-                        format!("frontend '{}': cannot bind {addr}: {e}", fe.name),
+                        format!("frontend '{}': cannot bind {addr}: {e}", fe.front.name),
                     )
                 })?;
                 w.last_mut().expect("pushed above").push(l);

@@ -131,7 +131,7 @@ pub fn snapshot(
         ssl_resumed += fe.tls_stats.resumed.load(Ordering::Relaxed);
         ssl_failed += fe.tls_stats.failures.load(Ordering::Relaxed);
         iid += 1;
-        let live = &fe.http.counters;
+        let live = &fe.front.counters;
         cum_conns += live.get(C::Stot);
         cum_req += live.get(C::ReqTot);
         let mut c = counters(live);
@@ -142,10 +142,10 @@ pub fn snapshot(
             r.fill(&mut c);
         }
         proxies.push(ProxyStats {
-            name: fe.name.clone(),
+            name: fe.front.name.to_string(),
             iid,
             kind: ProxyKind::Frontend,
-            mode: match fe.mode {
+            mode: match fe.front.mode {
                 fairlead_config::Mode::Http => Mode::Http,
                 fairlead_config::Mode::Tcp => Mode::Tcp,
             },
@@ -299,7 +299,7 @@ pub fn start_rate_ticker(hub: Arc<Hub>) {
                 let mut v: Vec<(u64, u64)> = sh
                     .frontends
                     .iter()
-                    .map(|f| totals(&f.http.counters))
+                    .map(|f| totals(&f.front.counters))
                     .collect();
                 v.extend(sh.backends.iter().map(|b| totals(&b.counters)));
                 for b in &sh.backends {

@@ -73,9 +73,7 @@ pub(crate) fn run(
                 let fe = shared.frontends[fe_idx].clone();
                 let ctx = Rc::new(HttpCtx {
                     service: services.get(fe_idx).cloned().flatten(),
-                    front: fe.http.clone(),
-                    be: fe.backend.clone(),
-                    routes: fe.routes.clone(),
+                    front: fe.front.clone(),
                     stop: local_stop.clone(),
                 });
                 shared.listeners_open.fetch_add(1, Ordering::SeqCst);
@@ -115,8 +113,8 @@ async fn handshake(
         return Some(fairlead_net::Conn::plain(tcp));
     };
     let local = tcp.local_addr().ok();
-    let t = &fe.http.timeouts;
-    let timeout = match fe.mode {
+    let t = &fe.front.timeouts;
+    let timeout = match fe.front.mode {
         Mode::Http => t.http_request.or(t.client),
         Mode::Tcp => t.client,
     };
@@ -131,8 +129,14 @@ async fn handshake(
         }
         Err(e) => {
             fe.tls_stats.failures.fetch_add(1, Ordering::Relaxed);
-            if let Some(l) = fe.http.log.as_deref() {
-                fairlead_l7::logging::emit_conn_error(l, peer, local, &fe.name, &e.to_string());
+            if let Some(l) = fe.front.log.as_deref() {
+                fairlead_l7::logging::emit_conn_error(
+                    l,
+                    peer,
+                    local,
+                    &fe.front.name,
+                    &e.to_string(),
+                );
             }
             None
         }
@@ -148,7 +152,7 @@ fn admit(
     peer: std::net::SocketAddr,
     sess: &mut SessState,
 ) -> bool {
-    let rules = &fe.tcp.fe_rules;
+    let rules = &fe.front.routes.fe_rules;
     if rules.tcp_connection.is_empty() {
         return true;
     }
@@ -156,13 +160,13 @@ fn admit(
         src: peer,
         dst: stream.local_addr().ok(),
         tls: None,
-        frontend: &fe.name,
-        hostname: &fe.tcp.hostname,
+        frontend: &fe.front.name,
+        hostname: &fe.front.routes.hostname,
     };
     if fairlead_l4::connection_rules(rules, &facts, sess) == Gate::Accept {
         return true;
     }
-    fe.denied_conn.fetch_add(1, Ordering::Relaxed);
+    fe.front.denied_conn.fetch_add(1, Ordering::Relaxed);
     fairlead_net::set_abortive_close(stream);
     false
 }
@@ -177,28 +181,34 @@ fn open_session(
     peer: std::net::SocketAddr,
     sess: &mut SessState,
 ) -> bool {
-    let rules = &fe.tcp.fe_rules;
+    let rules = &fe.front.routes.fe_rules;
     if !rules.tcp_session.is_empty() {
         let tls = conn.tls_info_ref();
         let facts = ConnFacts {
             src: peer,
             dst: conn.local_addr().ok(),
             tls: tls.as_deref(),
-            frontend: &fe.name,
-            hostname: &fe.tcp.hostname,
+            frontend: &fe.front.name,
+            hostname: &fe.front.routes.hostname,
         };
         let gate = fairlead_l4::session_rules(rules, &facts, sess);
         drop(tls);
         if gate != Gate::Accept {
-            fe.denied_sess.fetch_add(1, Ordering::Relaxed);
+            fe.front.denied_sess.fetch_add(1, Ordering::Relaxed);
             conn.abort();
             return false;
         }
     }
-    if let Some(l) = fe.http.log.as_deref() {
+    if let Some(l) = fe.front.log.as_deref() {
         let client = sess.effective_src(peer);
         let local = conn.local_addr().ok();
-        fairlead_l7::logging::emit_connect(l, client, local, &fe.name, fe.mode == Mode::Http);
+        fairlead_l7::logging::emit_connect(
+            l,
+            client,
+            local,
+            &fe.front.name,
+            fe.front.mode == Mode::Http,
+        );
     }
     true
 }
@@ -251,7 +261,7 @@ async fn accept_loop(
                     shared.global.cur.fetch_add(1, Ordering::Relaxed);
                     let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
                     fe.smax.fetch_max(cur, Ordering::Relaxed);
-                    fe.http.counters.inc(fairlead_backend::counters::C::Stot);
+                    fe.front.counters.inc(fairlead_backend::counters::C::Stot);
                     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
                     let guard = ConnGuard(account.clone(), worker, id);
                     let task = spawn_session(&fe, &ctx, &tls, stream, peer, guard, sess);
@@ -276,7 +286,7 @@ async fn accept_loop(
             Err(e) if fairlead_net::is_fd_exhaustion(&e) => {
                 eprintln!(
                     "[WARNING]  frontend '{}': accept(): {e}; pausing the listener (maxconn {} may be too high for the fd limit)",
-                    fe.name, shared.global.max
+                    fe.front.name, shared.global.max
                 );
                 let freed = shared.freed.notified();
                 tokio::select! {
@@ -306,7 +316,7 @@ fn spawn_session(
     mut sess: SessState,
 ) -> tokio::task::JoinHandle<()> {
     let (fe, tls) = (fe.clone(), tls.clone());
-    match fe.mode {
+    match fe.front.mode {
         Mode::Http => {
             let ctx = ctx.clone();
             tokio::task::spawn_local(Profiled::new(TaskKind::HttpSession, async move {
@@ -329,17 +339,8 @@ fn spawn_session(
             if !open_session(&fe, &stream, peer, &mut sess) {
                 return;
             }
-            let front = fairlead_l4::FrontTimeouts {
-                client: fe.client_timeout,
-                client_fin: fe.client_fin,
-                counters: fe.http.counters.clone(),
-                name: fe.name.as_str().into(),
-                log: fe.http.log.clone(),
-                accepted: std::time::SystemTime::now(),
-                actconn: fe.http.actconn.clone(),
-                feconn: fe.http.feconn.clone(),
-            };
-            let _ = fairlead_l4::serve_tcp(stream, peer, &fe.tcp, front, sess).await;
+            let accepted = std::time::SystemTime::now();
+            let _ = fairlead_l4::serve_tcp(stream, peer, &fe.front, accepted, sess).await;
         })),
     }
 }
