@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod frame;
+pub mod head;
 pub mod hpack;
 
 /// An HTTP/2 error code (RFC 9113 §7); unknown codes are kept as sent.
