@@ -52,3 +52,6 @@ impl std::fmt::Display for ErrorCode {
         f.write_str(self.name())
     }
 }
+
+pub mod conn;
+pub use conn::{Config, Conn, Error, Event, Recv, Role, SendError};
