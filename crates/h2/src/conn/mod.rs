@@ -258,8 +258,20 @@ enum Shutdown {
 }
 
 const SHUTDOWN_PING: [u8; 8] = *b"fl-drain";
-/// Streams this side reset recently, whose late frames are ignored.
+/// Recently closed streams remembered (to answer late frames right).
 const RECENT: usize = 8;
+
+/// How a recently closed stream was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Closed {
+    /// Both sides ended it: late frames are a connection error
+    /// STREAM_CLOSED.
+    Normal,
+    /// The peer reset it: late frames are a stream error STREAM_CLOSED.
+    Remote,
+    /// This side reset it: late frames are ignored (RFC 9113 §5.1).
+    Local,
+}
 
 /// An HTTP/2 connection; see the [module](self) docs.
 #[derive(Debug)]
@@ -287,7 +299,7 @@ pub struct Conn {
     goaway_sent: Option<u32>,
     goaway_recv: Option<u32>,
     shutdown: Shutdown,
-    recent_resets: [u32; RECENT],
+    recent: [(u32, Closed); RECENT],
     recent_pos: u8,
     glitches: u32,
     empty_frames: u32,
@@ -352,7 +364,7 @@ impl Conn {
             goaway_sent: None,
             goaway_recv: None,
             shutdown: Shutdown::None,
-            recent_resets: [0; RECENT],
+            recent: [(0, Closed::Normal); RECENT],
             recent_pos: 0,
             glitches: 0,
             empty_frames: 0,
@@ -447,15 +459,17 @@ impl Conn {
         self.pending_control = 0;
     }
 
-    /// Remembers a stream this side reset: its late frames are ignored.
-    fn remember_reset(&mut self, id: u32) {
+    /// Remembers how a stream was closed.
+    fn remember(&mut self, id: u32, how: Closed) {
         let i = usize::from(self.recent_pos) % RECENT;
-        self.recent_resets[i] = id;
+        self.recent[i] = (id, how);
         self.recent_pos = ((i + 1) % RECENT) as u8;
     }
 
-    fn recently_reset(&self, id: u32) -> bool {
-        id != 0 && self.recent_resets.contains(&id)
+    /// How `id` was closed, if it was recently.
+    fn closed_how(&self, id: u32) -> Option<Closed> {
+        let hit = self.recent.iter().find(|(i, _)| *i == id && id != 0);
+        hit.map(|(_, how)| *how)
     }
 
     /// Whether `id` is opened by the peer.

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use fairlead_http::msg::{self, Head};
 
 use super::stream::{Stream, LOCAL_CLOSED, REMOTE_CLOSED, REMOTE_HEAD};
-use super::{Conn, Error, Event, Phase, Recv, Role, Run, Shutdown, SHUTDOWN_PING};
+use super::{Closed, Conn, Error, Event, Phase, Recv, Role, Run, Shutdown, SHUTDOWN_PING};
 use crate::frame::{self, flag, kind, Frame, FrameHeader, HEADER_LEN, MAX_WINDOW};
 use crate::head::{BlockKind, Builder, Reject};
 use crate::ErrorCode as E;
@@ -155,7 +155,7 @@ impl Conn {
     ) -> Result<Option<Event<'static>>, Error> {
         frame::write_rst(out, id, code);
         self.control(out)?;
-        self.remember_reset(id);
+        self.remember(id, Closed::Local);
         self.glitch(out)?;
         Ok(self.streams.remove(id).map(|_| Event::Reset {
             stream: id,
@@ -179,6 +179,7 @@ impl Conn {
     pub(super) fn close_stream(&mut self, id: u32) {
         if self.streams.remove(id).is_some() {
             self.glitches = self.glitches.saturating_sub(1);
+            self.remember(id, Closed::Normal);
         }
     }
 
@@ -246,10 +247,11 @@ impl Conn {
             if self.is_idle(id) {
                 return Err(self.fail(E::PROTOCOL_ERROR, "DATA on idle stream", out));
             }
-            if self.recently_reset(id) {
-                return Ok((false, None));
-            }
-            return Ok((false, self.stream_error(id, E::STREAM_CLOSED, out)?));
+            return match self.closed_how(id) {
+                Some(Closed::Local) => Ok((false, None)),
+                Some(Closed::Remote) => Ok((false, self.stream_error(id, E::STREAM_CLOSED, out)?)),
+                _ => Err(self.fail(E::STREAM_CLOSED, "DATA on closed stream", out)),
+            };
         };
         let code = if s.has(REMOTE_CLOSED) {
             Some(E::STREAM_CLOSED)
@@ -454,11 +456,7 @@ impl Conn {
             None if self.is_idle(id) => {
                 return Err(self.fail(E::PROTOCOL_ERROR, "HEADERS on idle stream", out));
             }
-            None if self.recently_reset(id) => {
-                self.decode(block, Use::Ignore, out)?;
-                return Ok(None);
-            }
-            None => return Err(self.fail(E::STREAM_CLOSED, "HEADERS on closed stream", out)),
+            None => return self.headers_on_closed(id, block, out),
         };
         let Some((head, res)) = self.decode(block, Use::Decode(kind), out)? else {
             return Ok(None);
@@ -468,6 +466,31 @@ impl Conn {
             return self.stream_error(id, E::PROTOCOL_ERROR, out);
         }
         self.deliver_head(id, kind, head, res, end_stream, out)
+    }
+
+    /// HEADERS on a stream that is neither open nor idle.
+    fn headers_on_closed(
+        &mut self,
+        id: u32,
+        block: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Event<'static>>, Error> {
+        match self.closed_how(id) {
+            Some(Closed::Local) => {
+                self.decode(block, Use::Ignore, out)?;
+                Ok(None)
+            }
+            Some(Closed::Remote) => {
+                self.decode(block, Use::Ignore, out)?;
+                self.stream_error(id, E::STREAM_CLOSED, out)
+            }
+            Some(Closed::Normal) => {
+                Err(self.fail(E::STREAM_CLOSED, "HEADERS on closed stream", out))
+            }
+            // Never opened, or closed long ago: a stream identifier that
+            // does not increase (RFC 9113 §5.1.1).
+            None => Err(self.fail(E::PROTOCOL_ERROR, "stream identifier not increasing", out)),
+        }
     }
 
     /// HEADERS opening a stream (server role).
@@ -618,6 +641,7 @@ impl Conn {
         let Some(s) = self.streams.remove(id) else {
             return Ok(None);
         };
+        self.remember(id, Closed::Remote);
         if self.role == Role::Server && !s.has(LOCAL_CLOSED) {
             self.glitch(out)?;
         }

@@ -5,7 +5,7 @@ use fairlead_http::msg::Head;
 
 use super::recv::HEAD_REQUEST;
 use super::stream::{Stream, LOCAL_CLOSED, LOCAL_HEAD, REMOTE_CLOSED};
-use super::{Conn, Phase, Role, SendError, Shutdown, SHUTDOWN_PING};
+use super::{Closed, Conn, Phase, Role, SendError, Shutdown, SHUTDOWN_PING};
 use crate::frame::{self, flag, kind, HEADER_LEN, MAX_WINDOW};
 use crate::head::{encode_request, encode_response, encode_trailers};
 use crate::ErrorCode;
@@ -207,7 +207,7 @@ impl Conn {
         }
         if self.streams.remove(stream).is_some() {
             frame::write_rst(out, stream, code);
-            self.remember_reset(stream);
+            self.remember(stream, Closed::Local);
         }
     }
 
