@@ -326,6 +326,7 @@ pub fn server_with(cfg: Config) -> Conn {
     let f = feed(&mut c, &hello);
     assert!(f.error.is_none(), "{f:?}");
     assert_eq!(f.events, vec![Ev::Settings]);
+    c.flushed();
     c
 }
 
