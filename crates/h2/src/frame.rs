@@ -205,7 +205,10 @@ pub fn parse(input: &[u8], max_frame_size: u32) -> Result<Parsed<'_>, FrameError
         return Ok(Parsed::Incomplete);
     };
     if h.len > max_frame_size {
-        return Err(FrameError::conn(ErrorCode::FRAME_SIZE_ERROR, "frame too large"));
+        return Err(FrameError::conn(
+            ErrorCode::FRAME_SIZE_ERROR,
+            "frame too large",
+        ));
     }
     let total = HEADER_LEN + h.len as usize;
     let Some(payload) = input.get(HEADER_LEN..total) else {
@@ -287,10 +290,12 @@ pub fn parse_payload(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> 
         }
         kind::RST_STREAM => {
             need_stream("RST_STREAM on stream 0")?;
-            let code = read_u32(p).filter(|_| p.len() == 4).ok_or(FrameError::conn(
-                E::FRAME_SIZE_ERROR,
-                "RST_STREAM length is not 4",
-            ))?;
+            let code = read_u32(p)
+                .filter(|_| p.len() == 4)
+                .ok_or(FrameError::conn(
+                    E::FRAME_SIZE_ERROR,
+                    "RST_STREAM length is not 4",
+                ))?;
             Frame::RstStream {
                 stream: h.stream,
                 code: ErrorCode(code),
@@ -300,9 +305,12 @@ pub fn parse_payload(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> 
             no_stream("SETTINGS on a stream")?;
             let ack = h.has(flag::ACK);
             if ack && !p.is_empty() {
-                return Err(FrameError::conn(E::FRAME_SIZE_ERROR, "SETTINGS ack with payload"));
+                return Err(FrameError::conn(
+                    E::FRAME_SIZE_ERROR,
+                    "SETTINGS ack with payload",
+                ));
             }
-            if p.len() % 6 != 0 {
+            if !p.len().is_multiple_of(6) {
                 return Err(FrameError::conn(
                     E::FRAME_SIZE_ERROR,
                     "SETTINGS length not a multiple of 6",
@@ -347,10 +355,12 @@ pub fn parse_payload(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> 
             }
         }
         kind::WINDOW_UPDATE => {
-            let inc = read_u32(p).filter(|_| p.len() == 4).ok_or(FrameError::conn(
-                E::FRAME_SIZE_ERROR,
-                "WINDOW_UPDATE length is not 4",
-            ))?;
+            let inc = read_u32(p)
+                .filter(|_| p.len() == 4)
+                .ok_or(FrameError::conn(
+                    E::FRAME_SIZE_ERROR,
+                    "WINDOW_UPDATE length is not 4",
+                ))?;
             Frame::WindowUpdate {
                 stream: h.stream,
                 increment: inc & MAX_WINDOW,

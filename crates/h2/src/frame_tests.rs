@@ -188,7 +188,12 @@ fn settings_pairs() {
 
 #[test]
 fn padded_data_reports_flow_controlled_length() {
-    let f = frame(kind::DATA, flag::PADDED | flag::END_STREAM, 1, &[2, b'a', 0, 0]);
+    let f = frame(
+        kind::DATA,
+        flag::PADDED | flag::END_STREAM,
+        1,
+        &[2, b'a', 0, 0],
+    );
     assert_eq!(
         one(&f).unwrap(),
         Frame::Data {

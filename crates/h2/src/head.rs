@@ -78,8 +78,20 @@ fn is_name_char(b: u8) -> bool {
         || b.is_ascii_digit()
         || matches!(
             b,
-            b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_'
-                | b'`' | b'|' | b'~'
+            b'!' | b'#'
+                | b'$'
+                | b'%'
+                | b'&'
+                | b'\''
+                | b'*'
+                | b'+'
+                | b'-'
+                | b'.'
+                | b'^'
+                | b'_'
+                | b'`'
+                | b'|'
+                | b'~'
         )
 }
 
@@ -102,7 +114,12 @@ fn parse_u64(v: &[u8]) -> Option<u64> {
 
 impl<'h> Builder<'h> {
     /// Starts filling `head` (cleared) with a block of this kind.
-    pub fn new(head: &'h mut Head, kind: BlockKind, max_list_size: usize, max_fields: usize) -> Self {
+    pub fn new(
+        head: &'h mut Head,
+        kind: BlockKind,
+        max_list_size: usize,
+        max_fields: usize,
+    ) -> Self {
         if kind != BlockKind::Response {
             head.start_request(b"", b"", 20);
         } else {
@@ -304,11 +321,18 @@ fn encode_fields(enc: &mut Encoder, head: &Head, buf: &[u8], out: &mut Vec<u8>) 
 fn split_absolute(t: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     let colon = t.iter().position(|&b| b == b':')?;
     let (scheme, rest) = t.split_at(colon);
-    if scheme.is_empty() || !scheme.iter().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b)) {
+    if scheme.is_empty()
+        || !scheme
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
+    {
         return None;
     }
     let rest = rest.strip_prefix(b"://")?;
-    let end = rest.iter().position(|&b| b == b'/' || b == b'?').unwrap_or(rest.len());
+    let end = rest
+        .iter()
+        .position(|&b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
     Some((scheme, &rest[..end], &rest[end..]))
 }
 
@@ -330,7 +354,11 @@ pub fn encode_request(enc: &mut Encoder, head: &Head, buf: &[u8], out: &mut Vec<
         authority = v.get_last(b"host").unwrap_or_default();
     }
     if method == b"CONNECT" {
-        let a = if authority.is_empty() { target } else { authority };
+        let a = if authority.is_empty() {
+            target
+        } else {
+            authority
+        };
         enc.field(b":authority", a, false, out);
     } else {
         let mut scheme = v.scheme();
@@ -338,7 +366,7 @@ pub fn encode_request(enc: &mut Encoder, head: &Head, buf: &[u8], out: &mut Vec<
             scheme = abs.map_or(&b"http"[..], |a| a.0);
         }
         let path = match abs {
-            Some((_, _, p)) if p.is_empty() => &b"/"[..],
+            Some((_, _, b"")) => &b"/"[..],
             Some((_, _, p)) => p,
             None => target,
         };

@@ -42,7 +42,11 @@ fn headers(h: &Head) -> Vec<(String, String)> {
 fn request_maps_pseudo_headers() {
     let (h, r) = build(
         BlockKind::Request,
-        &with(&[("content-length", "5"), ("te", "trailers"), ("cookie", "a=b")]),
+        &with(&[
+            ("content-length", "5"),
+            ("te", "trailers"),
+            ("cookie", "a=b"),
+        ]),
     );
     assert_eq!(r, Ok(Some(5)));
     let v = h.view(&[]);
@@ -73,7 +77,12 @@ fn host_equal_to_authority_is_not_duplicated() {
     // Without :authority, host is kept.
     let (h, r) = build(
         BlockKind::Request,
-        &[(":method", "GET"), (":scheme", "http"), (":path", "/"), ("host", "h")],
+        &[
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/"),
+            ("host", "h"),
+        ],
     );
     assert_eq!(r, Ok(None));
     assert_eq!(h.view(&[]).get_last(b"host"), Some(&b"h"[..]));
@@ -81,12 +90,19 @@ fn host_equal_to_authority_is_not_duplicated() {
 
 #[test]
 fn connect_targets_authority() {
-    let (h, r) = build(BlockKind::Request, &[(":method", "CONNECT"), (":authority", "h:443")]);
+    let (h, r) = build(
+        BlockKind::Request,
+        &[(":method", "CONNECT"), (":authority", "h:443")],
+    );
     assert_eq!(r, Ok(None));
     assert_eq!(h.view(&[]).target(), b"h:443");
     let (_, r) = build(
         BlockKind::Request,
-        &[(":method", "CONNECT"), (":authority", "h:443"), (":path", "/")],
+        &[
+            (":method", "CONNECT"),
+            (":authority", "h:443"),
+            (":path", "/"),
+        ],
     );
     assert!(matches!(r, Err(Reject::Malformed(_))));
 }
@@ -117,11 +133,17 @@ fn malformed_requests() {
         ("response pseudo", with(&[(":status", "200")])),
         ("connection", with(&[("connection", "keep-alive")])),
         ("keep-alive", with(&[("keep-alive", "1")])),
-        ("transfer-encoding", with(&[("transfer-encoding", "chunked")])),
+        (
+            "transfer-encoding",
+            with(&[("transfer-encoding", "chunked")]),
+        ),
         ("upgrade", with(&[("upgrade", "h2c")])),
         ("te", with(&[("te", "gzip")])),
         ("content-length", with(&[("content-length", "x")])),
-        ("conflict", with(&[("content-length", "1"), ("content-length", "2")])),
+        (
+            "conflict",
+            with(&[("content-length", "1"), ("content-length", "2")]),
+        ),
         ("value CR", with(&[("x", "a\rb")])),
         ("value lead space", with(&[("x", " a")])),
         ("missing method", REQ[1..].to_vec()),
@@ -135,7 +157,10 @@ fn malformed_requests() {
         let (_, r) = build(BlockKind::Request, f);
         assert!(matches!(r, Err(Reject::Malformed(_))), "{what}: {r:?}");
     }
-    let (_, r) = build(BlockKind::Request, &[(":method", "OPTIONS"), (":scheme", "http"), (":path", "*")]);
+    let (_, r) = build(
+        BlockKind::Request,
+        &[(":method", "OPTIONS"), (":scheme", "http"), (":path", "*")],
+    );
     assert_eq!(r, Ok(None));
     for f in [
         vec![("x", "1")],

@@ -22,7 +22,10 @@ fn rapid_reset_budget_closes_with_enhance_your_calm() {
     assert!(f.error.is_none(), "{:?}", f.error);
     assert_eq!(c.glitches(), 200);
     // ...the next one is not.
-    let f = feed(&mut c, &cat(&[p.headers(401, GET, false), rst(401, E::CANCEL)]));
+    let f = feed(
+        &mut c,
+        &cat(&[p.headers(401, GET, false), rst(401, E::CANCEL)]),
+    );
     assert_eq!(f.error.map(|e| e.code), Some(E::ENHANCE_YOUR_CALM));
     assert_eq!(f.goaway(), Some(E::ENHANCE_YOUR_CALM));
 }
@@ -40,7 +43,10 @@ fn completed_streams_earn_budget_back() {
     for i in 0..50u32 {
         let id = 1 + 4 * i;
         // One reset stream, one completed stream: the count stays low.
-        let f = feed(&mut c, &cat(&[p.headers(id, GET, false), rst(id, E::CANCEL)]));
+        let f = feed(
+            &mut c,
+            &cat(&[p.headers(id, GET, false), rst(id, E::CANCEL)]),
+        );
         assert!(f.error.is_none(), "{i}");
         feed(&mut c, &p.headers(id + 2, GET, true));
         c.send_response(id + 2, &resp, &[], true, &mut out).unwrap();
@@ -186,7 +192,10 @@ fn oversized_frame_and_control_frame() {
     });
     let f = feed(&mut c, &raw(kind::GOAWAY, 0, 0, &[0; 20_000]));
     assert_eq!(f.error.map(|e| e.code), Some(E::ENHANCE_YOUR_CALM));
-    let f = feed(&mut server(), &raw(kind::HEADERS, flag::END_HEADERS, 1, &[0x82; 16380]));
+    let f = feed(
+        &mut server(),
+        &raw(kind::HEADERS, flag::END_HEADERS, 1, &[0x82; 16380]),
+    );
     assert_eq!(f.error.map(|e| e.code), Some(E::ENHANCE_YOUR_CALM));
 }
 

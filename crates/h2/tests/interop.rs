@@ -15,7 +15,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 const BODY_LEN: usize = 200_000;
 
 fn body(seed: u8) -> Vec<u8> {
-    (0..BODY_LEN).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..BODY_LEN)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
@@ -23,7 +25,11 @@ fn run<F: std::future::Future>(f: F) -> F::Output {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async { tokio::time::timeout(Duration::from_secs(20), f).await.expect("deadline") })
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), f)
+            .await
+            .expect("deadline")
+    })
 }
 
 /// One exchange as our side sees it.
@@ -53,9 +59,18 @@ fn fields(h: &Head) -> Vec<(String, String)> {
 }
 
 /// Records one event; returns the stream it completed, if any.
-fn on_event(conn: &mut Conn, ex: &mut HashMap<u32, Exchange>, e: Event<'_>, out: &mut Vec<u8>) -> Option<u32> {
+fn on_event(
+    conn: &mut Conn,
+    ex: &mut HashMap<u32, Exchange>,
+    e: Event<'_>,
+    out: &mut Vec<u8>,
+) -> Option<u32> {
     match e {
-        Event::Head { stream, head, end_stream } => {
+        Event::Head {
+            stream,
+            head,
+            end_stream,
+        } => {
             let x = ex.entry(stream).or_default();
             if head.view(&[]).status() >= 100 && head.view(&[]).status() < 200 {
                 msg::give(head);
@@ -65,7 +80,11 @@ fn on_event(conn: &mut Conn, ex: &mut HashMap<u32, Exchange>, e: Event<'_>, out:
             x.ended = end_stream;
             end_stream.then_some(stream)
         }
-        Event::Data { stream, data, end_stream } => {
+        Event::Data {
+            stream,
+            data,
+            end_stream,
+        } => {
             let x = ex.entry(stream).or_default();
             x.body.extend_from_slice(data);
             conn.release(stream, data.len(), out);
@@ -92,7 +111,9 @@ fn pump(conn: &mut Conn, ex: &mut HashMap<u32, Exchange>, out: &mut Vec<u8>) {
         if x.finished || x.trailer.is_none() {
             continue;
         }
-        let n = conn.send_data(id, &x.to_send[x.sent..], false, out).unwrap();
+        let n = conn
+            .send_data(id, &x.to_send[x.sent..], false, out)
+            .unwrap();
         x.sent += n;
         if x.sent == x.to_send.len() {
             let mut t = Head::default();
@@ -131,7 +152,9 @@ async fn drive(
         len += n;
         let mut pos = 0;
         loop {
-            let r = conn.recv(&mut buf[pos..len], &mut out).expect("connection error");
+            let r = conn
+                .recv(&mut buf[pos..len], &mut out)
+                .expect("connection error");
             let stop = r.consumed == 0 && r.event.is_none();
             pos += r.consumed;
             if let Some(e) = r.event {
@@ -293,13 +316,24 @@ fn our_client_against_h2_server() {
             x.to_send = body(10 + i);
             x.trailer = Some(format!("t{i}"));
         }
-        drive(conn, out, a, &mut ex, |_, _, _, _| {}, |ex| ex.values().all(|x| x.ended)).await;
+        drive(
+            conn,
+            out,
+            a,
+            &mut ex,
+            |_, _, _, _| {},
+            |ex| ex.values().all(|x| x.ended),
+        )
+        .await;
         assert_eq!(ex.len(), 3);
         for (i, id) in [1u32, 3, 5].iter().enumerate() {
             let x = &ex[id];
             let h = x.head.as_ref().unwrap();
             assert_eq!(h.view(&[]).status(), 201);
-            assert_eq!(h.view(&[]).get_last(b"x-path"), Some(format!("/up/{i}").as_bytes()));
+            assert_eq!(
+                h.view(&[]).get_last(b"x-path"),
+                Some(format!("/up/{i}").as_bytes())
+            );
             assert!(x.body == body(10 + i as u8), "body {i} differs");
             assert_eq!(x.trailers, vec![("x-trailer".to_string(), format!("t{i}"))]);
         }

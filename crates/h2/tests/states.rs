@@ -91,16 +91,26 @@ fn idle_open_half_closed_closed_get() {
     assert_eq!(c.active_streams(), 1);
     // half-closed (remote) -> closed when the response ends.
     let mut out = Vec::new();
-    c.send_response(1, &response(200), &[], false, &mut out).unwrap();
+    c.send_response(1, &response(200), &[], false, &mut out)
+        .unwrap();
     assert_eq!(c.send_data(1, b"hello", true, &mut out), Ok(5));
     assert_eq!(c.active_streams(), 0);
     let w = frames(&out);
     assert_eq!(w[0].kind, kind::HEADERS);
     assert_eq!(w[0].flags, flag::END_HEADERS);
-    assert_eq!(p.decode(&w[0].payload), vec![(":status".into(), "200".into())]);
-    assert_eq!((w[1].kind, w[1].flags, &w[1].payload[..]), (kind::DATA, flag::END_STREAM, &b"hello"[..]));
+    assert_eq!(
+        p.decode(&w[0].payload),
+        vec![(":status".into(), "200".into())]
+    );
+    assert_eq!(
+        (w[1].kind, w[1].flags, &w[1].payload[..]),
+        (kind::DATA, flag::END_STREAM, &b"hello"[..])
+    );
     // Sending on a closed stream is refused.
-    assert_eq!(c.send_data(1, b"x", true, &mut out), Err(SendError::StreamClosed));
+    assert_eq!(
+        c.send_data(1, b"x", true, &mut out),
+        Err(SendError::StreamClosed)
+    );
 }
 
 #[test]
@@ -115,16 +125,41 @@ fn open_with_body_and_trailers_both_ways() {
     ]);
     let f = feed(&mut c, &b);
     assert_eq!(f.events.len(), 4, "{f:?}");
-    assert!(matches!(&f.events[0], Ev::Head { stream: 3, end: false, .. }));
-    assert_eq!(f.events[1], Ev::Data { stream: 3, data: b"abc".to_vec(), end: false });
-    assert_eq!(f.events[2], Ev::Data { stream: 3, data: b"def".to_vec(), end: false });
+    assert!(matches!(
+        &f.events[0],
+        Ev::Head {
+            stream: 3,
+            end: false,
+            ..
+        }
+    ));
+    assert_eq!(
+        f.events[1],
+        Ev::Data {
+            stream: 3,
+            data: b"abc".to_vec(),
+            end: false
+        }
+    );
+    assert_eq!(
+        f.events[2],
+        Ev::Data {
+            stream: 3,
+            data: b"def".to_vec(),
+            end: false
+        }
+    );
     assert_eq!(
         f.events[3],
-        Ev::Trailers { stream: 3, fields: vec![("x-checksum".into(), "1".into())] }
+        Ev::Trailers {
+            stream: 3,
+            fields: vec![("x-checksum".into(), "1".into())]
+        }
     );
     // Open (local side): response, data, trailers.
     let mut out = Vec::new();
-    c.send_response(3, &response(200), &[], false, &mut out).unwrap();
+    c.send_response(3, &response(200), &[], false, &mut out)
+        .unwrap();
     c.send_data(3, b"ok", false, &mut out).unwrap();
     let mut t = Head::default();
     t.start_request(b"", b"", 20);
@@ -135,7 +170,10 @@ fn open_with_body_and_trailers_both_ways() {
     assert_eq!(w.len(), 3);
     assert_eq!(w[2].flags, flag::END_HEADERS | flag::END_STREAM);
     p.decode(&w[0].payload);
-    assert_eq!(p.decode(&w[2].payload), vec![("grpc-status".into(), "0".into())]);
+    assert_eq!(
+        p.decode(&w[2].payload),
+        vec![("grpc-status".into(), "0".into())]
+    );
 }
 
 #[test]
@@ -144,22 +182,39 @@ fn half_closed_local_then_peer_ends() {
     let mut p = Peer::default();
     feed(&mut c, &p.headers(1, POST, false));
     let mut out = Vec::new();
-    c.send_response(1, &response(200), &[], true, &mut out).unwrap();
+    c.send_response(1, &response(200), &[], true, &mut out)
+        .unwrap();
     // half-closed (local): still receiving.
     assert_eq!(c.active_streams(), 1);
     let f = feed(&mut c, &data(1, b"late", true));
-    assert_eq!(f.events, vec![Ev::Data { stream: 1, data: b"late".to_vec(), end: true }]);
+    assert_eq!(
+        f.events,
+        vec![Ev::Data {
+            stream: 1,
+            data: b"late".to_vec(),
+            end: true
+        }]
+    );
     assert_eq!(c.active_streams(), 0);
 }
 
 #[test]
 fn http2_5_1_idle_frames() {
     let mut p = Peer::default();
-    conn_error(&feed(&mut server(), &data(1, b"test", true)), E::PROTOCOL_ERROR);
+    conn_error(
+        &feed(&mut server(), &data(1, b"test", true)),
+        E::PROTOCOL_ERROR,
+    );
     conn_error(&feed(&mut server(), &rst(1, E::CANCEL)), E::PROTOCOL_ERROR);
-    conn_error(&feed(&mut server(), &window_update(1, 100)), E::PROTOCOL_ERROR);
+    conn_error(
+        &feed(&mut server(), &window_update(1, 100)),
+        E::PROTOCOL_ERROR,
+    );
     let block = p.block(GET);
-    let f = feed(&mut server(), &raw(kind::CONTINUATION, flag::END_HEADERS, 1, &block));
+    let f = feed(
+        &mut server(),
+        &raw(kind::CONTINUATION, flag::END_HEADERS, 1, &block),
+    );
     conn_error(&f, E::PROTOCOL_ERROR);
     // PRIORITY on an idle stream is fine and opens nothing.
     let mut c = server();
@@ -172,32 +227,64 @@ fn http2_5_1_idle_frames() {
 fn http2_5_1_half_closed_remote() {
     let mut p = Peer::default();
     let mut c = server();
-    let f = feed(&mut c, &cat(&[p.headers(1, GET, true), data(1, b"test", true)]));
+    let f = feed(
+        &mut c,
+        &cat(&[p.headers(1, GET, true), data(1, b"test", true)]),
+    );
     stream_error(&f, 1, E::STREAM_CLOSED);
-    assert!(matches!(f.events[1], Ev::Reset { stream: 1, code: E::STREAM_CLOSED, remote: false }));
+    assert!(matches!(
+        f.events[1],
+        Ev::Reset {
+            stream: 1,
+            code: E::STREAM_CLOSED,
+            remote: false
+        }
+    ));
     let mut p = Peer::indexing();
     let mut c = server();
-    let f = feed(&mut c, &cat(&[p.headers(1, GET, true), p.headers(1, GET, true)]));
+    let f = feed(
+        &mut c,
+        &cat(&[p.headers(1, GET, true), p.headers(1, GET, true)]),
+    );
     stream_error(&f, 1, E::STREAM_CLOSED);
     // The HPACK table stayed in step: a new stream decodes fine.
     let f = feed(&mut c, &p.headers(3, GET, true));
     assert!(matches!(f.events[0], Ev::Head { stream: 3, .. }), "{f:?}");
     // WINDOW_UPDATE, PRIORITY and RST_STREAM remain allowed.
-    let f = feed(&mut c, &cat(&[window_update(3, 10), raw(kind::PRIORITY, 0, 3, &[0, 0, 0, 0, 1])]));
+    let f = feed(
+        &mut c,
+        &cat(&[
+            window_update(3, 10),
+            raw(kind::PRIORITY, 0, 3, &[0, 0, 0, 0, 1]),
+        ]),
+    );
     assert_eq!(f.events, vec![Ev::Window(3)]);
     let f = feed(&mut c, &rst(3, E::CANCEL));
-    assert_eq!(f.events, vec![Ev::Reset { stream: 3, code: E::CANCEL, remote: true }]);
+    assert_eq!(
+        f.events,
+        vec![Ev::Reset {
+            stream: 3,
+            code: E::CANCEL,
+            remote: true
+        }]
+    );
 }
 
 #[test]
 fn http2_5_1_closed_after_peer_reset() {
     let mut p = Peer::default();
     let mut c = server();
-    feed(&mut c, &cat(&[p.headers(1, POST, false), rst(1, E::CANCEL)]));
+    feed(
+        &mut c,
+        &cat(&[p.headers(1, POST, false), rst(1, E::CANCEL)]),
+    );
     assert_eq!(c.active_streams(), 0);
     stream_error(&feed(&mut c, &data(1, b"test", true)), 1, E::STREAM_CLOSED);
     let mut c = server();
-    feed(&mut c, &cat(&[p.headers(1, POST, false), rst(1, E::CANCEL)]));
+    feed(
+        &mut c,
+        &cat(&[p.headers(1, POST, false), rst(1, E::CANCEL)]),
+    );
     stream_error(&feed(&mut c, &p.headers(1, GET, true)), 1, E::STREAM_CLOSED);
 }
 
@@ -207,11 +294,13 @@ fn http2_5_1_closed_after_end_stream() {
     let mut out = Vec::new();
     let mut c = server();
     feed(&mut c, &p.headers(1, GET, true));
-    c.send_response(1, &response(204), &[], true, &mut out).unwrap();
+    c.send_response(1, &response(204), &[], true, &mut out)
+        .unwrap();
     conn_error(&feed(&mut c, &data(1, b"test", true)), E::STREAM_CLOSED);
     let mut c = server();
     feed(&mut c, &p.headers(1, GET, true));
-    c.send_response(1, &response(204), &[], true, &mut out).unwrap();
+    c.send_response(1, &response(204), &[], true, &mut out)
+        .unwrap();
     conn_error(&feed(&mut c, &p.headers(1, GET, true)), E::STREAM_CLOSED);
 }
 
@@ -223,8 +312,14 @@ fn frames_on_streams_we_reset_are_ignored() {
     let mut out = Vec::new();
     c.reset(1, E::CANCEL, &mut out);
     assert_eq!(frames(&out)[0].code(), Some(E::CANCEL));
-    let f = feed(&mut c, &cat(&[data(1, b"x", false), p.headers(1, &[("a", "b")], true)]));
-    assert!(f.error.is_none() && f.events.is_empty() && f.resets().is_empty(), "{f:?}");
+    let f = feed(
+        &mut c,
+        &cat(&[data(1, b"x", false), p.headers(1, &[("a", "b")], true)]),
+    );
+    assert!(
+        f.error.is_none() && f.events.is_empty() && f.resets().is_empty(),
+        "{f:?}"
+    );
     // The HPACK table followed the ignored block.
     let f = feed(&mut c, &p.headers(3, GET, true));
     assert!(matches!(f.events[0], Ev::Head { stream: 3, .. }), "{f:?}");
@@ -233,9 +328,15 @@ fn frames_on_streams_we_reset_are_ignored() {
 #[test]
 fn http2_5_1_1_stream_identifiers() {
     let mut p = Peer::default();
-    conn_error(&feed(&mut server(), &p.headers(2, GET, true)), E::PROTOCOL_ERROR);
+    conn_error(
+        &feed(&mut server(), &p.headers(2, GET, true)),
+        E::PROTOCOL_ERROR,
+    );
     let mut c = server();
-    let f = feed(&mut c, &cat(&[p.headers(5, GET, true), p.headers(3, GET, true)]));
+    let f = feed(
+        &mut c,
+        &cat(&[p.headers(5, GET, true), p.headers(3, GET, true)]),
+    );
     conn_error(&f, E::PROTOCOL_ERROR);
 }
 
@@ -248,13 +349,18 @@ fn http2_5_1_2_concurrency_refused() {
     });
     let f = feed(
         &mut c,
-        &cat(&[p.headers(1, GET, true), p.headers(3, GET, true), p.headers(5, GET, true)]),
+        &cat(&[
+            p.headers(1, GET, true),
+            p.headers(3, GET, true),
+            p.headers(5, GET, true),
+        ]),
     );
     stream_error(&f, 5, E::REFUSED_STREAM);
     assert_eq!(c.active_streams(), 2);
     // Once one ends, a new one is accepted (HPACK still in step).
     let mut out = Vec::new();
-    c.send_response(1, &response(200), &[], true, &mut out).unwrap();
+    c.send_response(1, &response(200), &[], true, &mut out)
+        .unwrap();
     let f = feed(&mut c, &p.headers(7, GET, true));
     assert!(matches!(f.events[0], Ev::Head { stream: 7, .. }), "{f:?}");
 }
@@ -269,14 +375,22 @@ fn http2_5_3_1_self_dependency() {
         block: &block,
         end_stream: true,
         end_headers: true,
-        priority: Some(frame::Priority { dependency: 1, exclusive: false, weight: 0 }),
+        priority: Some(frame::Priority {
+            dependency: 1,
+            exclusive: false,
+            weight: 0,
+        }),
         pad: 0,
     }
     .encode(&mut b);
     let mut c = server();
     stream_error(&feed(&mut c, &b), 1, E::PROTOCOL_ERROR);
     let mut c = server();
-    stream_error(&feed(&mut c, &raw(kind::PRIORITY, 0, 3, &[0, 0, 0, 3, 0])), 3, E::PROTOCOL_ERROR);
+    stream_error(
+        &feed(&mut c, &raw(kind::PRIORITY, 0, 3, &[0, 0, 0, 3, 0])),
+        3,
+        E::PROTOCOL_ERROR,
+    );
 }
 
 #[test]
@@ -314,7 +428,9 @@ fn continuation_reassembled_in_place() {
     let f = feed(&mut c, &b);
     assert_eq!(f.left, 0);
     match &f.events[0] {
-        Ev::Head { fields, end: true, .. } => assert_eq!(fields.last().unwrap().1, long),
+        Ev::Head {
+            fields, end: true, ..
+        } => assert_eq!(fields.last().unwrap().1, long),
         e => panic!("{e:?}"),
     }
 }
@@ -333,21 +449,45 @@ fn http2_6_2_and_6_10_header_block_interleaving() {
         conn_error(&feed(&mut server(), &b), E::PROTOCOL_ERROR);
     }
     // CONTINUATION after a complete HEADERS.
-    let b = cat(&[p.headers(1, GET, false), raw(kind::CONTINUATION, flag::END_HEADERS, 1, &block)]);
+    let b = cat(&[
+        p.headers(1, GET, false),
+        raw(kind::CONTINUATION, flag::END_HEADERS, 1, &block),
+    ]);
     conn_error(&feed(&mut server(), &b), E::PROTOCOL_ERROR);
 }
 
 #[test]
 fn http2_6_1_data_checks() {
     let mut p = Peer::default();
-    conn_error(&feed(&mut server(), &raw(kind::DATA, 0, 0, b"x")), E::PROTOCOL_ERROR);
-    let b = cat(&[p.headers(1, POST, false), raw(kind::DATA, flag::PADDED, 1, &[4, 1, 2])]);
+    conn_error(
+        &feed(&mut server(), &raw(kind::DATA, 0, 0, b"x")),
+        E::PROTOCOL_ERROR,
+    );
+    let b = cat(&[
+        p.headers(1, POST, false),
+        raw(kind::DATA, flag::PADDED, 1, &[4, 1, 2]),
+    ]);
     conn_error(&feed(&mut server(), &b), E::PROTOCOL_ERROR);
     // Padding is stripped and its bytes are not delivered.
     let mut c = server();
-    let b = cat(&[p.headers(1, POST, false), raw(kind::DATA, flag::PADDED | flag::END_STREAM, 1, &[2, b'h', b'i', 0, 0])]);
+    let b = cat(&[
+        p.headers(1, POST, false),
+        raw(
+            kind::DATA,
+            flag::PADDED | flag::END_STREAM,
+            1,
+            &[2, b'h', b'i', 0, 0],
+        ),
+    ]);
     let f = feed(&mut c, &b);
-    assert_eq!(f.events[1], Ev::Data { stream: 1, data: b"hi".to_vec(), end: true });
+    assert_eq!(
+        f.events[1],
+        Ev::Data {
+            stream: 1,
+            data: b"hi".to_vec(),
+            end: true
+        }
+    );
 }
 
 #[test]
@@ -360,43 +500,109 @@ fn data_delivered_as_it_arrives() {
     let mut buf = d[..13].to_vec();
     let r = c.recv(&mut buf, &mut out).unwrap();
     assert_eq!(r.consumed, 13);
-    assert!(matches!(r.event, Some(fairlead_h2::Event::Data { data: b"0123", end_stream: false, .. })));
+    assert!(matches!(
+        r.event,
+        Some(fairlead_h2::Event::Data {
+            data: b"0123",
+            end_stream: false,
+            ..
+        })
+    ));
     let mut buf = d[13..].to_vec();
     let r = c.recv(&mut buf, &mut out).unwrap();
     assert_eq!(r.consumed, 6);
-    assert!(matches!(r.event, Some(fairlead_h2::Event::Data { data: b"456789", end_stream: true, .. })));
+    assert!(matches!(
+        r.event,
+        Some(fairlead_h2::Event::Data {
+            data: b"456789",
+            end_stream: true,
+            ..
+        })
+    ));
 }
 
 #[test]
 fn http2_6_4_and_6_7_and_6_8_control_frames() {
     conn_error(&feed(&mut server(), &rst(0, E::CANCEL)), E::PROTOCOL_ERROR);
     let mut p = Peer::default();
-    let b = cat(&[p.headers(1, POST, false), raw(kind::RST_STREAM, 0, 1, &[0, 0, 0])]);
+    let b = cat(&[
+        p.headers(1, POST, false),
+        raw(kind::RST_STREAM, 0, 1, &[0, 0, 0]),
+    ]);
     conn_error(&feed(&mut server(), &b), E::FRAME_SIZE_ERROR);
     // PING: answered with the same payload; an ACK is not answered.
     let mut c = server();
     let f = feed(&mut c, &raw(kind::PING, 0, 0, b"pingdata"));
-    assert_eq!((f.out[0].flags, &f.out[0].payload[..]), (flag::ACK, &b"pingdata"[..]));
+    assert_eq!(
+        (f.out[0].flags, &f.out[0].payload[..]),
+        (flag::ACK, &b"pingdata"[..])
+    );
     let f = feed(&mut c, &raw(kind::PING, flag::ACK, 0, b"pongdata"));
     assert!(f.out.is_empty());
     assert_eq!(f.events, vec![Ev::Pong(*b"pongdata")]);
-    conn_error(&feed(&mut server(), &raw(kind::PING, 0, 1, &[0; 8])), E::PROTOCOL_ERROR);
-    conn_error(&feed(&mut server(), &raw(kind::PING, 0, 0, &[0; 6])), E::FRAME_SIZE_ERROR);
-    conn_error(&feed(&mut server(), &raw(kind::GOAWAY, 0, 1, &[0; 8])), E::PROTOCOL_ERROR);
+    conn_error(
+        &feed(&mut server(), &raw(kind::PING, 0, 1, &[0; 8])),
+        E::PROTOCOL_ERROR,
+    );
+    conn_error(
+        &feed(&mut server(), &raw(kind::PING, 0, 0, &[0; 6])),
+        E::FRAME_SIZE_ERROR,
+    );
+    conn_error(
+        &feed(&mut server(), &raw(kind::GOAWAY, 0, 1, &[0; 8])),
+        E::PROTOCOL_ERROR,
+    );
     // PRIORITY of a wrong length: a stream error.
-    stream_error(&feed(&mut server(), &raw(kind::PRIORITY, 0, 1, &[0; 4])), 1, E::FRAME_SIZE_ERROR);
-    conn_error(&feed(&mut server(), &raw(kind::PRIORITY, 0, 0, &[0; 5])), E::PROTOCOL_ERROR);
+    stream_error(
+        &feed(&mut server(), &raw(kind::PRIORITY, 0, 1, &[0; 4])),
+        1,
+        E::FRAME_SIZE_ERROR,
+    );
+    conn_error(
+        &feed(&mut server(), &raw(kind::PRIORITY, 0, 0, &[0; 5])),
+        E::PROTOCOL_ERROR,
+    );
 }
 
 #[test]
 fn http2_6_5_settings() {
-    conn_error(&feed(&mut server(), &raw(kind::SETTINGS, flag::ACK, 0, &[0; 6])), E::FRAME_SIZE_ERROR);
-    conn_error(&feed(&mut server(), &raw(kind::SETTINGS, 0, 1, &[])), E::PROTOCOL_ERROR);
-    conn_error(&feed(&mut server(), &raw(kind::SETTINGS, 0, 0, &[0; 3])), E::FRAME_SIZE_ERROR);
-    conn_error(&feed(&mut server(), &settings(&[(setting::ENABLE_PUSH, 2)])), E::PROTOCOL_ERROR);
-    conn_error(&feed(&mut server(), &settings(&[(setting::INITIAL_WINDOW_SIZE, 1 << 31)])), E::FLOW_CONTROL_ERROR);
-    conn_error(&feed(&mut server(), &settings(&[(setting::MAX_FRAME_SIZE, 16383)])), E::PROTOCOL_ERROR);
-    conn_error(&feed(&mut server(), &settings(&[(setting::MAX_FRAME_SIZE, 1 << 24)])), E::PROTOCOL_ERROR);
+    conn_error(
+        &feed(&mut server(), &raw(kind::SETTINGS, flag::ACK, 0, &[0; 6])),
+        E::FRAME_SIZE_ERROR,
+    );
+    conn_error(
+        &feed(&mut server(), &raw(kind::SETTINGS, 0, 1, &[])),
+        E::PROTOCOL_ERROR,
+    );
+    conn_error(
+        &feed(&mut server(), &raw(kind::SETTINGS, 0, 0, &[0; 3])),
+        E::FRAME_SIZE_ERROR,
+    );
+    conn_error(
+        &feed(&mut server(), &settings(&[(setting::ENABLE_PUSH, 2)])),
+        E::PROTOCOL_ERROR,
+    );
+    conn_error(
+        &feed(
+            &mut server(),
+            &settings(&[(setting::INITIAL_WINDOW_SIZE, 1 << 31)]),
+        ),
+        E::FLOW_CONTROL_ERROR,
+    );
+    conn_error(
+        &feed(
+            &mut server(),
+            &settings(&[(setting::MAX_FRAME_SIZE, 16383)]),
+        ),
+        E::PROTOCOL_ERROR,
+    );
+    conn_error(
+        &feed(
+            &mut server(),
+            &settings(&[(setting::MAX_FRAME_SIZE, 1 << 24)]),
+        ),
+        E::PROTOCOL_ERROR,
+    );
     // Unknown settings are ignored; the frame is acknowledged.
     let f = feed(&mut server(), &settings(&[(0xff, 1)]));
     assert_eq!((f.out[0].kind, f.out[0].flags), (kind::SETTINGS, flag::ACK));
@@ -405,12 +611,21 @@ fn http2_6_5_settings() {
 #[test]
 fn http2_6_9_window_update() {
     let mut p = Peer::default();
-    conn_error(&feed(&mut server(), &window_update(0, 0)), E::PROTOCOL_ERROR);
+    conn_error(
+        &feed(&mut server(), &window_update(0, 0)),
+        E::PROTOCOL_ERROR,
+    );
     let b = cat(&[p.headers(1, GET, false), window_update(1, 0)]);
     stream_error(&feed(&mut server(), &b), 1, E::PROTOCOL_ERROR);
-    conn_error(&feed(&mut server(), &raw(kind::WINDOW_UPDATE, 0, 0, &[0; 3])), E::FRAME_SIZE_ERROR);
+    conn_error(
+        &feed(&mut server(), &raw(kind::WINDOW_UPDATE, 0, 0, &[0; 3])),
+        E::FRAME_SIZE_ERROR,
+    );
     // 6.9.1: overflow.
-    conn_error(&feed(&mut server(), &window_update(0, (1 << 31) - 1)), E::FLOW_CONTROL_ERROR);
+    conn_error(
+        &feed(&mut server(), &window_update(0, (1 << 31) - 1)),
+        E::FLOW_CONTROL_ERROR,
+    );
     let b = cat(&[p.headers(1, GET, false), window_update(1, (1 << 31) - 1)]);
     stream_error(&feed(&mut server(), &b), 1, E::FLOW_CONTROL_ERROR);
 }
@@ -419,9 +634,16 @@ fn http2_6_9_window_update() {
 fn send_windows_and_initial_window_changes() {
     let mut p = Peer::default();
     let mut c = server();
-    feed(&mut c, &cat(&[settings(&[(setting::INITIAL_WINDOW_SIZE, 10)]), p.headers(1, GET, true)]));
+    feed(
+        &mut c,
+        &cat(&[
+            settings(&[(setting::INITIAL_WINDOW_SIZE, 10)]),
+            p.headers(1, GET, true),
+        ]),
+    );
     let mut out = Vec::new();
-    c.send_response(1, &response(200), &[], false, &mut out).unwrap();
+    c.send_response(1, &response(200), &[], false, &mut out)
+        .unwrap();
     assert_eq!(c.send_capacity(1), 10);
     assert_eq!(c.send_data(1, &[7; 25], true, &mut out), Ok(10));
     assert_eq!(c.send_capacity(1), 0);
@@ -433,7 +655,10 @@ fn send_windows_and_initial_window_changes() {
     assert_eq!(c.send_capacity(1), 3);
     feed(&mut c, &window_update(1, 100));
     // Overflow through SETTINGS.
-    let f = feed(&mut c, &settings(&[(setting::INITIAL_WINDOW_SIZE, (1 << 31) - 1)]));
+    let f = feed(
+        &mut c,
+        &settings(&[(setting::INITIAL_WINDOW_SIZE, (1 << 31) - 1)]),
+    );
     conn_error(&f, E::FLOW_CONTROL_ERROR);
 }
 
@@ -441,16 +666,25 @@ fn send_windows_and_initial_window_changes() {
 fn data_frames_split_at_peer_frame_size_and_conn_window() {
     let mut p = Peer::default();
     let mut c = server();
-    feed(&mut c, &cat(&[settings(&[(setting::INITIAL_WINDOW_SIZE, 1 << 20)]), p.headers(1, GET, true)]));
+    feed(
+        &mut c,
+        &cat(&[
+            settings(&[(setting::INITIAL_WINDOW_SIZE, 1 << 20)]),
+            p.headers(1, GET, true),
+        ]),
+    );
     let mut out = Vec::new();
-    c.send_response(1, &response(200), &[], false, &mut out).unwrap();
+    c.send_response(1, &response(200), &[], false, &mut out)
+        .unwrap();
     out.clear();
     // The connection window is still 65535.
     let body = vec![1u8; 100_000];
     assert_eq!(c.send_data(1, &body, true, &mut out), Ok(65535));
     let w = frames(&out);
     assert_eq!(w.len(), 4);
-    assert!(w.iter().all(|f| f.kind == kind::DATA && f.flags == 0 && f.payload.len() <= 16384));
+    assert!(w
+        .iter()
+        .all(|f| f.kind == kind::DATA && f.flags == 0 && f.payload.len() <= 16384));
     feed(&mut c, &window_update(0, 100_000));
     out.clear();
     assert_eq!(c.send_data(1, &body[65535..], true, &mut out), Ok(34465));
@@ -497,7 +731,13 @@ fn connection_window_overflow_is_a_connection_error() {
         initial_window_size: 1 << 20,
         ..Config::default()
     });
-    feed(&mut c, &cat(&[raw(kind::SETTINGS, flag::ACK, 0, &[]), p.headers(1, POST, false)]));
+    feed(
+        &mut c,
+        &cat(&[
+            raw(kind::SETTINGS, flag::ACK, 0, &[]),
+            p.headers(1, POST, false),
+        ]),
+    );
     let chunk = vec![0u8; 16384];
     let mut b = Vec::new();
     for _ in 0..4 {
@@ -531,11 +771,23 @@ fn http2_8_1_malformed_requests_reset_the_stream() {
     }
     // A second HEADERS without END_STREAM (8.1).
     let mut c = server();
-    let r = feed(&mut c, &cat(&[p.headers(1, POST, false), p.headers(1, &[("x", "1")], false)]));
+    let r = feed(
+        &mut c,
+        &cat(&[
+            p.headers(1, POST, false),
+            p.headers(1, &[("x", "1")], false),
+        ]),
+    );
     stream_error(&r, 1, E::PROTOCOL_ERROR);
     // Trailers with a pseudo-header.
     let mut c = server();
-    let r = feed(&mut c, &cat(&[p.headers(1, POST, false), p.headers(1, &[(":path", "/")], true)]));
+    let r = feed(
+        &mut c,
+        &cat(&[
+            p.headers(1, POST, false),
+            p.headers(1, &[(":path", "/")], true),
+        ]),
+    );
     stream_error(&r, 1, E::PROTOCOL_ERROR);
 }
 
@@ -543,11 +795,18 @@ fn http2_8_1_malformed_requests_reset_the_stream() {
 fn http2_8_1_2_6_content_length_mismatch() {
     let mut p = Peer::default();
     let post = [POST, &[("content-length", "4")]].concat();
-    let r = feed(&mut server(), &cat(&[p.headers(1, &post, false), data(1, b"abc", true)]));
+    let r = feed(
+        &mut server(),
+        &cat(&[p.headers(1, &post, false), data(1, b"abc", true)]),
+    );
     stream_error(&r, 1, E::PROTOCOL_ERROR);
     let r = feed(
         &mut server(),
-        &cat(&[p.headers(1, &post, false), data(1, b"abc", false), data(1, b"de", true)]),
+        &cat(&[
+            p.headers(1, &post, false),
+            data(1, b"abc", false),
+            data(1, b"de", true),
+        ]),
     );
     stream_error(&r, 1, E::PROTOCOL_ERROR);
     let r = feed(&mut server(), &p.headers(1, &post, true));
@@ -556,15 +815,30 @@ fn http2_8_1_2_6_content_length_mismatch() {
 
 #[test]
 fn http2_8_2_push_promise_refused() {
-    let b = raw(kind::PUSH_PROMISE, flag::END_HEADERS, 1, &[0, 0, 0, 2, 0x82]);
+    let b = raw(
+        kind::PUSH_PROMISE,
+        flag::END_HEADERS,
+        1,
+        &[0, 0, 0, 2, 0x82],
+    );
     conn_error(&feed(&mut server(), &b), E::PROTOCOL_ERROR);
 }
 
 #[test]
 fn hpack_errors_are_compression_errors() {
-    let b = raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &[0xbf]);
+    let b = raw(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &[0xbf],
+    );
     conn_error(&feed(&mut server(), &b), E::COMPRESSION_ERROR);
-    let b = raw(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, 1, &[0x82, 0x3f, 0xe1, 0x1f]);
+    let b = raw(
+        kind::HEADERS,
+        flag::END_HEADERS | flag::END_STREAM,
+        1,
+        &[0x82, 0x3f, 0xe1, 0x1f],
+    );
     conn_error(&feed(&mut server(), &b), E::COMPRESSION_ERROR);
 }
 
@@ -581,10 +855,19 @@ fn goaway_received_stops_new_streams() {
     let mut g = Vec::new();
     frame::write_goaway(&mut g, 1, E::NO_ERROR, b"bye");
     let f = feed(&mut c, &g);
-    assert_eq!(f.events, vec![Ev::GoAway { last: 1, code: E::NO_ERROR }]);
+    assert_eq!(
+        f.events,
+        vec![Ev::GoAway {
+            last: 1,
+            code: E::NO_ERROR
+        }]
+    );
     // Stream 3 was not processed: forgotten.
     assert_eq!(c.active_streams(), 1);
-    assert_eq!(c.send_request(&req, &[], true, &mut out), Err(SendError::GoingAway));
+    assert_eq!(
+        c.send_request(&req, &[], true, &mut out),
+        Err(SendError::GoingAway)
+    );
     assert_eq!(c.role(), Role::Client);
 }
 
@@ -596,7 +879,10 @@ fn graceful_shutdown_two_steps() {
     let mut out = Vec::new();
     c.shutdown(&mut out);
     let w = frames(&out);
-    assert_eq!((w[0].kind, &w[0].payload[..4]), (kind::GOAWAY, &[0x7f, 0xff, 0xff, 0xff][..]));
+    assert_eq!(
+        (w[0].kind, &w[0].payload[..4]),
+        (kind::GOAWAY, &[0x7f, 0xff, 0xff, 0xff][..])
+    );
     assert_eq!(w[1].kind, kind::PING);
     // A stream opened meanwhile is still served.
     let f = feed(&mut c, &p.headers(3, GET, true));
@@ -609,8 +895,10 @@ fn graceful_shutdown_two_steps() {
     let f = feed(&mut c, &p.headers(5, GET, true));
     assert!(f.events.is_empty() && f.out.is_empty());
     out.clear();
-    c.send_response(1, &response(200), &[], true, &mut out).unwrap();
-    c.send_response(3, &response(200), &[], true, &mut out).unwrap();
+    c.send_response(1, &response(200), &[], true, &mut out)
+        .unwrap();
+    c.send_response(3, &response(200), &[], true, &mut out)
+        .unwrap();
     assert!(c.is_done());
 }
 
@@ -664,7 +952,10 @@ fn client_respects_peer_max_concurrent_streams() {
     let mut req = Head::default();
     req.start_request(b"GET", b"/", 20);
     c.send_request(&req, &[], true, &mut out).unwrap();
-    assert_eq!(c.send_request(&req, &[], true, &mut out), Err(SendError::TooManyStreams));
+    assert_eq!(
+        c.send_request(&req, &[], true, &mut out),
+        Err(SendError::TooManyStreams)
+    );
 }
 
 #[test]
@@ -680,7 +971,10 @@ fn large_header_block_split_into_continuation() {
     let w = frames(&out);
     assert_eq!(w.len(), 2);
     assert_eq!((w[0].kind, w[0].flags), (kind::HEADERS, flag::END_STREAM));
-    assert_eq!((w[1].kind, w[1].flags), (kind::CONTINUATION, flag::END_HEADERS));
+    assert_eq!(
+        (w[1].kind, w[1].flags),
+        (kind::CONTINUATION, flag::END_HEADERS)
+    );
     let block = [w[0].payload.clone(), w[1].payload.clone()].concat();
     let fields = p.decode(&block);
     assert_eq!(fields[1].0, "x-big");

@@ -36,6 +36,9 @@ fn done<'a>(consumed: usize, event: Option<Event<'a>>) -> Recv<'a> {
     Recv { consumed, event }
 }
 
+/// A decoded head and the outcome of its checks (the content length).
+type Decoded = (Head, Result<Option<u64>, Reject>);
+
 /// How a header block is used.
 enum Use {
     /// Decoded for the table only.
@@ -328,18 +331,18 @@ impl Conn {
         let Some(payload) = input.get(HEADER_LEN..first) else {
             return Ok(nothing());
         };
-        let (block_len, end_stream, end_headers, priority) =
-            match frame::parse_payload(h, payload) {
-                Ok(Frame::Headers {
-                    block,
-                    end_stream,
-                    end_headers,
-                    priority,
-                    ..
-                }) => (block.len(), end_stream, end_headers, priority),
-                Ok(_) => return Err(self.fail(E::INTERNAL_ERROR, "not HEADERS", out)),
-                Err(e) => return Err(self.fail(e.code, e.reason, out)),
-            };
+        let (block_len, end_stream, end_headers, priority) = match frame::parse_payload(h, payload)
+        {
+            Ok(Frame::Headers {
+                block,
+                end_stream,
+                end_headers,
+                priority,
+                ..
+            }) => (block.len(), end_stream, end_headers, priority),
+            Ok(_) => return Err(self.fail(E::INTERNAL_ERROR, "not HEADERS", out)),
+            Err(e) => return Err(self.fail(e.code, e.reason, out)),
+        };
         let pad_len = if h.flags & flag::PADDED != 0 { 1 } else { 0 };
         let prio_len = if priority.is_some() { 5 } else { 0 };
         let block_start = HEADER_LEN + pad_len + prio_len;
@@ -396,14 +399,16 @@ impl Conn {
         block: &[u8],
         use_: Use,
         out: &mut Vec<u8>,
-    ) -> Result<Option<(Head, Result<Option<u64>, Reject>)>, Error> {
+    ) -> Result<Option<Decoded>, Error> {
         let max_list = self.cfg.max_header_list_size as usize;
         let max_fields = self.cfg.max_header_fields as usize;
         let decoder = &mut self.decoder;
         let r = SCRATCH.with(|s| {
             let mut scratch = s.borrow_mut();
             let r = match use_ {
-                Use::Ignore => decoder.decode(block, &mut scratch, |_, _, _| {}).map(|_| None),
+                Use::Ignore => decoder
+                    .decode(block, &mut scratch, |_, _, _| {})
+                    .map(|_| None),
                 Use::Decode(kind) => {
                     let mut head = msg::take();
                     let mut b = Builder::new(&mut head, kind, max_list, max_fields);
@@ -433,7 +438,7 @@ impl Conn {
         out: &mut Vec<u8>,
     ) -> Result<Option<Event<'static>>, Error> {
         // Even streams are server-initiated, i.e. pushed: never accepted.
-        if id % 2 == 0 {
+        if id.is_multiple_of(2) {
             return Err(self.fail(E::PROTOCOL_ERROR, "HEADERS on an even stream", out));
         }
         let existing = self.streams.get(id).copied();
@@ -680,7 +685,8 @@ impl Conn {
         let delta = i64::from(new) - i64::from(self.recv_initial);
         if delta != 0 {
             for s in self.streams.iter_mut() {
-                let w = (i64::from(s.recv_window) + delta).clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+                let w = (i64::from(s.recv_window) + delta)
+                    .clamp(i64::from(i32::MIN), i64::from(i32::MAX));
                 s.recv_window = w as i32;
             }
             self.recv_initial = new;
@@ -702,7 +708,11 @@ impl Conn {
                     return Err(self.fail(E::FLOW_CONTROL_ERROR, "initial window too large", out));
                 }
                 let delta = i64::from(v) - i64::from(self.peer.initial_window);
-                let max = self.streams.iter().map(|st| i64::from(st.send_window)).max();
+                let max = self
+                    .streams
+                    .iter()
+                    .map(|st| i64::from(st.send_window))
+                    .max();
                 if max.is_some_and(|m| m + delta > i64::from(MAX_WINDOW)) {
                     return Err(self.fail(E::FLOW_CONTROL_ERROR, "window overflow", out));
                 }
@@ -714,13 +724,21 @@ impl Conn {
             }
             s::MAX_FRAME_SIZE => {
                 if !(frame::DEFAULT_MAX_FRAME_SIZE..=frame::MAX_MAX_FRAME_SIZE).contains(&v) {
-                    return Err(self.fail(E::PROTOCOL_ERROR, "invalid SETTINGS_MAX_FRAME_SIZE", out));
+                    return Err(self.fail(
+                        E::PROTOCOL_ERROR,
+                        "invalid SETTINGS_MAX_FRAME_SIZE",
+                        out,
+                    ));
                 }
                 self.peer.max_frame_size = v;
             }
             s::ENABLE_CONNECT_PROTOCOL => {
                 if v > 1 {
-                    return Err(self.fail(E::PROTOCOL_ERROR, "invalid ENABLE_CONNECT_PROTOCOL", out));
+                    return Err(self.fail(
+                        E::PROTOCOL_ERROR,
+                        "invalid ENABLE_CONNECT_PROTOCOL",
+                        out,
+                    ));
                 }
                 self.peer.enable_connect_protocol = v == 1;
             }

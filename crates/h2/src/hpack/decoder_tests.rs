@@ -42,7 +42,9 @@ fn table(d: &Decoder) -> Vec<(String, String)> {
 }
 
 fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    v.iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -50,7 +52,10 @@ fn c_1_integers() {
     let mut pos = 0;
     assert_eq!(decode_int(&[0b01010], &mut pos, 5), Ok(10));
     pos = 0;
-    assert_eq!(decode_int(&[0b11111, 0b10011010, 0b00001010], &mut pos, 5), Ok(1337));
+    assert_eq!(
+        decode_int(&[0b11111, 0b10011010, 0b00001010], &mut pos, 5),
+        Ok(1337)
+    );
     assert_eq!(pos, 3);
     pos = 0;
     assert_eq!(decode_int(&[42], &mut pos, 8), Ok(42));
@@ -60,13 +65,19 @@ fn c_1_integers() {
 fn c_2_literals_and_indexed() {
     let mut d = Decoder::new(4096);
     let b = hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572");
-    assert_eq!(decode_all(&mut d, &b).unwrap(), fields(&[("custom-key", "custom-header")]));
+    assert_eq!(
+        decode_all(&mut d, &b).unwrap(),
+        fields(&[("custom-key", "custom-header")])
+    );
     assert_eq!(table(&d), pairs(&[("custom-key", "custom-header")]));
     assert_eq!(d.table().size(), 55);
 
     let mut d = Decoder::new(4096);
     let b = hex("040c 2f73 616d 706c 652f 7061 7468");
-    assert_eq!(decode_all(&mut d, &b).unwrap(), fields(&[(":path", "/sample/path")]));
+    assert_eq!(
+        decode_all(&mut d, &b).unwrap(),
+        fields(&[(":path", "/sample/path")])
+    );
     assert!(d.table().is_empty());
 
     let b = hex("1008 7061 7373 776f 7264 0673 6563 7265 74");
@@ -76,13 +87,21 @@ fn c_2_literals_and_indexed() {
     );
     assert!(d.table().is_empty());
 
-    assert_eq!(decode_all(&mut d, &[0x82]).unwrap(), fields(&[(":method", "GET")]));
+    assert_eq!(
+        decode_all(&mut d, &[0x82]).unwrap(),
+        fields(&[(":method", "GET")])
+    );
     assert!(d.table().is_empty());
 }
 
 fn requests(blocks: [&str; 3]) {
     let mut d = Decoder::new(4096);
-    let r1 = [(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")];
+    let r1 = [
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/"),
+        (":authority", "www.example.com"),
+    ];
     assert_eq!(decode_all(&mut d, &hex(blocks[0])).unwrap(), fields(&r1));
     assert_eq!(table(&d), pairs(&[(":authority", "www.example.com")]));
     assert_eq!(d.table().size(), 57);
@@ -91,7 +110,10 @@ fn requests(blocks: [&str; 3]) {
     assert_eq!(decode_all(&mut d, &hex(blocks[1])).unwrap(), fields(&r2));
     assert_eq!(
         table(&d),
-        pairs(&[("cache-control", "no-cache"), (":authority", "www.example.com")])
+        pairs(&[
+            ("cache-control", "no-cache"),
+            (":authority", "www.example.com")
+        ])
     );
     assert_eq!(d.table().size(), 110);
     let r3 = [
@@ -150,18 +172,38 @@ const COOKIE: &str = "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1";
 
 fn responses(blocks: [&str; 3]) {
     let mut d = Decoder::new(256);
-    let r1 = [(":status", "302"), ("cache-control", "private"), ("date", DATE1), ("location", LOC)];
+    let r1 = [
+        (":status", "302"),
+        ("cache-control", "private"),
+        ("date", DATE1),
+        ("location", LOC),
+    ];
     assert_eq!(decode_all(&mut d, &hex(blocks[0])).unwrap(), fields(&r1));
     assert_eq!(
         table(&d),
-        pairs(&[("location", LOC), ("date", DATE1), ("cache-control", "private"), (":status", "302")])
+        pairs(&[
+            ("location", LOC),
+            ("date", DATE1),
+            ("cache-control", "private"),
+            (":status", "302")
+        ])
     );
     assert_eq!(d.table().size(), 222);
-    let r2 = [(":status", "307"), ("cache-control", "private"), ("date", DATE1), ("location", LOC)];
+    let r2 = [
+        (":status", "307"),
+        ("cache-control", "private"),
+        ("date", DATE1),
+        ("location", LOC),
+    ];
     assert_eq!(decode_all(&mut d, &hex(blocks[1])).unwrap(), fields(&r2));
     assert_eq!(
         table(&d),
-        pairs(&[(":status", "307"), ("location", LOC), ("date", DATE1), ("cache-control", "private")])
+        pairs(&[
+            (":status", "307"),
+            ("location", LOC),
+            ("date", DATE1),
+            ("cache-control", "private")
+        ])
     );
     assert_eq!(d.table().size(), 222);
     let date2 = "Mon, 21 Oct 2013 20:13:22 GMT";
@@ -176,7 +218,11 @@ fn responses(blocks: [&str; 3]) {
     assert_eq!(decode_all(&mut d, &hex(blocks[2])).unwrap(), fields(&r3));
     assert_eq!(
         table(&d),
-        pairs(&[("set-cookie", COOKIE), ("content-encoding", "gzip"), ("date", date2)])
+        pairs(&[
+            ("set-cookie", COOKIE),
+            ("content-encoding", "gzip"),
+            ("date", date2)
+        ])
     );
     assert_eq!(d.table().size(), 215);
 }
@@ -199,7 +245,10 @@ fn malformed_blocks_are_compression_errors() {
     assert_eq!(decode_all(&mut d, &[0xbe]), Err(HpackError::BadIndex));
     assert_eq!(decode_all(&mut d, &[0x7f, 0x00]), Err(HpackError::BadIndex));
     // Truncated: a literal whose string runs past the end.
-    assert_eq!(decode_all(&mut d, &[0x40, 0x05, b'a']), Err(HpackError::Truncated));
+    assert_eq!(
+        decode_all(&mut d, &[0x40, 0x05, b'a']),
+        Err(HpackError::Truncated)
+    );
     assert_eq!(decode_all(&mut d, &[0x3f]), Err(HpackError::Truncated));
     // Integer overflow.
     assert_eq!(
@@ -207,15 +256,24 @@ fn malformed_blocks_are_compression_errors() {
         Err(HpackError::IntegerOverflow)
     );
     // Size update above the setting, and after a field.
-    assert_eq!(decode_all(&mut d, &[0x3f, 0xe2, 0x1f]), Err(HpackError::BadSizeUpdate));
-    assert_eq!(decode_all(&mut d, &[0x82, 0x20]), Err(HpackError::BadSizeUpdate));
+    assert_eq!(
+        decode_all(&mut d, &[0x3f, 0xe2, 0x1f]),
+        Err(HpackError::BadSizeUpdate)
+    );
+    assert_eq!(
+        decode_all(&mut d, &[0x82, 0x20]),
+        Err(HpackError::BadSizeUpdate)
+    );
     // Huffman string with EOS / bad padding.
     assert_eq!(
         decode_all(&mut d, &[0x00, 0x81, 0x00, 0x00]),
         Err(HpackError::Huffman)
     );
     // A size update at the start is fine.
-    assert_eq!(decode_all(&mut d, &[0x20, 0x82]).unwrap(), fields(&[(":method", "GET")]));
+    assert_eq!(
+        decode_all(&mut d, &[0x20, 0x82]).unwrap(),
+        fields(&[(":method", "GET")])
+    );
     assert_eq!(d.table().max_size(), 0);
 }
 

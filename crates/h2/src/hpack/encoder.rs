@@ -226,7 +226,12 @@ mod tests {
     type Fields = [&'static [(&'static str, &'static str)]; 3];
 
     const REQ: Fields = [
-        &[(":method", "GET"), (":scheme", "http"), (":path", "/"), (":authority", "www.example.com")],
+        &[
+            (":method", "GET"),
+            (":scheme", "http"),
+            (":path", "/"),
+            (":authority", "www.example.com"),
+        ],
         &[
             (":method", "GET"),
             (":scheme", "http"),
@@ -246,15 +251,28 @@ mod tests {
     const D1: &str = "Mon, 21 Oct 2013 20:13:21 GMT";
     const LOC: &str = "https://www.example.com";
     const RESP: Fields = [
-        &[(":status", "302"), ("cache-control", "private"), ("date", D1), ("location", LOC)],
-        &[(":status", "307"), ("cache-control", "private"), ("date", D1), ("location", LOC)],
+        &[
+            (":status", "302"),
+            ("cache-control", "private"),
+            ("date", D1),
+            ("location", LOC),
+        ],
+        &[
+            (":status", "307"),
+            ("cache-control", "private"),
+            ("date", D1),
+            ("location", LOC),
+        ],
         &[
             (":status", "200"),
             ("cache-control", "private"),
             ("date", "Mon, 21 Oct 2013 20:13:22 GMT"),
             ("location", LOC),
             ("content-encoding", "gzip"),
-            ("set-cookie", "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1"),
+            (
+                "set-cookie",
+                "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1",
+            ),
         ],
     ];
 
@@ -286,8 +304,10 @@ mod tests {
             e.field(n, v, true, &mut out);
         }
         let mut got = Vec::new();
-        d.decode(&out, &mut Vec::new(), |n, v, _| got.push((n.to_vec(), v.to_vec())))
-            .unwrap();
+        d.decode(&out, &mut Vec::new(), |n, v, _| {
+            got.push((n.to_vec(), v.to_vec()))
+        })
+        .unwrap();
         let want: Vec<_> = fields
             .iter()
             .map(|(n, v)| (n.to_ascii_lowercase(), v.to_vec()))
@@ -304,7 +324,10 @@ mod tests {
             (b"User-Agent", b"curl/8"),
             (b"cookie", b"a=b"),
             (b"authorization", b"Basic eA=="),
-            (b"x-a-very-long-header-name-that-is-longer-than-sixty-four-bytes-Long", b"v"),
+            (
+                b"x-a-very-long-header-name-that-is-longer-than-sixty-four-bytes-Long",
+                b"v",
+            ),
         ];
         let mut e = Encoder::new(4096);
         let mut d = Decoder::new(4096);
