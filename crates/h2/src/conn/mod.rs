@@ -498,6 +498,10 @@ mod size_tests {
     #[test]
     fn conn_struct_stays_small() {
         let size = std::mem::size_of::<Conn>();
+        eprintln!(
+            "size_of::<Conn>() = {size}, Stream = {}",
+            std::mem::size_of::<stream::Stream>()
+        );
         assert!(size <= MAX_CONN_SIZE, "size_of::<Conn>() = {size}");
         let mut out = Vec::new();
         let c = Conn::server(Config::default(), &mut out);

@@ -6,15 +6,11 @@ use std::cell::RefCell;
 
 use fairlead_http::msg::{self, Head};
 
-use super::stream::{Stream, LOCAL_CLOSED, REMOTE_CLOSED, REMOTE_HEAD};
+use super::stream::{Stream, HEAD_REQUEST, LOCAL_CLOSED, REMOTE_CLOSED, REMOTE_HEAD};
 use super::{Closed, Conn, Error, Event, Phase, Recv, Role, Run, Shutdown, SHUTDOWN_PING};
 use crate::frame::{self, flag, kind, Frame, FrameHeader, HEADER_LEN, MAX_WINDOW};
 use crate::head::{BlockKind, Builder, Reject};
 use crate::ErrorCode as E;
-
-/// A stream flag: this side's request was HEAD (its response has no body
-/// whatever its content-length says).
-pub(super) const HEAD_REQUEST: u8 = 16;
 
 thread_local! {
     /// Huffman-decoded strings of the block being decoded: one per

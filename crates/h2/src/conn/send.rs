@@ -3,8 +3,7 @@
 
 use fairlead_http::msg::Head;
 
-use super::recv::HEAD_REQUEST;
-use super::stream::{Stream, LOCAL_CLOSED, LOCAL_HEAD, REMOTE_CLOSED};
+use super::stream::{Stream, HEAD_REQUEST, LOCAL_CLOSED, LOCAL_HEAD, REMOTE_CLOSED};
 use super::{Closed, Conn, Phase, Role, SendError, Shutdown, SHUTDOWN_PING};
 use crate::frame::{self, flag, kind, HEADER_LEN, MAX_WINDOW};
 use crate::head::{encode_request, encode_response, encode_trailers};

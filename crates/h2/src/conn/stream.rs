@@ -11,6 +11,9 @@ pub(super) const LOCAL_CLOSED: u8 = 2;
 pub(super) const REMOTE_HEAD: u8 = 4;
 /// This side's final head was sent.
 pub(super) const LOCAL_HEAD: u8 = 8;
+/// This side's request was HEAD: the response has no body whatever its
+/// content-length says.
+pub(super) const HEAD_REQUEST: u8 = 16;
 
 /// An open or half-closed stream.
 #[derive(Debug, Clone, Copy)]
