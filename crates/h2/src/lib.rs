@@ -45,7 +45,8 @@
 //!
 //! Between calls a connection holds no I/O buffer: `size_of::<Conn>()` is
 //! under 512 bytes (a test keeps it there), plus one 32-byte record per
-//! open stream (the vector is freed when the last stream closes) and the
+//! open stream (an idle connection keeps room for at most 8, 256 bytes,
+//! so that sequential requests do not allocate; more is freed) and the
 //! HPACK tables, which allocate only once used: the decoder's up to
 //! [`Config::header_table_size`] (4 KiB), the encoder's none by default
 //! (stateless, [`Config::encoder_table_size`] = 0).

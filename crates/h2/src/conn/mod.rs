@@ -453,6 +453,11 @@ impl Conn {
         self.decoder.table().allocated() + self.encoder.table().allocated()
     }
 
+    /// Bytes held on the heap besides the tables: the stream records.
+    pub fn stream_bytes(&self) -> usize {
+        self.streams.allocated()
+    }
+
     /// The caller has written out everything queued: the count of pending
     /// control frames (see [`Config::max_pending_control`]) restarts.
     pub fn flushed(&mut self) {

@@ -48,6 +48,9 @@ impl Stream {
     }
 }
 
+/// Stream records an idle connection may keep room for (256 bytes).
+const KEPT: usize = 8;
+
 /// The open and half-closed streams, sorted by identifier.
 #[derive(Debug, Default)]
 pub(super) struct Streams {
@@ -81,11 +84,16 @@ impl Streams {
     pub fn remove(&mut self, id: u32) -> Option<Stream> {
         let i = self.pos(id).ok()?;
         let s = self.list.remove(i);
-        if self.list.is_empty() {
-            // An idle connection keeps no stream vector.
+        if self.list.is_empty() && self.list.capacity() > KEPT {
+            // An idle connection keeps at most a few records' room: enough
+            // for one-stream-at-a-time clients not to allocate per request.
             self.list = Vec::new();
         }
         Some(s)
+    }
+
+    pub fn allocated(&self) -> usize {
+        self.list.capacity() * std::mem::size_of::<Stream>()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Stream> {
