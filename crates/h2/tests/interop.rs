@@ -15,7 +15,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 const BODY_LEN: usize = 200_000;
 
 fn body(seed: u8) -> Vec<u8> {
-    (0..BODY_LEN)
+    body_of(seed, BODY_LEN)
+}
+
+fn body_of(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect()
 }
@@ -173,21 +177,38 @@ async fn drive(
 
 #[test]
 fn our_server_against_h2_client() {
-    server_against_h2_client(Config::default());
+    server_against_h2_client(Config::default(), 3, BODY_LEN);
+}
+
+/// 100 concurrent streams on one connection (our limit), each carrying
+/// 10 KiB up and down.
+#[test]
+fn our_server_with_100_concurrent_streams() {
+    server_against_h2_client(Config::default(), 100, 10 * 1024);
+}
+
+/// One 1 MiB body up and down, byte-exact.
+#[test]
+fn our_server_one_mebibyte_each_way() {
+    server_against_h2_client(Config::default(), 1, 1 << 20);
 }
 
 /// The same with our encoder keeping a dynamic table and small windows.
 #[test]
 fn our_indexing_server_with_small_windows_against_h2_client() {
-    server_against_h2_client(Config {
-        encoder_table_size: 4096,
-        initial_window_size: 1000,
-        connection_window_size: 65535,
-        ..Config::default()
-    });
+    server_against_h2_client(
+        Config {
+            encoder_table_size: 4096,
+            initial_window_size: 1000,
+            connection_window_size: 65535,
+            ..Config::default()
+        },
+        3,
+        BODY_LEN,
+    );
 }
 
-fn server_against_h2_client(cfg: Config) {
+fn server_against_h2_client(cfg: Config, streams: u8, len: usize) {
     run(async {
         let (a, b) = tokio::io::duplex(64 * 1024);
         let client = tokio::spawn(async move {
@@ -196,7 +217,7 @@ fn server_against_h2_client(cfg: Config) {
                 let _ = connection.await;
             });
             let mut tasks = Vec::new();
-            for i in 0..3u8 {
+            for i in 0..streams {
                 let mut client = client.clone().ready().await.unwrap();
                 let req = http::Request::builder()
                     .method("POST")
@@ -206,13 +227,13 @@ fn server_against_h2_client(cfg: Config) {
                     .unwrap();
                 let (resp, mut send) = client.send_request(req, false).unwrap();
                 tasks.push(tokio::spawn(async move {
-                    send_body(&mut send, body(i)).await;
+                    send_body(&mut send, body_of(i, len)).await;
                     let mut t = http::HeaderMap::new();
                     t.insert("x-checksum", format!("c{i}").parse().unwrap());
                     send.send_trailers(t).unwrap();
                     let resp = resp.await.unwrap();
                     assert_eq!(resp.status(), 200);
-                    assert_eq!(resp.headers()["x-echo-len"], BODY_LEN.to_string().as_str());
+                    assert_eq!(resp.headers()["x-echo-len"], len.to_string().as_str());
                     let (_, mut rb) = resp.into_parts();
                     let mut got = Vec::new();
                     while let Some(c) = rb.data().await {
@@ -220,7 +241,7 @@ fn server_against_h2_client(cfg: Config) {
                         rb.flow_control().release_capacity(c.len()).unwrap();
                         got.extend_from_slice(&c);
                     }
-                    assert!(got == body(i), "body {i} differs");
+                    assert!(got == body_of(i, len), "body {i} differs");
                     let t = rb.trailers().await.unwrap().unwrap();
                     assert_eq!(t["x-trailer"], format!("c{i}").as_str());
                 }));
@@ -233,7 +254,7 @@ fn server_against_h2_client(cfg: Config) {
         let conn = Conn::server(cfg, &mut out);
         let mut ex = HashMap::new();
         drive(conn, out, b, &mut ex, respond_echo, |ex| {
-            ex.len() == 3 && ex.values().all(|x| x.finished)
+            ex.len() == usize::from(streams) && ex.values().all(|x| x.finished)
         })
         .await;
         client.await.unwrap();
