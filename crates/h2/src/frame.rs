@@ -219,165 +219,172 @@ pub fn parse(input: &[u8], max_frame_size: u32) -> Result<Parsed<'_>, FrameError
 
 /// Parses a frame whose header and whole payload are known.
 pub fn parse_payload(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> {
-    use ErrorCode as E;
-    let need_stream = |what| {
-        if h.stream == 0 {
-            Err(FrameError::conn(E::PROTOCOL_ERROR, what))
-        } else {
-            Ok(())
-        }
-    };
-    let no_stream = |what| {
-        if h.stream != 0 {
-            Err(FrameError::conn(E::PROTOCOL_ERROR, what))
-        } else {
-            Ok(())
-        }
-    };
-    Ok(match h.kind {
+    match h.kind {
         kind::DATA => {
-            need_stream("DATA on stream 0")?;
+            need_stream(h, "DATA on stream 0")?;
             let (data, pad) = unpad(h, p)?;
-            Frame::Data {
+            Ok(Frame::Data {
                 stream: h.stream,
                 data,
                 end_stream: h.has(flag::END_STREAM),
                 pad,
-            }
+            })
         }
-        kind::HEADERS => {
-            need_stream("HEADERS on stream 0")?;
-            let (mut block, pad) = unpad(h, p)?;
-            let mut priority = None;
-            if h.has(flag::PRIORITY) {
-                let pr = block.get(..5).ok_or(FrameError::conn(
-                    E::FRAME_SIZE_ERROR,
-                    "HEADERS too short for priority",
-                ))?;
-                priority = Some(read_priority(pr));
-                block = &block[5..];
-            }
-            Frame::Headers {
-                stream: h.stream,
-                block,
-                end_stream: h.has(flag::END_STREAM),
-                end_headers: h.has(flag::END_HEADERS),
-                priority,
-                pad,
-            }
-        }
-        kind::PRIORITY => {
-            need_stream("PRIORITY on stream 0")?;
-            if p.len() != 5 {
-                return Err(FrameError::stream(
-                    h.stream,
-                    E::FRAME_SIZE_ERROR,
-                    "PRIORITY length is not 5",
-                ));
-            }
-            let priority = read_priority(p);
-            if priority.dependency == h.stream {
-                return Err(FrameError::stream(
-                    h.stream,
-                    E::PROTOCOL_ERROR,
-                    "stream depends on itself",
-                ));
-            }
-            Frame::Priority {
-                stream: h.stream,
-                priority,
-            }
-        }
+        kind::HEADERS => parse_headers(h, p),
+        kind::PRIORITY => parse_priority(h, p),
         kind::RST_STREAM => {
-            need_stream("RST_STREAM on stream 0")?;
+            need_stream(h, "RST_STREAM on stream 0")?;
             let code = read_u32(p)
                 .filter(|_| p.len() == 4)
                 .ok_or(FrameError::conn(
-                    E::FRAME_SIZE_ERROR,
+                    ErrorCode::FRAME_SIZE_ERROR,
                     "RST_STREAM length is not 4",
                 ))?;
-            Frame::RstStream {
+            Ok(Frame::RstStream {
                 stream: h.stream,
                 code: ErrorCode(code),
-            }
+            })
         }
-        kind::SETTINGS => {
-            no_stream("SETTINGS on a stream")?;
-            let ack = h.has(flag::ACK);
-            if ack && !p.is_empty() {
-                return Err(FrameError::conn(
-                    E::FRAME_SIZE_ERROR,
-                    "SETTINGS ack with payload",
-                ));
-            }
-            if !p.len().is_multiple_of(6) {
-                return Err(FrameError::conn(
-                    E::FRAME_SIZE_ERROR,
-                    "SETTINGS length not a multiple of 6",
-                ));
-            }
-            Frame::Settings { ack, payload: p }
-        }
-        kind::PUSH_PROMISE => {
-            need_stream("PUSH_PROMISE on stream 0")?;
-            let (block, pad) = unpad(h, p)?;
-            let promised = read_u32(block).ok_or(FrameError::conn(
-                E::FRAME_SIZE_ERROR,
-                "PUSH_PROMISE too short",
-            ))? & MAX_WINDOW;
-            Frame::PushPromise {
-                stream: h.stream,
-                promised,
-                block: &block[4..],
-                end_headers: h.has(flag::END_HEADERS),
-                pad,
-            }
-        }
+        kind::SETTINGS => parse_settings(h, p),
+        kind::PUSH_PROMISE => parse_push_promise(h, p),
         kind::PING => {
-            no_stream("PING on a stream")?;
-            let data: [u8; 8] = p
-                .try_into()
-                .map_err(|_| FrameError::conn(E::FRAME_SIZE_ERROR, "PING length is not 8"))?;
-            Frame::Ping {
+            no_stream(h, "PING on a stream")?;
+            let data: [u8; 8] = p.try_into().map_err(|_| {
+                FrameError::conn(ErrorCode::FRAME_SIZE_ERROR, "PING length is not 8")
+            })?;
+            Ok(Frame::Ping {
                 ack: h.has(flag::ACK),
                 data,
-            }
+            })
         }
-        kind::GOAWAY => {
-            no_stream("GOAWAY on a stream")?;
-            let (Some(last), Some(code)) = (read_u32(p), p.get(4..).and_then(read_u32)) else {
-                return Err(FrameError::conn(E::FRAME_SIZE_ERROR, "GOAWAY too short"));
-            };
-            Frame::GoAway {
-                last_stream: last & MAX_WINDOW,
-                code: ErrorCode(code),
-                debug: &p[8..],
-            }
-        }
+        kind::GOAWAY => parse_goaway(h, p),
         kind::WINDOW_UPDATE => {
             let inc = read_u32(p)
                 .filter(|_| p.len() == 4)
                 .ok_or(FrameError::conn(
-                    E::FRAME_SIZE_ERROR,
+                    ErrorCode::FRAME_SIZE_ERROR,
                     "WINDOW_UPDATE length is not 4",
                 ))?;
-            Frame::WindowUpdate {
+            Ok(Frame::WindowUpdate {
                 stream: h.stream,
                 increment: inc & MAX_WINDOW,
-            }
+            })
         }
         kind::CONTINUATION => {
-            need_stream("CONTINUATION on stream 0")?;
-            Frame::Continuation {
+            need_stream(h, "CONTINUATION on stream 0")?;
+            Ok(Frame::Continuation {
                 stream: h.stream,
                 block: p,
                 end_headers: h.has(flag::END_HEADERS),
-            }
+            })
         }
-        other => Frame::Unknown {
+        other => Ok(Frame::Unknown {
             kind: other,
             stream: h.stream,
-        },
+        }),
+    }
+}
+
+fn need_stream(h: FrameHeader, what: &'static str) -> Result<(), FrameError> {
+    if h.stream == 0 {
+        return Err(FrameError::conn(ErrorCode::PROTOCOL_ERROR, what));
+    }
+    Ok(())
+}
+
+fn no_stream(h: FrameHeader, what: &'static str) -> Result<(), FrameError> {
+    if h.stream != 0 {
+        return Err(FrameError::conn(ErrorCode::PROTOCOL_ERROR, what));
+    }
+    Ok(())
+}
+
+fn parse_headers(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> {
+    need_stream(h, "HEADERS on stream 0")?;
+    let (mut block, pad) = unpad(h, p)?;
+    let mut priority = None;
+    if h.has(flag::PRIORITY) {
+        let pr = block.get(..5).ok_or(FrameError::conn(
+            ErrorCode::FRAME_SIZE_ERROR,
+            "HEADERS too short for priority",
+        ))?;
+        priority = Some(read_priority(pr));
+        block = &block[5..];
+    }
+    Ok(Frame::Headers {
+        stream: h.stream,
+        block,
+        end_stream: h.has(flag::END_STREAM),
+        end_headers: h.has(flag::END_HEADERS),
+        priority,
+        pad,
+    })
+}
+
+fn parse_priority(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> {
+    need_stream(h, "PRIORITY on stream 0")?;
+    if p.len() != 5 {
+        return Err(FrameError::stream(
+            h.stream,
+            ErrorCode::FRAME_SIZE_ERROR,
+            "PRIORITY length is not 5",
+        ));
+    }
+    let priority = read_priority(p);
+    if priority.dependency == h.stream {
+        return Err(FrameError::stream(
+            h.stream,
+            ErrorCode::PROTOCOL_ERROR,
+            "stream depends on itself",
+        ));
+    }
+    Ok(Frame::Priority {
+        stream: h.stream,
+        priority,
+    })
+}
+
+fn parse_settings(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> {
+    no_stream(h, "SETTINGS on a stream")?;
+    let ack = h.has(flag::ACK);
+    let size = |r| Err(FrameError::conn(ErrorCode::FRAME_SIZE_ERROR, r));
+    if ack && !p.is_empty() {
+        return size("SETTINGS ack with payload");
+    }
+    if !p.len().is_multiple_of(6) {
+        return size("SETTINGS length not a multiple of 6");
+    }
+    Ok(Frame::Settings { ack, payload: p })
+}
+
+fn parse_push_promise(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> {
+    need_stream(h, "PUSH_PROMISE on stream 0")?;
+    let (block, pad) = unpad(h, p)?;
+    let promised = read_u32(block).ok_or(FrameError::conn(
+        ErrorCode::FRAME_SIZE_ERROR,
+        "PUSH_PROMISE too short",
+    ))? & MAX_WINDOW;
+    Ok(Frame::PushPromise {
+        stream: h.stream,
+        promised,
+        block: &block[4..],
+        end_headers: h.has(flag::END_HEADERS),
+        pad,
+    })
+}
+
+fn parse_goaway(h: FrameHeader, p: &[u8]) -> Result<Frame<'_>, FrameError> {
+    no_stream(h, "GOAWAY on a stream")?;
+    let (Some(last), Some(code)) = (read_u32(p), p.get(4..).and_then(read_u32)) else {
+        return Err(FrameError::conn(
+            ErrorCode::FRAME_SIZE_ERROR,
+            "GOAWAY too short",
+        ));
+    };
+    Ok(Frame::GoAway {
+        last_stream: last & MAX_WINDOW,
+        code: ErrorCode(code),
+        debug: &p[8..],
     })
 }
 
