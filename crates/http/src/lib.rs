@@ -20,7 +20,7 @@ mod rewrite;
 
 pub use chunked::{MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use errors::error_response;
-pub use msg::{EditError, Head, HeadMut, View};
+pub use msg::{EditError, Head, HeadMut, Part, View};
 pub use request::{has_header, method_is_idempotent, parse_request, parse_request_with_limit};
 pub use response::{parse_response, parse_response_with_limit};
 pub use rewrite::{write_request_head, write_response_head};

@@ -112,12 +112,28 @@ pub enum Kind {
     Response,
 }
 
+/// A part of a head that [`Head::set_part`] sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The method (HTTP/2 `:method`).
+    Method,
+    /// The request-target (HTTP/2 `:path`, or `:authority` for CONNECT).
+    Target,
+    /// HTTP/2 `:scheme`.
+    Scheme,
+    /// HTTP/2 `:authority`.
+    Authority,
+}
+
 /// An editable request or response head; see the [module](self) docs.
 #[derive(Debug, Clone, Default)]
 pub struct Head {
     kind: Kind,
     method: Span,
     target: Span,
+    /// HTTP/2 `:scheme` and `:authority` (empty for HTTP/1 heads).
+    scheme: Span,
+    authority: Span,
     /// 10, 11 or 20 (HTTP/1.0, HTTP/1.1, HTTP/2).
     version: u8,
     status: u16,
@@ -210,6 +226,35 @@ impl Head {
         self.kind = Kind::Response;
         self.version = version;
         self.write_status(status, reason);
+    }
+
+    /// For codecs building a head from HTTP/2 (`fairlead-h2`): sets one
+    /// start-line part or pseudo-header without the rule-layer checks of
+    /// [`HeadMut`] (the codec validates on its own). The bytes go to the
+    /// arena.
+    pub fn set_part(&mut self, part: Part, value: &[u8]) {
+        let span = self.push(&[value]);
+        match part {
+            Part::Method => self.method = span,
+            Part::Target => self.target = span,
+            Part::Scheme => self.scheme = span,
+            Part::Authority => self.authority = span,
+        }
+    }
+
+    /// For codecs building a head from HTTP/2: appends a header field
+    /// without the rule-layer checks of [`HeadMut::add_header`] (protected
+    /// names such as `content-length` are accepted, and there is no
+    /// field-count limit: the codec applies its own). Bytes go to the arena.
+    pub fn append_field(&mut self, name: &[u8], value: &[u8]) {
+        let name = self.push(&[name]);
+        let value = self.push(&[value]);
+        self.fields.push(Field {
+            name,
+            value,
+            ..Field::default()
+        });
+        self.live += 1;
     }
 
     /// Read-only access with the buffer the head was filled from.

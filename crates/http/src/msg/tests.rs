@@ -674,3 +674,28 @@ fn random_edits_never_panic_and_reparse() {
     give(head);
     assert!(applied > 8000, "edits applied: {applied}");
 }
+
+#[test]
+fn codec_parts_and_fields() {
+    let mut h = Head::default();
+    h.start_request(b"", b"", 20);
+    h.set_part(Part::Method, b"POST");
+    h.set_part(Part::Scheme, b"https");
+    h.set_part(Part::Authority, b"example.com");
+    h.set_part(Part::Target, b"/a?b");
+    // Protected names are accepted from a codec (the codec validates).
+    h.append_field(b"content-length", b"3");
+    h.append_field(b"x", b"y");
+    let v = h.view(&[]);
+    assert_eq!(v.method(), b"POST");
+    assert_eq!(v.scheme(), b"https");
+    assert_eq!(v.authority(), b"example.com");
+    assert_eq!(v.target(), b"/a?b");
+    assert_eq!(v.version(), 20);
+    assert_eq!(v.header_count(), 2);
+    assert_eq!(v.get_last(b"content-length"), Some(&b"3"[..]));
+    // HTTP/1 heads have neither.
+    h.clear();
+    assert_eq!(h.view(&[]).scheme(), b"");
+    assert_eq!(h.view(&[]).authority(), b"");
+}

@@ -34,6 +34,17 @@ impl<'a> View<'a> {
         self.head.bytes(self.buf, self.head.target)
     }
 
+    /// The HTTP/2 `:scheme` (empty for an HTTP/1 head).
+    pub fn scheme(&self) -> &'a [u8] {
+        self.head.bytes(self.buf, self.head.scheme)
+    }
+
+    /// The HTTP/2 `:authority` (empty for an HTTP/1 head, or an HTTP/2
+    /// request without one).
+    pub fn authority(&self) -> &'a [u8] {
+        self.head.bytes(self.buf, self.head.authority)
+    }
+
     /// HAProxy's `path`: the target from the first slash of the path (the
     /// scheme and authority of an absolute-form target skipped) up to the
     /// question mark. `None` for `*`, an authority-form target and an
