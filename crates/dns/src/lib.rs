@@ -1,0 +1,4 @@
+#![forbid(unsafe_code)]
+pub mod config;
+pub mod server;
+pub mod time;
