@@ -2,3 +2,4 @@
 pub mod config;
 pub mod server;
 pub mod time;
+pub mod wire;
