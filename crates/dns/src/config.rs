@@ -127,7 +127,9 @@ impl ResolversSection {
         match words {
             ["resolvers", name] if !name.is_empty() => Ok(Self::new(name)),
             ["resolvers"] => Err("'resolvers' expects <name> as argument".to_string()),
-            ["resolvers", _, extra, ..] => Err(format!("'resolvers' expects only a name, got '{extra}'")),
+            ["resolvers", _, extra, ..] => {
+                Err(format!("'resolvers' expects only a name, got '{extra}'"))
+            }
             _ => Err("expected 'resolvers <name>'".to_string()),
         }
     }
@@ -181,10 +183,17 @@ impl ResolversSection {
         let addr = arg("nameserver", args, 1, "<address>")?;
         no_extra("nameserver", args, 2)?;
         if self.nameservers.iter().any(|ns| ns.name == name) {
-            return Err(format!("nameserver '{name}' is already defined in resolvers '{}'", self.name));
+            return Err(format!(
+                "nameserver '{name}' is already defined in resolvers '{}'",
+                self.name
+            ));
         }
         let (transport, addr) = parse_nameserver_addr(addr)?;
-        self.nameservers.push(Nameserver { name: name.to_string(), addr, transport });
+        self.nameservers.push(Nameserver {
+            name: name.to_string(),
+            addr,
+            transport,
+        });
         Ok(())
     }
 
@@ -249,7 +258,9 @@ impl ResolversSection {
                 continue;
             }
             let Some(address) = words.next() else {
-                warnings.push(format!("parsing [{path}:{lineno}] : nameserver line is missing address."));
+                warnings.push(format!(
+                    "parsing [{path}:{lineno}] : nameserver line is missing address."
+                ));
                 continue;
             };
             if self.nameservers.iter().any(|ns| ns.name == address) {
@@ -276,7 +287,10 @@ impl ResolversSection {
     /// Checks the finished section: it needs at least one nameserver.
     pub fn validate(&self) -> Result<(), String> {
         if self.nameservers.is_empty() {
-            return Err(format!("resolvers '{}' has no nameserver configured", self.name));
+            return Err(format!(
+                "resolvers '{}' has no nameserver configured",
+                self.name
+            ));
         }
         Ok(())
     }
@@ -329,22 +343,30 @@ pub fn parse_nameserver_addr(word: &str) -> Result<(Transport, SocketAddr), Stri
         Some("tcp") => (Transport::Stream, None),
         Some("tcp4") => (Transport::Stream, Some(4)),
         Some("tcp6") => (Transport::Stream, Some(6)),
-        Some(other) => return Err(format!("unsupported address prefix '{other}@' in '{word}' (use udp@ or tcp@)")),
+        Some(other) => {
+            return Err(format!(
+                "unsupported address prefix '{other}@' in '{word}' (use udp@ or tcp@)"
+            ))
+        }
     };
-    let (host, port) = split_host_port(rest).ok_or_else(|| format!("missing port in nameserver address '{word}'"))?;
-    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
-    let ip: IpAddr = host
-        .parse()
-        .map_err(|_| format!("invalid nameserver address '{word}' (an IPv4 or IPv6 address is expected)"))?;
+    let (host, port) = split_host_port(rest)
+        .ok_or_else(|| format!("missing port in nameserver address '{word}'"))?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let ip: IpAddr = host.parse().map_err(|_| {
+        format!("invalid nameserver address '{word}' (an IPv4 or IPv6 address is expected)")
+    })?;
     let port: u16 = port
         .parse()
         .ok()
         .filter(|p| *p != 0)
         .ok_or_else(|| format!("invalid port '{port}' in nameserver address '{word}'"))?;
     match (family, ip) {
-        (Some(4), IpAddr::V6(_)) | (Some(6), IpAddr::V4(_)) => {
-            Err(format!("address family of '{word}' does not match its prefix"))
-        }
+        (Some(4), IpAddr::V6(_)) | (Some(6), IpAddr::V4(_)) => Err(format!(
+            "address family of '{word}' does not match its prefix"
+        )),
         _ => Ok((transport, SocketAddr::new(ip, port))),
     }
 }

@@ -23,14 +23,26 @@ fn defaults_match_haproxy() {
     assert_eq!(s.hold.valid, Duration::from_secs(10));
     assert_eq!(s.hold.obsolete, Duration::ZERO);
     assert_eq!(s.resolv_conf_path, PathBuf::from("/etc/resolv.conf"));
-    assert_eq!(s.validate().unwrap_err(), "resolvers 'mydns' has no nameserver configured");
+    assert_eq!(
+        s.validate().unwrap_err(),
+        "resolvers 'mydns' has no nameserver configured"
+    );
 }
 
 #[test]
 fn header() {
-    assert_eq!(ResolversSection::parse_header(&["resolvers", "dns"]).unwrap().name, "dns");
-    assert!(ResolversSection::parse_header(&["resolvers"]).unwrap_err().contains("<name>"));
-    assert!(ResolversSection::parse_header(&["resolvers", "a", "b"]).unwrap_err().contains("'b'"));
+    assert_eq!(
+        ResolversSection::parse_header(&["resolvers", "dns"])
+            .unwrap()
+            .name,
+        "dns"
+    );
+    assert!(ResolversSection::parse_header(&["resolvers"])
+        .unwrap_err()
+        .contains("<name>"));
+    assert!(ResolversSection::parse_header(&["resolvers", "a", "b"])
+        .unwrap_err()
+        .contains("'b'"));
 }
 
 #[test]
@@ -54,7 +66,11 @@ fn full_section() {
     ])
     .unwrap();
     s.validate().unwrap();
-    let ns: Vec<_> = s.nameservers.iter().map(|n| (n.name.as_str(), n.addr.to_string(), n.transport)).collect();
+    let ns: Vec<_> = s
+        .nameservers
+        .iter()
+        .map(|n| (n.name.as_str(), n.addr.to_string(), n.transport))
+        .collect();
     assert_eq!(
         ns,
         vec![
@@ -80,36 +96,91 @@ fn full_section() {
 #[test]
 fn errors_name_the_word() {
     let cases: &[(&[&str], &str)] = &[
-        (&["nameserver"], "'nameserver' expects <name> and <address> as argument"),
-        (&["nameserver", "a"], "'nameserver' expects <address> as argument"),
-        (&["nameserver", "a", "10.0.0.1"], "missing port in nameserver address '10.0.0.1'"),
+        (
+            &["nameserver"],
+            "'nameserver' expects <name> and <address> as argument",
+        ),
+        (
+            &["nameserver", "a"],
+            "'nameserver' expects <address> as argument",
+        ),
+        (
+            &["nameserver", "a", "10.0.0.1"],
+            "missing port in nameserver address '10.0.0.1'",
+        ),
         (&["nameserver", "a", "10.0.0.1:0"], "invalid port '0'"),
-        (&["nameserver", "a", "10.0.0.1:99999"], "invalid port '99999'"),
-        (&["nameserver", "a", "dns.example:53"], "invalid nameserver address 'dns.example:53'"),
-        (&["nameserver", "a", "quic@10.0.0.1:53"], "unsupported address prefix 'quic@'"),
-        (&["nameserver", "a", "ipv6@10.0.0.1:53"], "does not match its prefix"),
-        (&["nameserver", "a", "10.0.0.1:53", "check"], "unexpected argument 'check'"),
-        (&["accepted_payload_size"], "'accepted_payload_size' expects <nb> as argument"),
-        (&["accepted_payload_size", "11"], "between 12 and 65535 inclusive (was 11)"),
-        (&["accepted_payload_size", "65536"], "between 12 and 65535 inclusive (was 65536)"),
+        (
+            &["nameserver", "a", "10.0.0.1:99999"],
+            "invalid port '99999'",
+        ),
+        (
+            &["nameserver", "a", "dns.example:53"],
+            "invalid nameserver address 'dns.example:53'",
+        ),
+        (
+            &["nameserver", "a", "quic@10.0.0.1:53"],
+            "unsupported address prefix 'quic@'",
+        ),
+        (
+            &["nameserver", "a", "ipv6@10.0.0.1:53"],
+            "does not match its prefix",
+        ),
+        (
+            &["nameserver", "a", "10.0.0.1:53", "check"],
+            "unexpected argument 'check'",
+        ),
+        (
+            &["accepted_payload_size"],
+            "'accepted_payload_size' expects <nb> as argument",
+        ),
+        (
+            &["accepted_payload_size", "11"],
+            "between 12 and 65535 inclusive (was 11)",
+        ),
+        (
+            &["accepted_payload_size", "65536"],
+            "between 12 and 65535 inclusive (was 65536)",
+        ),
         (&["accepted_payload_size", "big"], "(was big)"),
-        (&["resolve_retries", "x"], "'resolve_retries' expects a number, got 'x'"),
+        (
+            &["resolve_retries", "x"],
+            "'resolve_retries' expects a number, got 'x'",
+        ),
         (&["timeout", "connect", "1s"], "got 'connect'"),
-        (&["timeout", "retry"], "'timeout retry' expects <time> as argument"),
-        (&["timeout", "retry", "1q"], "'timeout retry': unexpected unit 'q'"),
+        (
+            &["timeout", "retry"],
+            "'timeout retry' expects <time> as argument",
+        ),
+        (
+            &["timeout", "retry", "1q"],
+            "'timeout retry': unexpected unit 'q'",
+        ),
         (&["hold", "valid"], "'hold' expects an <event> and a <time>"),
         (&["hold", "bogus", "1s"], "unknown <event>: 'bogus'"),
         (&["hold", "nx", "30z"], "'hold nx': unexpected unit 'z'"),
         (&["parse-resolv-conf", "x"], "unexpected argument 'x'"),
         (&["resolution_pool_size", "10"], "not supported anymore"),
-        (&["frobnicate"], "unknown keyword 'frobnicate' in 'resolvers' section"),
+        (
+            &["frobnicate"],
+            "unknown keyword 'frobnicate' in 'resolvers' section",
+        ),
     ];
     for (line, expected) in cases {
         let err = section(&[line]).unwrap_err();
-        assert!(err.contains(expected), "{line:?}: got '{err}', expected '{expected}'");
+        assert!(
+            err.contains(expected),
+            "{line:?}: got '{err}', expected '{expected}'"
+        );
     }
-    let dup = section(&[&["nameserver", "a", "10.0.0.1:53"], &["nameserver", "a", "10.0.0.2:53"]]).unwrap_err();
-    assert_eq!(dup, "nameserver 'a' is already defined in resolvers 'mydns'");
+    let dup = section(&[
+        &["nameserver", "a", "10.0.0.1:53"],
+        &["nameserver", "a", "10.0.0.2:53"],
+    ])
+    .unwrap_err();
+    assert_eq!(
+        dup,
+        "nameserver 'a' is already defined in resolvers 'mydns'"
+    );
 }
 
 #[test]
@@ -130,10 +201,16 @@ fn resolv_conf_is_read_in_place() {
     drop(f);
     let mut s = ResolversSection::new("r");
     s.resolv_conf_path = path.clone();
-    s.parse_line(&["nameserver", "first", "10.1.1.1:53"]).unwrap();
+    s.parse_line(&["nameserver", "first", "10.1.1.1:53"])
+        .unwrap();
     let warnings = s.parse_line(&["parse-resolv-conf"]).unwrap();
-    s.parse_line(&["nameserver", "last", "10.1.1.2:53"]).unwrap();
-    let names: Vec<_> = s.nameservers.iter().map(|n| (n.name.clone(), n.addr.to_string())).collect();
+    s.parse_line(&["nameserver", "last", "10.1.1.2:53"])
+        .unwrap();
+    let names: Vec<_> = s
+        .nameservers
+        .iter()
+        .map(|n| (n.name.clone(), n.addr.to_string()))
+        .collect();
     assert_eq!(
         names,
         vec![
@@ -144,9 +221,21 @@ fn resolv_conf_is_read_in_place() {
         ]
     );
     assert_eq!(warnings.len(), 3, "{warnings:?}");
-    assert!(warnings[0].contains(":4] : nameserver line is missing address"), "{}", warnings[0]);
-    assert!(warnings[1].contains("address 'bogus' could not be recognized"), "{}", warnings[1]);
-    assert!(warnings[2].contains("'127.0.0.53' conflicts"), "{}", warnings[2]);
+    assert!(
+        warnings[0].contains(":4] : nameserver line is missing address"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[1].contains("address 'bogus' could not be recognized"),
+        "{}",
+        warnings[1]
+    );
+    assert!(
+        warnings[2].contains("'127.0.0.53' conflicts"),
+        "{}",
+        warnings[2]
+    );
 
     let (default, w) = ResolversSection::default_section(&path).unwrap();
     assert_eq!(default.name, "default");

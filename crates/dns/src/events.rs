@@ -18,7 +18,10 @@ pub struct ServerId {
 impl ServerId {
     /// `backend/server`.
     pub fn new(backend: &str, server: &str) -> Self {
-        ServerId { backend: backend.to_string(), server: server.to_string() }
+        ServerId {
+            backend: backend.to_string(),
+            server: server.to_string(),
+        }
     }
 }
 
@@ -55,18 +58,38 @@ pub enum DnsEvent {
     /// "be/s changed its IP from A to B by resolvers/nameserver" (A is
     /// "(none)" for a server without an address). Apply the new address:
     /// new connections go there, idle connections to the old one close.
-    AddrChanged { server: ServerId, from: Option<IpAddr>, to: IpAddr, by: String },
+    AddrChanged {
+        server: ServerId,
+        from: Option<IpAddr>,
+        to: IpAddr,
+        by: String,
+    },
     /// "be/s changed its FQDN from A to B" (a server-template slot taking
     /// another SRV target; A is "(null)" for a free slot).
-    FqdnChanged { server: ServerId, from: Option<String>, to: String },
+    FqdnChanged {
+        server: ServerId,
+        from: Option<String>,
+        to: String,
+    },
     /// "be/s changed its port from A to B by DNS SRV record" (Fairlead's
     /// wording; HAProxy logs no line for it).
-    PortChanged { server: ServerId, from: Option<u16>, to: u16 },
+    PortChanged {
+        server: ServerId,
+        from: Option<u16>,
+        to: u16,
+    },
     /// "be/s changed its weight from A to B by DNS SRV record" (Fairlead's
     /// wording). The weight is already scaled ([`crate::template::srv_weight`]).
-    WeightChanged { server: ServerId, from: Option<u32>, to: u32 },
+    WeightChanged {
+        server: ServerId,
+        from: Option<u32>,
+        to: u32,
+    },
     /// "Server be/s is going DOWN for maintenance (REASON)".
-    Maintenance { server: ServerId, reason: MaintReason },
+    Maintenance {
+        server: ServerId,
+        reason: MaintReason,
+    },
     /// "Server be/s administratively READY thanks to valid DNS answer".
     Ready { server: ServerId },
 }
@@ -74,26 +97,48 @@ pub enum DnsEvent {
 impl fmt::Display for DnsEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DnsEvent::AddrChanged { server, from, to, by } => {
+            DnsEvent::AddrChanged {
+                server,
+                from,
+                to,
+                by,
+            } => {
                 let from = from.map_or_else(|| "(none)".to_string(), |ip| ip.to_string());
                 write!(f, "{server} changed its IP from {from} to {to} by {by}")
             }
             DnsEvent::FqdnChanged { server, from, to } => {
-                write!(f, "{server} changed its FQDN from {} to {to}", from.as_deref().unwrap_or("(null)"))
+                write!(
+                    f,
+                    "{server} changed its FQDN from {} to {to}",
+                    from.as_deref().unwrap_or("(null)")
+                )
             }
             DnsEvent::PortChanged { server, from, to } => {
                 let from = from.map_or_else(|| "(none)".to_string(), |p| p.to_string());
-                write!(f, "{server} changed its port from {from} to {to} by DNS SRV record")
+                write!(
+                    f,
+                    "{server} changed its port from {from} to {to} by DNS SRV record"
+                )
             }
             DnsEvent::WeightChanged { server, from, to } => {
                 let from = from.map_or_else(|| "(none)".to_string(), |w| w.to_string());
-                write!(f, "{server} changed its weight from {from} to {to} by DNS SRV record")
+                write!(
+                    f,
+                    "{server} changed its weight from {from} to {to} by DNS SRV record"
+                )
             }
             DnsEvent::Maintenance { server, reason } => {
-                write!(f, "Server {server} is going DOWN for maintenance ({})", reason.text())
+                write!(
+                    f,
+                    "Server {server} is going DOWN for maintenance ({})",
+                    reason.text()
+                )
             }
             DnsEvent::Ready { server } => {
-                write!(f, "Server {server} administratively READY thanks to valid DNS answer")
+                write!(
+                    f,
+                    "Server {server} administratively READY thanks to valid DNS answer"
+                )
             }
         }
     }
@@ -161,7 +206,12 @@ impl ServerResolver {
     /// A server starting with `addr` (from `init-addr`), in maintenance
     /// when `init-addr none` left it without one.
     pub fn new(id: ServerId, policy: AddrPolicy, addr: Option<IpAddr>, maint: bool) -> Self {
-        ServerResolver { id, policy, addr, maint }
+        ServerResolver {
+            id,
+            policy,
+            addr,
+            maint,
+        }
     }
 
     /// The address in use.
@@ -196,12 +246,19 @@ impl ServerResolver {
             Some(ip) => {
                 if self.addr != Some(ip) {
                     let by = state.by.clone().unwrap_or_else(|| "DNS cache".to_string());
-                    events.push(DnsEvent::AddrChanged { server: self.id.clone(), from: self.addr, to: ip, by });
+                    events.push(DnsEvent::AddrChanged {
+                        server: self.id.clone(),
+                        from: self.addr,
+                        to: ip,
+                        by,
+                    });
                     self.addr = Some(ip);
                 }
                 if self.maint {
                     self.maint = false;
-                    events.push(DnsEvent::Ready { server: self.id.clone() });
+                    events.push(DnsEvent::Ready {
+                        server: self.id.clone(),
+                    });
                 }
             }
         }
@@ -211,7 +268,10 @@ impl ServerResolver {
     fn enter_maint(&mut self, reason: MaintReason, events: &mut Vec<DnsEvent>) {
         if !self.maint {
             self.maint = true;
-            events.push(DnsEvent::Maintenance { server: self.id.clone(), reason });
+            events.push(DnsEvent::Maintenance {
+                server: self.id.clone(),
+                reason,
+            });
         }
     }
 }

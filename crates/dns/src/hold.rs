@@ -92,7 +92,14 @@ pub struct NameState {
 impl NameState {
     /// The state of a name registered at `now`, never resolved.
     pub fn new(now: Instant) -> Self {
-        NameState { status: Status::None, records: Vec::new(), failure: None, by: None, last_valid: now, seq: 0 }
+        NameState {
+            status: Status::None,
+            records: Vec::new(),
+            failure: None,
+            by: None,
+            last_valid: now,
+            seq: 0,
+        }
     }
 
     /// Whether an error is being held (the last valid records are used).
@@ -153,7 +160,10 @@ pub struct Resolution {
 impl Resolution {
     /// A resolution registered at `now`.
     pub fn new(now: Instant) -> Self {
-        Resolution { cache: AnswerCache::default(), state: NameState::new(now) }
+        Resolution {
+            cache: AnswerCache::default(),
+            state: NameState::new(now),
+        }
     }
 
     /// The current state.
@@ -163,7 +173,13 @@ impl Resolution {
 
     /// Applies a valid answer from `by`. Returns true when the records in
     /// use changed (HAProxy's `update` counter).
-    pub fn on_valid(&mut self, answer: &Answer, by: &str, now: Instant, holds: &HoldPeriods) -> bool {
+    pub fn on_valid(
+        &mut self,
+        answer: &Answer,
+        by: &str,
+        now: Instant,
+        holds: &HoldPeriods,
+    ) -> bool {
         let before = std::mem::take(&mut self.state.records);
         let merged = self.cache.update(&answer.records, now, holds.obsolete);
         let changed = merged != before;
@@ -181,7 +197,11 @@ impl Resolution {
     /// dropped and the failure is set.
     pub fn on_error(&mut self, status: Status, now: Instant, holds: &HoldPeriods) {
         let hold = hold_for(holds, status);
-        let expired = self.state.last_valid.checked_add(hold).is_none_or(|until| until <= now);
+        let expired = self
+            .state
+            .last_valid
+            .checked_add(hold)
+            .is_none_or(|until| until <= now);
         self.state.status = status;
         if expired {
             self.state.failure = Some(status);
@@ -200,11 +220,17 @@ mod tests {
     use crate::wire::SrvRecord;
 
     fn addr(s: &str) -> Record {
-        Record::Addr { ip: s.parse().unwrap(), ttl: 60 }
+        Record::Addr {
+            ip: s.parse().unwrap(),
+            ttl: 60,
+        }
     }
 
     fn answer(ips: &[&str]) -> Answer {
-        Answer { records: ips.iter().map(|s| addr(s)).collect(), cname: false }
+        Answer {
+            records: ips.iter().map(|s| addr(s)).collect(),
+            cname: false,
+        }
     }
 
     fn secs(n: u64) -> Duration {
@@ -213,7 +239,11 @@ mod tests {
 
     #[test]
     fn valid_then_errors_are_held_then_reported() {
-        let holds = HoldPeriods { nx: secs(30), timeout: secs(10), ..HoldPeriods::default() };
+        let holds = HoldPeriods {
+            nx: secs(30),
+            timeout: secs(10),
+            ..HoldPeriods::default()
+        };
         let t0 = Instant::now();
         let mut r = Resolution::new(t0);
         assert_eq!(r.state().status, Status::None);
@@ -244,14 +274,20 @@ mod tests {
 
     #[test]
     fn hold_counts_from_registration() {
-        let holds = HoldPeriods { refused: secs(5), ..HoldPeriods::default() };
+        let holds = HoldPeriods {
+            refused: secs(5),
+            ..HoldPeriods::default()
+        };
         let t0 = Instant::now();
         let mut r = Resolution::new(t0);
         r.on_error(Status::Refused, t0 + secs(4), &holds);
         assert!(r.state().is_held());
         r.on_error(Status::Refused, t0 + secs(5), &holds);
         assert_eq!(r.state().failure, Some(Status::Refused));
-        let zero = HoldPeriods { other: Duration::ZERO, ..HoldPeriods::default() };
+        let zero = HoldPeriods {
+            other: Duration::ZERO,
+            ..HoldPeriods::default()
+        };
         let mut r = Resolution::new(t0);
         r.on_error(Status::Other, t0, &zero);
         assert_eq!(r.state().failure, Some(Status::Other));
@@ -263,21 +299,40 @@ mod tests {
         let t0 = Instant::now();
         let mut r = Resolution::new(t0);
         assert!(r.on_valid(&answer(&["10.0.0.1", "10.0.0.2"]), "d/n", t0, &holds));
-        assert!(!r.on_valid(&answer(&["10.0.0.1", "10.0.0.2"]), "d/n", t0 + secs(1), &holds));
+        assert!(!r.on_valid(
+            &answer(&["10.0.0.1", "10.0.0.2"]),
+            "d/n",
+            t0 + secs(1),
+            &holds
+        ));
         assert!(r.on_valid(&answer(&["10.0.0.2"]), "d/n", t0 + secs(2), &holds));
         assert_eq!(r.state().records, vec![addr("10.0.0.2")]);
     }
 
     #[test]
     fn obsolete_records_are_kept_for_hold_obsolete() {
-        let holds = HoldPeriods { obsolete: secs(5), ..HoldPeriods::default() };
+        let holds = HoldPeriods {
+            obsolete: secs(5),
+            ..HoldPeriods::default()
+        };
         let t0 = Instant::now();
         let mut r = Resolution::new(t0);
         r.on_valid(&answer(&["10.0.0.1", "10.0.0.2"]), "d/n", t0, &holds);
         r.on_valid(&answer(&["10.0.0.3"]), "d/n", t0 + secs(3), &holds);
-        assert_eq!(r.state().records, vec![addr("10.0.0.3"), addr("10.0.0.1"), addr("10.0.0.2")]);
-        r.on_valid(&answer(&["10.0.0.3", "10.0.0.2"]), "d/n", t0 + secs(5), &holds);
-        assert_eq!(r.state().records, vec![addr("10.0.0.3"), addr("10.0.0.2"), addr("10.0.0.1")]);
+        assert_eq!(
+            r.state().records,
+            vec![addr("10.0.0.3"), addr("10.0.0.1"), addr("10.0.0.2")]
+        );
+        r.on_valid(
+            &answer(&["10.0.0.3", "10.0.0.2"]),
+            "d/n",
+            t0 + secs(5),
+            &holds,
+        );
+        assert_eq!(
+            r.state().records,
+            vec![addr("10.0.0.3"), addr("10.0.0.2"), addr("10.0.0.1")]
+        );
         // 10.0.0.1 last seen at t0: gone once more than 5 s passed
         r.on_valid(&answer(&["10.0.0.3"]), "d/n", t0 + secs(6), &holds);
         assert_eq!(r.state().records, vec![addr("10.0.0.3"), addr("10.0.0.2")]);
@@ -288,15 +343,29 @@ mod tests {
         let mut cache = AnswerCache::default();
         let t0 = Instant::now();
         let srv = |target: &str, port, weight| {
-            Record::Srv(SrvRecord { target: target.into(), port, weight, priority: 0, ttl: 1, addr: None })
+            Record::Srv(SrvRecord {
+                target: target.into(),
+                port,
+                weight,
+                priority: 0,
+                ttl: 1,
+                addr: None,
+            })
         };
         cache.update(&[srv("a", 80, 1), srv("b", 80, 1)], t0, Duration::ZERO);
-        let out = cache.update(&[srv("a", 80, 9)], t0 + Duration::from_millis(1), Duration::ZERO);
+        let out = cache.update(
+            &[srv("a", 80, 9)],
+            t0 + Duration::from_millis(1),
+            Duration::ZERO,
+        );
         assert_eq!(out, vec![srv("a", 80, 9)]);
         // same instant: not older than zero, kept
         let mut cache = AnswerCache::default();
         cache.update(&[addr("10.0.0.1")], t0, Duration::ZERO);
-        assert_eq!(cache.update(&[addr("10.0.0.2")], t0, Duration::ZERO).len(), 2);
+        assert_eq!(
+            cache.update(&[addr("10.0.0.2")], t0, Duration::ZERO).len(),
+            2
+        );
     }
 
     #[test]
@@ -306,6 +375,9 @@ mod tests {
         assert_eq!(Status::Refused.maintenance_reason(), "DNS refused status");
         assert_eq!(Status::Other.maintenance_reason(), "unspecified DNS error");
         assert_eq!(Status::from_error(ResponseError::Truncated), Status::Other);
-        assert_eq!(hold_for(&HoldPeriods::default(), Status::Valid), Duration::ZERO);
+        assert_eq!(
+            hold_for(&HoldPeriods::default(), Status::Valid),
+            Duration::ZERO
+        );
     }
 }

@@ -19,7 +19,10 @@ pub enum Family {
 impl Family {
     /// Whether `ip` is of this family.
     pub fn matches(self, ip: &IpAddr) -> bool {
-        matches!((self, ip), (Family::Ipv4, IpAddr::V4(_)) | (Family::Ipv6, IpAddr::V6(_)))
+        matches!(
+            (self, ip),
+            (Family::Ipv4, IpAddr::V4(_)) | (Family::Ipv6, IpAddr::V6(_))
+        )
     }
 
     /// The other family.
@@ -36,7 +39,9 @@ pub fn parse_resolve_prefer(value: &str) -> Result<Family, String> {
     match value {
         "ipv4" => Ok(Family::Ipv4),
         "ipv6" => Ok(Family::Ipv6),
-        other => Err(format!("'resolve-prefer' expects 'ipv4' or 'ipv6' but got '{other}'")),
+        other => Err(format!(
+            "'resolve-prefer' expects 'ipv4' or 'ipv6' but got '{other}'"
+        )),
     }
 }
 
@@ -67,11 +72,15 @@ impl Cidr {
 }
 
 fn mask_u32(prefix: u8) -> u32 {
-    u32::MAX.checked_shl(32 - u32::from(prefix.min(32))).unwrap_or(0)
+    u32::MAX
+        .checked_shl(32 - u32::from(prefix.min(32)))
+        .unwrap_or(0)
 }
 
 fn mask_u128(prefix: u8) -> u128 {
-    u128::MAX.checked_shl(128 - u32::from(prefix.min(128))).unwrap_or(0)
+    u128::MAX
+        .checked_shl(128 - u32::from(prefix.min(128)))
+        .unwrap_or(0)
 }
 
 /// Parses one network: `ADDR`, `ADDR/LEN` or, for IPv4, `ADDR/MASK`.
@@ -187,7 +196,9 @@ pub fn parse_init_addr(value: &str) -> Result<Vec<InitAddrMethod>, String> {
             },
         };
         if methods.len() == MAX_INIT_ADDR_METHODS {
-            return Err(format!("'init-addr' : too many init-addr methods when trying to add '{word}'"));
+            return Err(format!(
+                "'init-addr' : too many init-addr methods when trying to add '{word}'"
+            ));
         }
         methods.push(method);
     }
@@ -197,7 +208,10 @@ pub fn parse_init_addr(value: &str) -> Result<Vec<InitAddrMethod>, String> {
 /// The `init-addr` list in force: the configured one, else `last,libc`,
 /// plus `none` when the server has `resolvers` (so that a name not
 /// resolvable at startup does not stop the load), as HAProxy does.
-pub fn effective_init_addr(configured: Option<&[InitAddrMethod]>, has_resolvers: bool) -> Vec<InitAddrMethod> {
+pub fn effective_init_addr(
+    configured: Option<&[InitAddrMethod]>,
+    has_resolvers: bool,
+) -> Vec<InitAddrMethod> {
     match configured {
         Some(m) if !m.is_empty() => m.to_vec(),
         _ => {
@@ -217,7 +231,11 @@ pub enum InitAddrOutcome {
     /// warning is set when earlier methods failed and a fixed address was
     /// used ("could not resolve address 'NAME', falling back to configured
     /// address.").
-    Addr { ip: IpAddr, method: InitAddrMethod, warning: Option<String> },
+    Addr {
+        ip: IpAddr,
+        method: InitAddrMethod,
+        warning: Option<String>,
+    },
     /// `none`: the server starts without an address, in maintenance. The
     /// warning is set when earlier methods failed ("could not resolve
     /// address 'NAME', disabling server.").
@@ -238,21 +256,41 @@ pub fn resolve_init_addr(
     for method in methods {
         match method {
             InitAddrMethod::Last => match last {
-                Some(ip) => return InitAddrOutcome::Addr { ip, method: *method, warning: None },
+                Some(ip) => {
+                    return InitAddrOutcome::Addr {
+                        ip,
+                        method: *method,
+                        warning: None,
+                    }
+                }
                 None => continue,
             },
             InitAddrMethod::Libc => match libc(name) {
-                Some(ip) => return InitAddrOutcome::Addr { ip, method: *method, warning: None },
+                Some(ip) => {
+                    return InitAddrOutcome::Addr {
+                        ip,
+                        method: *method,
+                        warning: None,
+                    }
+                }
                 None => failed = true,
             },
             InitAddrMethod::None => {
-                let warning = failed.then(|| format!("could not resolve address '{name}', disabling server."));
+                let warning = failed
+                    .then(|| format!("could not resolve address '{name}', disabling server."));
                 return InitAddrOutcome::Maintenance { warning };
             }
             InitAddrMethod::Ip(ip) => {
-                let warning =
-                    failed.then(|| format!("could not resolve address '{name}', falling back to configured address."));
-                return InitAddrOutcome::Addr { ip: *ip, method: *method, warning };
+                let warning = failed.then(|| {
+                    format!(
+                        "could not resolve address '{name}', falling back to configured address."
+                    )
+                });
+                return InitAddrOutcome::Addr {
+                    ip: *ip,
+                    method: *method,
+                    warning,
+                };
             }
         }
     }
@@ -267,8 +305,16 @@ pub fn resolve_init_addr(
 /// address of the preferred family, else the first address.
 pub fn libc_resolve(name: &str, prefer: Family) -> Option<IpAddr> {
     use std::net::ToSocketAddrs;
-    let addrs: Vec<IpAddr> = (name, 0u16).to_socket_addrs().ok()?.map(|sa| sa.ip()).collect();
-    addrs.iter().find(|ip| prefer.matches(ip)).or(addrs.first()).copied()
+    let addrs: Vec<IpAddr> = (name, 0u16)
+        .to_socket_addrs()
+        .ok()?
+        .map(|sa| sa.ip())
+        .collect();
+    addrs
+        .iter()
+        .find(|ip| prefer.matches(ip))
+        .or(addrs.first())
+        .copied()
 }
 
 /// The DNS options of one server, with their defaults.
@@ -292,7 +338,13 @@ impl ServerDnsOptions {
     /// Applies one server keyword and its value. Returns `Ok(false)` when
     /// `keyword` is not a DNS option (the caller handles it).
     pub fn parse_keyword(&mut self, keyword: &str, value: Option<&str>) -> Result<bool, String> {
-        let known = ["resolvers", "resolve-prefer", "resolve-net", "resolve-opts", "init-addr"];
+        let known = [
+            "resolvers",
+            "resolve-prefer",
+            "resolve-net",
+            "resolve-opts",
+            "init-addr",
+        ];
         if !known.contains(&keyword) {
             return Ok(false);
         }

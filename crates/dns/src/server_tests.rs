@@ -20,11 +20,36 @@ fn prefer() {
 
 #[test]
 fn networks() {
-    let nets = parse_resolve_net("10.0.0.0/8,192.168.1.77/255.255.255.0,2001:db8::/32,172.16.0.1").unwrap();
-    assert_eq!(nets[0], Cidr { addr: ip("10.0.0.0"), prefix: 8 });
-    assert_eq!(nets[1], Cidr { addr: ip("192.168.1.0"), prefix: 24 });
-    assert_eq!(nets[2], Cidr { addr: ip("2001:db8::"), prefix: 32 });
-    assert_eq!(nets[3], Cidr { addr: ip("172.16.0.1"), prefix: 32 });
+    let nets = parse_resolve_net("10.0.0.0/8,192.168.1.77/255.255.255.0,2001:db8::/32,172.16.0.1")
+        .unwrap();
+    assert_eq!(
+        nets[0],
+        Cidr {
+            addr: ip("10.0.0.0"),
+            prefix: 8
+        }
+    );
+    assert_eq!(
+        nets[1],
+        Cidr {
+            addr: ip("192.168.1.0"),
+            prefix: 24
+        }
+    );
+    assert_eq!(
+        nets[2],
+        Cidr {
+            addr: ip("2001:db8::"),
+            prefix: 32
+        }
+    );
+    assert_eq!(
+        nets[3],
+        Cidr {
+            addr: ip("172.16.0.1"),
+            prefix: 32
+        }
+    );
     assert!(nets[0].contains(&ip("10.200.3.4")));
     assert!(!nets[0].contains(&ip("11.0.0.1")));
     assert!(!nets[0].contains(&ip("::a00:1")));
@@ -35,7 +60,14 @@ fn networks() {
     assert!(!nets[3].contains(&ip("172.16.0.2")));
     let all = parse_cidr("0.0.0.0/0").unwrap();
     assert!(all.contains(&ip("203.0.113.9")));
-    for bad in ["10.0.0.0/33", "10.0.0.0/255.0.255.0", "host/8", "::/129", "::/ffff::", "10.0.0.0/x"] {
+    for bad in [
+        "10.0.0.0/33",
+        "10.0.0.0/255.0.255.0",
+        "host/8",
+        "::/129",
+        "::/ffff::",
+        "10.0.0.0/x",
+    ] {
         assert_eq!(
             parse_resolve_net(bad).unwrap_err(),
             format!("'resolve-net': invalid network '{bad}'")
@@ -45,23 +77,45 @@ fn networks() {
 
 #[test]
 fn opts() {
-    assert_eq!(parse_resolve_opts("allow-dup-ip").unwrap(), ResolveOpts { allow_dup_ip: true, ignore_weight: false });
+    assert_eq!(
+        parse_resolve_opts("allow-dup-ip").unwrap(),
+        ResolveOpts {
+            allow_dup_ip: true,
+            ignore_weight: false
+        }
+    );
     assert_eq!(
         parse_resolve_opts("allow-dup-ip,ignore-weight,prevent-dup-ip").unwrap(),
-        ResolveOpts { allow_dup_ip: false, ignore_weight: true }
+        ResolveOpts {
+            allow_dup_ip: false,
+            ignore_weight: true
+        }
     );
-    assert!(parse_resolve_opts("allow-dup").unwrap_err().contains("unknown resolve-opts option 'allow-dup'"));
+    assert!(parse_resolve_opts("allow-dup")
+        .unwrap_err()
+        .contains("unknown resolve-opts option 'allow-dup'"));
 }
 
 #[test]
 fn init_addr_parse() {
     assert_eq!(
         parse_init_addr("last,libc,none,10.0.0.9").unwrap(),
-        vec![InitAddrMethod::Last, InitAddrMethod::Libc, InitAddrMethod::None, InitAddrMethod::Ip(ip("10.0.0.9"))]
+        vec![
+            InitAddrMethod::Last,
+            InitAddrMethod::Libc,
+            InitAddrMethod::None,
+            InitAddrMethod::Ip(ip("10.0.0.9"))
+        ]
     );
-    assert!(parse_init_addr("libc,dns").unwrap_err().contains("unknown init-addr method 'dns'"));
-    assert!(parse_init_addr("10.0.0.1,::1").unwrap_err().contains("initial address already specified, cannot add '::1'"));
-    assert!(parse_init_addr(&["none"; 11].join(",")).unwrap_err().contains("too many init-addr methods"));
+    assert!(parse_init_addr("libc,dns")
+        .unwrap_err()
+        .contains("unknown init-addr method 'dns'"));
+    assert!(parse_init_addr("10.0.0.1,::1")
+        .unwrap_err()
+        .contains("initial address already specified, cannot add '::1'"));
+    assert!(parse_init_addr(&["none"; 11].join(","))
+        .unwrap_err()
+        .contains("too many init-addr methods"));
     assert_eq!(parse_init_addr(&["none"; 10].join(",")).unwrap().len(), 10);
 }
 
@@ -69,7 +123,10 @@ fn init_addr_parse() {
 fn init_addr_defaults() {
     use InitAddrMethod::*;
     assert_eq!(effective_init_addr(Option::None, false), vec![Last, Libc]);
-    assert_eq!(effective_init_addr(Option::None, true), vec![Last, Libc, None]);
+    assert_eq!(
+        effective_init_addr(Option::None, true),
+        vec![Last, Libc, None]
+    );
     assert_eq!(effective_init_addr(Some(&[Libc]), true), vec![Libc]);
     let mut o = ServerDnsOptions::default();
     assert!(o.parse_keyword("resolvers", Some("mydns")).unwrap());
@@ -86,12 +143,20 @@ fn init_addr_order() {
     // last wins when the state file has an address
     assert_eq!(
         resolve_init_addr(&[Last, Libc], "good.example", last, resolves),
-        InitAddrOutcome::Addr { ip: ip("192.0.2.99"), method: Last, warning: Option::None }
+        InitAddrOutcome::Addr {
+            ip: ip("192.0.2.99"),
+            method: Last,
+            warning: Option::None
+        }
     );
     // no state: libc
     assert_eq!(
         resolve_init_addr(&[Last, Libc], "good.example", Option::None, resolves),
-        InitAddrOutcome::Addr { ip: ip("192.0.2.1"), method: Libc, warning: Option::None }
+        InitAddrOutcome::Addr {
+            ip: ip("192.0.2.1"),
+            method: Libc,
+            warning: Option::None
+        }
     );
     // libc fails, none: maintenance with a warning
     assert_eq!(
@@ -106,15 +171,28 @@ fn init_addr_order() {
         called = true;
         Some(ip("192.0.2.1"))
     });
-    assert_eq!(out, InitAddrOutcome::Maintenance { warning: Option::None });
+    assert_eq!(
+        out,
+        InitAddrOutcome::Maintenance {
+            warning: Option::None
+        }
+    );
     assert!(!called);
     // fixed address after a failure
     assert_eq!(
-        resolve_init_addr(&[Libc, Ip(ip("10.9.9.9"))], "bad.example", Option::None, resolves),
+        resolve_init_addr(
+            &[Libc, Ip(ip("10.9.9.9"))],
+            "bad.example",
+            Option::None,
+            resolves
+        ),
         InitAddrOutcome::Addr {
             ip: ip("10.9.9.9"),
             method: Ip(ip("10.9.9.9")),
-            warning: Some("could not resolve address 'bad.example', falling back to configured address.".into())
+            warning: Some(
+                "could not resolve address 'bad.example', falling back to configured address."
+                    .into()
+            )
         }
     );
     assert_eq!(
@@ -129,8 +207,14 @@ fn init_addr_order() {
 
 #[test]
 fn libc_resolves_localhost() {
-    assert_eq!(libc_resolve("127.0.0.1", Family::Ipv6), Some(ip("127.0.0.1")));
-    assert_eq!(libc_resolve("no-such-host.invalid", Family::Ipv4), Option::None);
+    assert_eq!(
+        libc_resolve("127.0.0.1", Family::Ipv6),
+        Some(ip("127.0.0.1"))
+    );
+    assert_eq!(
+        libc_resolve("no-such-host.invalid", Family::Ipv4),
+        Option::None
+    );
 }
 
 #[test]
@@ -139,9 +223,14 @@ fn keywords() {
     assert!(!o.parse_keyword("check", Option::None).unwrap());
     assert!(o.parse_keyword("resolve-prefer", Some("ipv4")).unwrap());
     assert!(o.parse_keyword("resolve-net", Some("10.0.0.0/8")).unwrap());
-    assert!(o.parse_keyword("resolve-opts", Some("ignore-weight")).unwrap());
+    assert!(o
+        .parse_keyword("resolve-opts", Some("ignore-weight"))
+        .unwrap());
     assert_eq!(o.prefer, Family::Ipv4);
     assert_eq!(o.nets.len(), 1);
     assert!(o.opts.ignore_weight);
-    assert_eq!(o.parse_keyword("resolvers", Option::None).unwrap_err(), "'resolvers' expects an argument");
+    assert_eq!(
+        o.parse_keyword("resolvers", Option::None).unwrap_err(),
+        "'resolvers' expects an argument"
+    );
 }

@@ -17,11 +17,13 @@ pub fn parse_time(word: &str) -> Result<Duration, String> {
         .unwrap_or(word.len());
     let (num, unit) = word.split_at(digits_end);
     if num.is_empty() {
-        return Err(format!("'{word}' is not a time (expected a number and a unit such as 10s)"));
+        return Err(format!(
+            "'{word}' is not a time (expected a number and a unit such as 10s)"
+        ));
     }
-    let value: u64 = num
-        .parse()
-        .map_err(|_| format!("timer overflow in '{word}', maximum value is {MAX_TIME_MS} ms (~24.8 days)"))?;
+    let value: u64 = num.parse().map_err(|_| {
+        format!("timer overflow in '{word}', maximum value is {MAX_TIME_MS} ms (~24.8 days)")
+    })?;
     let micros_per_unit: u64 = match unit {
         "" | "ms" => 1_000,
         "us" => 1,
@@ -30,15 +32,21 @@ pub fn parse_time(word: &str) -> Result<Duration, String> {
         "h" => 3_600_000_000,
         "d" => 86_400_000_000,
         other => {
-            return Err(format!("unexpected unit '{other}' in time '{word}' (use us, ms, s, m, h or d)"))
+            return Err(format!(
+                "unexpected unit '{other}' in time '{word}' (use us, ms, s, m, h or d)"
+            ))
         }
     };
     let micros = value
         .checked_mul(micros_per_unit)
         .filter(|us| us / 1_000 <= MAX_TIME_MS)
-        .ok_or_else(|| format!("timer overflow in '{word}', maximum value is {MAX_TIME_MS} ms (~24.8 days)"))?;
+        .ok_or_else(|| {
+            format!("timer overflow in '{word}', maximum value is {MAX_TIME_MS} ms (~24.8 days)")
+        })?;
     if micros != 0 && micros < 1_000 {
-        return Err(format!("timer underflow in '{word}', minimum non-null value is 1 ms"));
+        return Err(format!(
+            "timer underflow in '{word}', minimum non-null value is 1 ms"
+        ));
     }
     Ok(Duration::from_micros(micros))
 }
@@ -63,11 +71,18 @@ mod tests {
     fn errors() {
         assert!(parse_time("").unwrap_err().contains("not a time"));
         assert!(parse_time("s").unwrap_err().contains("not a time"));
-        assert!(parse_time("10x").unwrap_err().contains("unexpected unit 'x'"));
+        assert!(parse_time("10x")
+            .unwrap_err()
+            .contains("unexpected unit 'x'"));
         assert!(parse_time("500us").unwrap_err().contains("underflow"));
         assert!(parse_time("25d").unwrap_err().contains("overflow"));
-        assert!(parse_time("99999999999999999999999").unwrap_err().contains("overflow"));
-        assert_eq!(parse_time("2147483647").unwrap(), Duration::from_millis(MAX_TIME_MS));
+        assert!(parse_time("99999999999999999999999")
+            .unwrap_err()
+            .contains("overflow"));
+        assert_eq!(
+            parse_time("2147483647").unwrap(),
+            Duration::from_millis(MAX_TIME_MS)
+        );
         assert!(parse_time("2147483648").unwrap_err().contains("overflow"));
     }
 }

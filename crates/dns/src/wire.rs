@@ -122,8 +122,14 @@ fn name_string(name: &Name) -> String {
 /// Builds a query for `name` with an EDNS0 OPT record announcing
 /// `payload_size` (at least 512, RFC 6891). Fails on a name that is not a
 /// valid DNS name.
-pub fn build_query(id: u16, name: &str, qtype: QueryType, payload_size: u16) -> Result<Vec<u8>, String> {
-    let mut qname = Name::from_ascii(name).map_err(|e| format!("invalid DNS name '{name}': {e}"))?;
+pub fn build_query(
+    id: u16,
+    name: &str,
+    qtype: QueryType,
+    payload_size: u16,
+) -> Result<Vec<u8>, String> {
+    let mut qname =
+        Name::from_ascii(name).map_err(|e| format!("invalid DNS name '{name}': {e}"))?;
     qname.set_fqdn(true);
     let mut msg = Message::new();
     msg.set_id(id)
@@ -134,7 +140,8 @@ pub fn build_query(id: u16, name: &str, qtype: QueryType, payload_size: u16) -> 
     let mut edns = Edns::new();
     edns.set_max_payload(payload_size);
     msg.set_edns(edns);
-    msg.to_vec().map_err(|e| format!("cannot encode a query for '{name}': {e}"))
+    msg.to_vec()
+        .map_err(|e| format!("cannot encode a query for '{name}': {e}"))
 }
 
 /// The id of a message, if it has a header.
@@ -146,7 +153,12 @@ pub fn message_id(buf: &[u8]) -> Option<u16> {
 /// records. With `accept_truncated`, a truncated SRV answer is used as it
 /// is (HAProxy's behaviour for UDP-only nameservers); otherwise the TC bit
 /// is [`ResponseError::Truncated`].
-pub fn parse_response(buf: &[u8], name: &str, qtype: QueryType, accept_truncated: bool) -> Result<Answer, ResponseError> {
+pub fn parse_response(
+    buf: &[u8],
+    name: &str,
+    qtype: QueryType,
+    accept_truncated: bool,
+) -> Result<Answer, ResponseError> {
     let msg = Message::from_vec(buf).map_err(|_| ResponseError::Invalid)?;
     if msg.message_type() != MessageType::Response {
         return Err(ResponseError::Invalid);
@@ -160,7 +172,9 @@ pub fn parse_response(buf: &[u8], name: &str, qtype: QueryType, accept_truncated
     let [question] = msg.queries() else {
         return Err(ResponseError::Invalid);
     };
-    if name_string(question.name()) != normalize_name(name) || question.query_type() != qtype.record_type() {
+    if name_string(question.name()) != normalize_name(name)
+        || question.query_type() != qtype.record_type()
+    {
         return Err(ResponseError::Invalid);
     }
     if msg.truncated() && !(accept_truncated && qtype == QueryType::Srv) {
@@ -194,11 +208,21 @@ fn addr_answer(records: &[WireRecord], name: &str) -> Result<Answer, ResponseErr
     let count = records.len();
     for (i, rec) in records.iter().enumerate() {
         if name_string(rec.name()) != current {
-            return Err(if i == 0 { ResponseError::Invalid } else { ResponseError::CnameError });
+            return Err(if i == 0 {
+                ResponseError::Invalid
+            } else {
+                ResponseError::CnameError
+            });
         }
         match rec.data() {
-            RData::A(a) => answer.records.push(Record::Addr { ip: IpAddr::V4(a.0), ttl: rec.ttl() }),
-            RData::AAAA(a) => answer.records.push(Record::Addr { ip: IpAddr::V6(a.0), ttl: rec.ttl() }),
+            RData::A(a) => answer.records.push(Record::Addr {
+                ip: IpAddr::V4(a.0),
+                ttl: rec.ttl(),
+            }),
+            RData::AAAA(a) => answer.records.push(Record::Addr {
+                ip: IpAddr::V6(a.0),
+                ttl: rec.ttl(),
+            }),
             RData::CNAME(target) => {
                 if i + 1 == count {
                     return Err(ResponseError::CnameError);
@@ -217,7 +241,9 @@ fn addr_answer(records: &[WireRecord], name: &str) -> Result<Answer, ResponseErr
 fn srv_answer(msg: &Message) -> Answer {
     let mut answer = Answer::default();
     for rec in msg.answers() {
-        let RData::SRV(srv) = rec.data() else { continue };
+        let RData::SRV(srv) = rec.data() else {
+            continue;
+        };
         let target = name_string(srv.target());
         let addr = msg.additionals().iter().find_map(|ar| {
             if name_string(ar.name()) != target {

@@ -8,7 +8,9 @@ fn n(s: &str) -> Name {
 
 fn response(qname: &str, qtype: RecordType) -> Message {
     let mut m = Message::new();
-    m.set_id(7).set_message_type(MessageType::Response).add_query(Query::query(n(qname), qtype));
+    m.set_id(7)
+        .set_message_type(MessageType::Response)
+        .add_query(Query::query(n(qname), qtype));
     m
 }
 
@@ -33,7 +35,15 @@ fn query_has_edns_and_question() {
     assert_eq!(m.extensions().as_ref().unwrap().max_payload(), 1232);
     // under 512 is announced as 512
     let q = build_query(1, "x.example", QueryType::Srv, 100).unwrap();
-    assert_eq!(Message::from_vec(&q).unwrap().extensions().as_ref().unwrap().max_payload(), 512);
+    assert_eq!(
+        Message::from_vec(&q)
+            .unwrap()
+            .extensions()
+            .as_ref()
+            .unwrap()
+            .max_payload(),
+        512
+    );
     assert!(build_query(1, "bad..name", QueryType::A, 512).is_err());
     assert_eq!(message_id(&[1]), None);
 }
@@ -41,7 +51,11 @@ fn query_has_edns_and_question() {
 #[test]
 fn a_answer_with_cname_chain() {
     let mut m = response("www.example.com.", RecordType::A);
-    m.add_answer(WireRecord::from_rdata(n("www.example.com."), 30, RData::CNAME(CNAME(n("Edge.example.net.")))));
+    m.add_answer(WireRecord::from_rdata(
+        n("www.example.com."),
+        30,
+        RData::CNAME(CNAME(n("Edge.example.net."))),
+    ));
     m.add_answer(a("edge.example.net.", [192, 0, 2, 1]));
     m.add_answer(a("edge.example.net.", [192, 0, 2, 2]));
     let ans = parse_response(&bytes(&m), "www.example.com", QueryType::A, false).unwrap();
@@ -49,8 +63,14 @@ fn a_answer_with_cname_chain() {
     assert_eq!(
         ans.records,
         vec![
-            Record::Addr { ip: "192.0.2.1".parse().unwrap(), ttl: 60 },
-            Record::Addr { ip: "192.0.2.2".parse().unwrap(), ttl: 60 }
+            Record::Addr {
+                ip: "192.0.2.1".parse().unwrap(),
+                ttl: 60
+            },
+            Record::Addr {
+                ip: "192.0.2.2".parse().unwrap(),
+                ttl: 60
+            }
         ]
     );
 }
@@ -59,48 +79,94 @@ fn a_answer_with_cname_chain() {
 fn rcodes_and_flags() {
     let mut m = response("x.example.", RecordType::A);
     m.set_response_code(ResponseCode::NXDomain);
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::NxDomain));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::NxDomain)
+    );
     m.set_response_code(ResponseCode::Refused);
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::Refused));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::Refused)
+    );
     m.set_response_code(ResponseCode::ServFail);
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::ServerError));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::ServerError)
+    );
     m.set_response_code(ResponseCode::NoError);
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::NoAnswer));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::NoAnswer)
+    );
     m.add_answer(a("x.example.", [10, 0, 0, 1]));
     m.set_truncated(true);
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, true), Err(ResponseError::Truncated));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, true),
+        Err(ResponseError::Truncated)
+    );
     m.set_truncated(false);
     assert!(parse_response(&bytes(&m), "X.Example.", QueryType::A, false).is_ok());
     // a query is not a response
     m.set_message_type(MessageType::Query);
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::Invalid));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::Invalid)
+    );
 }
 
 #[test]
 fn wrong_question_or_records() {
     let mut m = response("other.example.", RecordType::A);
     m.add_answer(a("other.example.", [10, 0, 0, 1]));
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::Invalid));
-    assert_eq!(parse_response(&bytes(&m), "other.example", QueryType::Aaaa, false), Err(ResponseError::Invalid));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::Invalid)
+    );
+    assert_eq!(
+        parse_response(&bytes(&m), "other.example", QueryType::Aaaa, false),
+        Err(ResponseError::Invalid)
+    );
     // first record for another name: invalid; a later one: CNAME error
     let mut m = response("x.example.", RecordType::A);
     m.add_answer(a("y.example.", [10, 0, 0, 1]));
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::Invalid));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::Invalid)
+    );
     let mut m = response("x.example.", RecordType::A);
     m.add_answer(a("x.example.", [10, 0, 0, 1]));
     m.add_answer(a("y.example.", [10, 0, 0, 2]));
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::CnameError));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::CnameError)
+    );
     // a chain ending on a CNAME
     let mut m = response("x.example.", RecordType::A);
-    m.add_answer(WireRecord::from_rdata(n("x.example."), 30, RData::CNAME(CNAME(n("y.example.")))));
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::A, false), Err(ResponseError::CnameError));
+    m.add_answer(WireRecord::from_rdata(
+        n("x.example."),
+        30,
+        RData::CNAME(CNAME(n("y.example."))),
+    ));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::A, false),
+        Err(ResponseError::CnameError)
+    );
     // AAAA asked, only A given
     let mut m = response("x.example.", RecordType::AAAA);
     m.add_answer(a("x.example.", [10, 0, 0, 1]));
-    assert_eq!(parse_response(&bytes(&m), "x.example", QueryType::Aaaa, false), Err(ResponseError::NoExpectedRecord));
+    assert_eq!(
+        parse_response(&bytes(&m), "x.example", QueryType::Aaaa, false),
+        Err(ResponseError::NoExpectedRecord)
+    );
     // garbage
-    assert_eq!(parse_response(&[0, 7, 0x80], "x.example", QueryType::A, false), Err(ResponseError::Invalid));
-    assert_eq!(parse_response(&[], "x.example", QueryType::A, false), Err(ResponseError::Invalid));
+    assert_eq!(
+        parse_response(&[0, 7, 0x80], "x.example", QueryType::A, false),
+        Err(ResponseError::Invalid)
+    );
+    assert_eq!(
+        parse_response(&[], "x.example", QueryType::A, false),
+        Err(ResponseError::Invalid)
+    );
 }
 
 #[test]
