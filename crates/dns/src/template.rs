@@ -30,7 +30,7 @@ pub fn is_srv_name(name: &str) -> bool {
 /// HAProxy's mapping of an SRV weight (0 to 65535) to a server weight (0 to
 /// 256): `(weight + 255) / 256`, so that 0 stays 0 and 1 becomes 1.
 pub fn srv_weight(weight: u16) -> u32 {
-    (u32::from(weight) + 255) / 256
+    u32::from(weight).div_ceil(256)
 }
 
 /// Parses the `N` or `N-M` of a server-template: the first and last slot

@@ -337,6 +337,11 @@ fn srv_ignore_weight_and_port_change_rebinds() {
     assert_eq!(t.slots()[0].target, None);
     assert!(t.slots()[0].maint);
     assert_eq!(ev.len(), 5, "{ev:?}");
-    assert_eq!(ev[0].to_string(), "Server be/s1 is going DOWN for maintenance (No IP for server )");
-    assert!(!ev.iter().any(|e| matches!(e, DnsEvent::WeightChanged { .. })));
+    assert_eq!(
+        ev[0].to_string(),
+        "Server be/s1 is going DOWN for maintenance (No IP for server )"
+    );
+    assert!(!ev
+        .iter()
+        .any(|e| matches!(e, DnsEvent::WeightChanged { .. })));
 }
