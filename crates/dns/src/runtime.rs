@@ -152,6 +152,16 @@ impl Resolvers {
         Ok(rx)
     }
 
+    /// The names being resolved (registered and still subscribed to),
+    /// sorted.
+    pub fn names(&self) -> Vec<(String, NameKind)> {
+        let entries = lock(&self.inner.entries);
+        let mut names: Vec<(String, NameKind)> =
+            entries.iter().filter(|(_, e)| !e.tx.is_closed()).map(|(k, _)| k.clone()).collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        names
+    }
+
     /// The section's task: resolves the registered names every
     /// `timeout resolve` until dropped. Spawn it once per section.
     pub async fn run(self) {

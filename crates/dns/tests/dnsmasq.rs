@@ -287,3 +287,38 @@ fn first_valid_answer_wins_over_a_dead_nameserver() {
         assert_eq!(r.counter("live", "sent"), 1);
     });
 }
+
+#[test]
+fn names_live_while_subscribed() {
+    let Some(bin) = require_dnsmasq("names_live_while_subscribed") else { return };
+    let dns = Dnsmasq::start(&bin, "127.0.0.158", "10.5.0.1 app.test\n10.5.0.2 other.test\n", &[]);
+    runtime().block_on(async {
+        let r = Resolvers::new(section(&dns, &[])).unwrap();
+        let rx1 = r.subscribe("app.test", NameKind::Addr(Family::Ipv4)).unwrap();
+        let rx2 = r.subscribe("APP.test.", NameKind::Addr(Family::Ipv4)).unwrap();
+        let rx3 = r.subscribe("other.test", NameKind::Addr(Family::Ipv4)).unwrap();
+        assert!(r.subscribe("bad..name", NameKind::Addr(Family::Ipv4)).is_err());
+        assert_eq!(r.names().len(), 2, "one resolution per name and kind");
+        tokio::spawn(r.clone().run());
+        for rx in [&rx1, &rx2, &rx3] {
+            wait_for(Duration::from_secs(5), "an answer", || (rx.borrow().status == Status::Valid).then_some(())).await;
+        }
+        assert_eq!(rx1.borrow().records, rx2.borrow().records);
+        drop(rx1);
+        drop(rx3);
+        // other.test has no subscriber left: its loop ends and forgets it
+        wait_for(Duration::from_secs(5), "other.test to be dropped", || {
+            (r.names() == vec![("app.test".to_string(), NameKind::Addr(Family::Ipv4))]).then_some(())
+        })
+        .await;
+        // a late subscriber is served by the running task
+        let rx4 = r.subscribe("other.test", NameKind::Addr(Family::Ipv4)).unwrap();
+        let state = wait_for(Duration::from_secs(5), "other.test again", || {
+            let s = rx4.borrow().clone();
+            (s.status == Status::Valid).then_some(s)
+        })
+        .await;
+        assert_eq!(state.records.first().and_then(Record::ip), Some(ip("10.5.0.2")));
+        drop(rx2);
+    });
+}
