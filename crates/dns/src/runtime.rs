@@ -156,8 +156,11 @@ impl Resolvers {
     /// sorted.
     pub fn names(&self) -> Vec<(String, NameKind)> {
         let entries = lock(&self.inner.entries);
-        let mut names: Vec<(String, NameKind)> =
-            entries.iter().filter(|(_, e)| !e.tx.is_closed()).map(|(k, _)| k.clone()).collect();
+        let mut names: Vec<(String, NameKind)> = entries
+            .iter()
+            .filter(|(_, e)| !e.tx.is_closed())
+            .map(|(k, _)| k.clone())
+            .collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
         names
     }

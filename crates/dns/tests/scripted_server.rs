@@ -29,7 +29,8 @@ struct Scripted {
 impl Scripted {
     fn start(ip: &str, script: Box<Script>) -> Scripted {
         let sock = UdpSocket::bind((ip, 0)).expect("bind the scripted server");
-        sock.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
         let addr = sock.local_addr().unwrap();
         let asked = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -38,8 +39,12 @@ impl Scripted {
             let mut buf = [0u8; 4096];
             let mut n = 0;
             while !stop2.load(Ordering::Relaxed) {
-                let Ok((len, peer)) = sock.recv_from(&mut buf) else { continue };
-                let Ok(query) = Message::from_vec(&buf[..len]) else { continue };
+                let Ok((len, peer)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Ok(query) = Message::from_vec(&buf[..len]) else {
+                    continue;
+                };
                 asked2.lock().unwrap().push(query.queries()[0].query_type());
                 for datagram in script(&query, n) {
                     sock.send_to(&datagram, peer).unwrap();
@@ -47,7 +52,12 @@ impl Scripted {
                 n += 1;
             }
         });
-        Scripted { addr, asked, stop, thread: Some(thread) }
+        Scripted {
+            addr,
+            asked,
+            stop,
+            thread: Some(thread),
+        }
     }
 
     fn asked(&self) -> Vec<RecordType> {
@@ -66,7 +76,9 @@ impl Drop for Scripted {
 
 fn reply(query: &Message, rcode: ResponseCode, ip: Option<[u8; 4]>) -> Message {
     let mut m = Message::new();
-    m.set_id(query.id()).set_message_type(MessageType::Response).set_response_code(rcode);
+    m.set_id(query.id())
+        .set_message_type(MessageType::Response)
+        .set_response_code(rcode);
     m.add_query(query.queries()[0].clone());
     if let Some(ip) = ip {
         let name = query.queries()[0].name().clone();
@@ -77,14 +89,19 @@ fn reply(query: &Message, rcode: ResponseCode, ip: Option<[u8; 4]>) -> Message {
 
 fn resolvers(addr: SocketAddr, retries: &str) -> Resolvers {
     let mut s = ResolversSection::new("scripted");
-    s.parse_line(&["nameserver", "ns", &addr.to_string()]).unwrap();
+    s.parse_line(&["nameserver", "ns", &addr.to_string()])
+        .unwrap();
     s.parse_line(&["timeout", "retry", "150ms"]).unwrap();
     s.parse_line(&["resolve_retries", retries]).unwrap();
     Resolvers::new(s).unwrap()
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }
 
 #[test]
@@ -94,10 +111,17 @@ fn stale_and_oversized_datagrams_are_skipped() {
         Box::new(|q, _| {
             let mut stale = reply(q, ResponseCode::NoError, Some([10, 9, 9, 9]));
             stale.set_id(q.id().wrapping_add(1));
-            let mut big = reply(q, ResponseCode::NoError, Some([10, 9, 9, 8])).to_vec().unwrap();
+            let mut big = reply(q, ResponseCode::NoError, Some([10, 9, 9, 8]))
+                .to_vec()
+                .unwrap();
             big.resize(600, 0); // over accepted_payload_size (512)
             let good = reply(q, ResponseCode::NoError, Some([10, 0, 0, 42]));
-            vec![stale.to_vec().unwrap(), big, vec![0x01], good.to_vec().unwrap()]
+            vec![
+                stale.to_vec().unwrap(),
+                big,
+                vec![0x01],
+                good.to_vec().unwrap(),
+            ]
         }),
     );
     let r = resolvers(server.addr, "3");
@@ -140,7 +164,10 @@ fn fallback_answer_is_used() {
         }),
     );
     let r = resolvers(server.addr, "3");
-    assert_eq!(block_on(r.resolve_once("app.test", Family::Ipv6)), Ok("10.0.0.5".parse::<IpAddr>().unwrap()));
+    assert_eq!(
+        block_on(r.resolve_once("app.test", Family::Ipv6)),
+        Ok("10.0.0.5".parse::<IpAddr>().unwrap())
+    );
     assert_eq!(server.asked(), vec![RecordType::AAAA, RecordType::A]);
     assert_eq!(r.counter("ns", "refused"), 1);
 }
@@ -150,10 +177,20 @@ fn silence_is_a_timeout_after_resolve_retries_queries() {
     let server = Scripted::start("127.0.0.164", Box::new(|_, _| Vec::new()));
     let r = resolvers(server.addr, "3");
     let started = std::time::Instant::now();
-    assert_eq!(block_on(r.resolve_once("app.test", Family::Ipv4)), Err(Status::Timeout));
+    assert_eq!(
+        block_on(r.resolve_once("app.test", Family::Ipv4)),
+        Err(Status::Timeout)
+    );
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(450), "3 x timeout retry (150ms), took {took:?}");
-    assert_eq!(server.asked(), vec![RecordType::A; 3], "no type fallback on timeouts");
+    assert!(
+        took >= Duration::from_millis(450),
+        "3 x timeout retry (150ms), took {took:?}"
+    );
+    assert_eq!(
+        server.asked(),
+        vec![RecordType::A; 3],
+        "no type fallback on timeouts"
+    );
     assert_eq!(r.counter("ns", "timeout"), 3);
 }
 
@@ -165,12 +202,20 @@ fn answer_on_the_second_try() {
             if n == 0 {
                 Vec::new()
             } else {
-                vec![reply(q, ResponseCode::NoError, Some([10, 0, 0, 6])).to_vec().unwrap()]
+                vec![reply(q, ResponseCode::NoError, Some([10, 0, 0, 6]))
+                    .to_vec()
+                    .unwrap()]
             }
         }),
     );
     let r = resolvers(server.addr, "3");
-    assert_eq!(block_on(r.resolve_once("app.test", Family::Ipv4)), Ok("10.0.0.6".parse::<IpAddr>().unwrap()));
+    assert_eq!(
+        block_on(r.resolve_once("app.test", Family::Ipv4)),
+        Ok("10.0.0.6".parse::<IpAddr>().unwrap())
+    );
     assert_eq!(server.asked(), vec![RecordType::A, RecordType::A]);
-    assert_eq!((r.counter("ns", "timeout"), r.counter("ns", "valid")), (1, 1));
+    assert_eq!(
+        (r.counter("ns", "timeout"), r.counter("ns", "valid")),
+        (1, 1)
+    );
 }

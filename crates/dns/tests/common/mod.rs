@@ -91,8 +91,13 @@ impl Dnsmasq {
         self.child = Some(child);
         // ready once it answers TCP connections on its port
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect_timeout(&self.addr, Duration::from_millis(100)).is_err() {
-            assert!(Instant::now() < deadline, "dnsmasq did not start on {}", self.addr);
+        while std::net::TcpStream::connect_timeout(&self.addr, Duration::from_millis(100)).is_err()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "dnsmasq did not start on {}",
+                self.addr
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -101,7 +106,11 @@ impl Dnsmasq {
     pub fn set_hosts(&self, hosts: &str) {
         write_world_readable(&self.hosts, hosts);
         let pid = self.child.as_ref().expect("dnsmasq running").id();
-        let status = Command::new("kill").arg("-HUP").arg(pid.to_string()).status().expect("run kill");
+        let status = Command::new("kill")
+            .arg("-HUP")
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill");
         assert!(status.success());
     }
 
@@ -142,7 +151,10 @@ pub async fn wait_for<T>(limit: Duration, what: &str, mut check: impl FnMut() ->
         if let Some(v) = check() {
             return v;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
