@@ -65,6 +65,9 @@ fn qtype_of(family: Family) -> QueryType {
 
 type Key = (String, NameKind);
 
+/// The most `do-resolve` answers kept (names come from requests).
+pub const MAX_CACHED_NAMES: usize = 4096;
+
 /// `do-resolve` answers: when they came and their addresses.
 type Cache = HashMap<(String, Family), (std::time::Instant, Vec<IpAddr>)>;
 
@@ -168,18 +171,25 @@ impl Resolvers {
     /// The section's task: resolves the registered names every
     /// `timeout resolve` until dropped. Spawn it once per section.
     pub async fn run(self) {
-        let mut running: HashSet<Key> = HashSet::new();
+        let mut running: HashMap<Key, tokio::task::Id> = HashMap::new();
         let mut tasks = JoinSet::new();
         loop {
             let keys: Vec<Key> = lock(&self.inner.entries).keys().cloned().collect();
             for key in keys {
-                if running.insert(key.clone()) {
-                    tasks.spawn(name_loop(self.inner.clone(), key));
+                if let std::collections::hash_map::Entry::Vacant(slot) = running.entry(key) {
+                    let handle = tasks.spawn(name_loop(self.inner.clone(), slot.key().clone()));
+                    slot.insert(handle.id());
                 }
             }
             tokio::select! {
                 _ = self.inner.notify.notified() => {}
-                Some(Ok(key)) = tasks.join_next() => { running.remove(&key); }
+                Some(done) = tasks.join_next_with_id() => {
+                    let id = match done {
+                        Ok((id, _)) => id,
+                        Err(e) => e.id(),
+                    };
+                    running.retain(|_, task| *task != id);
+                }
             }
         }
     }
@@ -190,18 +200,30 @@ impl Resolvers {
     /// not cached.
     pub async fn resolve_once(&self, name: &str, family: Family) -> Result<IpAddr, Status> {
         let name = normalize_name(name);
+        if build_query(0, &name, qtype_of(family), 512).is_err() {
+            return Err(Status::Other);
+        }
         let hold = self.inner.section.hold.valid;
-        let cached = lock(&self.inner.cache)
-            .get(&(name.clone(), family))
-            .cloned();
+        let key = (name, family);
+        let cached = lock(&self.inner.cache).get(&key).cloned();
         let ips = match cached {
             Some((at, ips)) if at.elapsed() < hold => ips,
             _ => {
-                let (answer, _) = resolve_query(&self.inner, &name, qtype_of(family)).await?;
+                let (answer, _) = resolve_query(&self.inner, &key.0, qtype_of(family)).await?;
                 let ips: Vec<IpAddr> = answer.records.iter().filter_map(Record::ip).collect();
                 if !hold.is_zero() {
-                    lock(&self.inner.cache)
-                        .insert((name, family), (std::time::Instant::now(), ips.clone()));
+                    let mut cache = lock(&self.inner.cache);
+                    cache.retain(|_, (at, _)| at.elapsed() < hold);
+                    if cache.len() >= MAX_CACHED_NAMES {
+                        let oldest = cache
+                            .iter()
+                            .min_by_key(|(_, (at, _))| *at)
+                            .map(|(k, _)| k.clone());
+                        if let Some(oldest) = oldest {
+                            cache.remove(&oldest);
+                        }
+                    }
+                    cache.insert(key, (std::time::Instant::now(), ips.clone()));
                 }
                 ips
             }

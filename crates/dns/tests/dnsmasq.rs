@@ -509,3 +509,71 @@ fn names_live_while_subscribed() {
         drop(rx2);
     });
 }
+
+#[test]
+fn a_record_template_is_stable_across_changes() {
+    let Some(bin) = require_dnsmasq("a_record_template_is_stable_across_changes") else {
+        return;
+    };
+    let dns = Dnsmasq::start(
+        &bin,
+        "127.0.0.159",
+        "10.6.0.1 pool.test\n10.6.0.2 pool.test\n",
+        &[],
+    );
+    runtime().block_on(async {
+        let r = Resolvers::new(section(&dns, &[])).unwrap();
+        let mut rx = r
+            .subscribe("pool.test", NameKind::Addr(Family::Ipv4))
+            .unwrap();
+        tokio::spawn(r.clone().run());
+        let policy = AddrPolicy {
+            prefer: Family::Ipv4,
+            ..AddrPolicy::default()
+        };
+        let mut slots =
+            TemplateSlots::new("be", "web", (1, 3), "pool.test", Some(80), policy, false);
+        let addrs = |t: &TemplateSlots| t.slots().iter().map(|s| s.addr).collect::<Vec<_>>();
+
+        let state = wait_for(Duration::from_secs(5), "two addresses", || {
+            let s = rx.borrow_and_update().clone();
+            (s.records.len() == 2).then_some(s)
+        })
+        .await;
+        slots.apply(&state);
+        let first = addrs(&slots);
+        let mut assigned: Vec<IpAddr> = first.iter().flatten().copied().collect();
+        assigned.sort();
+        assert_eq!(assigned, vec![ip("10.6.0.1"), ip("10.6.0.2")]);
+        assert!(slots.slots()[2].maint && slots.slots()[2].addr.is_none());
+
+        // dnsmasq rotates the order of its answers: several rounds move nothing
+        for _ in 0..3 {
+            tokio::time::timeout(Duration::from_secs(5), rx.changed())
+                .await
+                .unwrap()
+                .unwrap();
+            let state = rx.borrow_and_update().clone();
+            assert!(slots.apply(&state).is_empty());
+            assert_eq!(addrs(&slots), first);
+        }
+
+        // 10.6.0.1 leaves, 10.6.0.3 and 10.6.0.4 come: the slot of 10.6.0.2 keeps it
+        dns.set_hosts("10.6.0.2 pool.test\n10.6.0.3 pool.test\n10.6.0.4 pool.test\n");
+        let state = wait_for(Duration::from_secs(5), "the new pool", || {
+            let s = rx.borrow_and_update().clone();
+            (s.records.len() == 3).then_some(s)
+        })
+        .await;
+        slots.apply(&state);
+        let kept = first
+            .iter()
+            .position(|a| *a == Some(ip("10.6.0.2")))
+            .unwrap();
+        assert_eq!(slots.slots()[kept].addr, Some(ip("10.6.0.2")));
+        let mut now: Vec<IpAddr> = addrs(&slots).into_iter().flatten().collect();
+        now.sort();
+        assert_eq!(now, vec![ip("10.6.0.2"), ip("10.6.0.3"), ip("10.6.0.4")]);
+        assert!(slots.slots().iter().all(|s| !s.maint));
+    });
+}

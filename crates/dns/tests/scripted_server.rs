@@ -219,3 +219,17 @@ fn answer_on_the_second_try() {
         (1, 1)
     );
 }
+
+#[test]
+fn invalid_name_fails_without_a_query() {
+    let server = Scripted::start("127.0.0.166", Box::new(|_, _| Vec::new()));
+    let r = resolvers(server.addr, "3");
+    let started = std::time::Instant::now();
+    assert_eq!(
+        block_on(r.resolve_once("bad..name", Family::Ipv4)),
+        Err(Status::Other)
+    );
+    assert!(started.elapsed() < Duration::from_millis(150));
+    assert_eq!(r.counter("ns", "sent"), 0);
+    assert!(server.asked().is_empty());
+}
