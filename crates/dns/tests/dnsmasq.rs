@@ -6,13 +6,14 @@ mod common;
 use common::{require_dnsmasq, wait_for, Dnsmasq};
 use fairlead_dns::config::ResolversSection;
 use fairlead_dns::events::{AddrPolicy, ServerId, ServerResolver};
-use fairlead_dns::hold::Status;
+use fairlead_dns::hold::{NameState, Status};
 use fairlead_dns::runtime::{show_resolvers, NameKind, Resolvers};
 use fairlead_dns::server::Family;
 use fairlead_dns::template::TemplateSlots;
 use fairlead_dns::wire::Record;
 use std::net::IpAddr;
 use std::time::Duration;
+use tokio::sync::watch;
 
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
@@ -33,6 +34,15 @@ fn section(dns: &Dnsmasq, extra: &[&[&str]]) -> ResolversSection {
         s.parse_line(line).unwrap();
     }
     s
+}
+
+/// Waits (5 s at most) for a valid state of the name.
+async fn wait_valid(rx: &watch::Receiver<NameState>, what: &str) -> NameState {
+    wait_for(Duration::from_secs(5), what, || {
+        let s = rx.borrow().clone();
+        (s.status == Status::Valid).then_some(s)
+    })
+    .await
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -130,11 +140,7 @@ fn changed_address_is_published_and_applied() {
             false,
         );
 
-        let state = wait_for(Duration::from_secs(5), "first answer", || {
-            let s = rx.borrow().clone();
-            (s.status == Status::Valid).then_some(s)
-        })
-        .await;
+        let state = wait_valid(&rx, "first answer").await;
         assert_eq!(
             state.records,
             vec![Record::Addr {
@@ -204,11 +210,7 @@ fn srv_records_fill_a_template() {
             policy,
             false,
         );
-        let state = wait_for(Duration::from_secs(5), "SRV answer", || {
-            let s = rx.borrow().clone();
-            (s.status == Status::Valid).then_some(s)
-        })
-        .await;
+        let state = wait_valid(&rx, "SRV answer").await;
         slots.apply(&state);
         let mut got: Vec<(String, u16, u32, Option<IpAddr>, bool)> = slots
             .slots()
@@ -284,11 +286,7 @@ fn truncated_answer_is_asked_again_over_tcp() {
             .subscribe("big.test", NameKind::Addr(Family::Ipv4))
             .unwrap();
         tokio::spawn(r.clone().run());
-        let state = wait_for(Duration::from_secs(5), "the big answer", || {
-            let s = rx.borrow().clone();
-            (s.status == Status::Valid).then_some(s)
-        })
-        .await;
+        let state = wait_valid(&rx, "the big answer").await;
         assert_eq!(state.records.len(), 60);
         assert!(r.counter("dns1", "truncated") >= 1);
         assert!(r.counter("dns1", "sent") >= 2, "UDP then TCP");
@@ -348,11 +346,7 @@ fn server_loss_is_held_then_reported() {
             ..AddrPolicy::default()
         };
         let mut srv = ServerResolver::new(ServerId::new("be", "s1"), policy, None, true);
-        let state = wait_for(Duration::from_secs(5), "first answer", || {
-            let s = rx.borrow().clone();
-            (s.status == Status::Valid).then_some(s)
-        })
-        .await;
+        let state = wait_valid(&rx, "first answer").await;
         srv.apply(&state, &[]);
         assert_eq!(srv.addr(), Some(ip("10.3.0.1")));
         assert!(!srv.in_maintenance());
@@ -394,11 +388,7 @@ fn server_loss_is_held_then_reported() {
 
         // the server comes back with the DNS server
         dns.restart();
-        let state = wait_for(Duration::from_secs(5), "a valid answer again", || {
-            let s = rx.borrow().clone();
-            (s.status == Status::Valid).then_some(s)
-        })
-        .await;
+        let state = wait_valid(&rx, "a valid answer again").await;
         let events: Vec<String> = srv
             .apply(&state, &[])
             .iter()
@@ -497,11 +487,7 @@ fn names_live_while_subscribed() {
         let rx4 = r
             .subscribe("other.test", NameKind::Addr(Family::Ipv4))
             .unwrap();
-        let state = wait_for(Duration::from_secs(5), "other.test again", || {
-            let s = rx4.borrow().clone();
-            (s.status == Status::Valid).then_some(s)
-        })
-        .await;
+        let state = wait_valid(&rx4, "other.test again").await;
         assert_eq!(
             state.records.first().and_then(Record::ip),
             Some(ip("10.5.0.2"))
