@@ -74,6 +74,7 @@ type Cache = HashMap<(String, Family), (std::time::Instant, Vec<IpAddr>)>;
 struct Entry {
     tx: watch::Sender<NameState>,
     resolution: Resolution,
+    wake: Arc<Notify>,
 }
 
 struct Inner {
@@ -149,10 +150,33 @@ impl Resolvers {
         let now = std::time::Instant::now();
         let resolution = Resolution::new(now);
         let (tx, rx) = watch::channel(resolution.state().clone());
-        entries.insert(key, Entry { tx, resolution });
+        let wake = Arc::new(Notify::new());
+        entries.insert(
+            key,
+            Entry {
+                tx,
+                resolution,
+                wake,
+            },
+        );
         drop(entries);
         self.inner.notify.notify_one();
         Ok(rx)
+    }
+
+    /// Resolves a registered name again now instead of at its next
+    /// `timeout resolve` (HAProxy does so when a health check times out,
+    /// as the server may have moved). Returns false when the name is not
+    /// registered.
+    pub fn trigger(&self, name: &str, kind: NameKind) -> bool {
+        let entries = lock(&self.inner.entries);
+        match entries.get(&(normalize_name(name), kind)) {
+            Some(entry) => {
+                entry.wake.notify_one();
+                true
+            }
+            None => false,
+        }
     }
 
     /// The names being resolved (registered and still subscribed to),
@@ -320,7 +344,16 @@ async fn name_loop(inner: Arc<Inner>, key: Key) -> Key {
             }
             entry.tx.send_replace(entry.resolution.state().clone());
         }
-        sleep(inner.section.timeout_resolve).await;
+        let wake = lock(&inner.entries).get(&key).map(|e| e.wake.clone());
+        match wake {
+            Some(wake) => {
+                tokio::select! {
+                    _ = sleep(inner.section.timeout_resolve) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => sleep(inner.section.timeout_resolve).await,
+        }
     }
 }
 

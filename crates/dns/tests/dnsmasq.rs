@@ -563,3 +563,41 @@ fn a_record_template_is_stable_across_changes() {
         assert!(slots.slots().iter().all(|s| !s.maint));
     });
 }
+
+#[test]
+fn trigger_resolves_at_once() {
+    let Some(bin) = require_dnsmasq("trigger_resolves_at_once") else {
+        return;
+    };
+    let dns = Dnsmasq::start(&bin, "127.0.0.160", "10.7.0.1 app.test\n", &[]);
+    runtime().block_on(async {
+        // resolved once a minute: only a trigger can show the change in time
+        let r = Resolvers::new(section(&dns, &[&["timeout", "resolve", "60s"]])).unwrap();
+        let mut rx = r
+            .subscribe("app.test", NameKind::Addr(Family::Ipv4))
+            .unwrap();
+        tokio::spawn(r.clone().run());
+        let state = wait_valid(&rx, "first answer").await;
+        assert_eq!(
+            state.records.first().and_then(Record::ip),
+            Some(ip("10.7.0.1"))
+        );
+        rx.borrow_and_update();
+        dns.set_hosts("10.7.0.9 app.test\n");
+        assert!(!r.trigger("other.test", NameKind::Addr(Family::Ipv4)));
+        // SIGHUP is handled asynchronously by dnsmasq: trigger until it shows
+        let state = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                assert!(r.trigger("App.test", NameKind::Addr(Family::Ipv4)));
+                rx.changed().await.unwrap();
+                let s = rx.borrow_and_update().clone();
+                if s.records.first().and_then(Record::ip) == Some(ip("10.7.0.9")) {
+                    return s;
+                }
+            }
+        })
+        .await
+        .expect("the triggered resolution sees the new address");
+        assert_eq!(state.status, Status::Valid);
+    });
+}
