@@ -362,32 +362,58 @@ async fn resolve_key(inner: &Arc<Inner>, key: &Key) -> Result<(Answer, usize), S
         NameKind::Addr(family) => resolve_query(inner, &key.0, qtype_of(family)).await,
         NameKind::Srv(family) => {
             let (mut answer, ns) = resolve_query(inner, &key.0, QueryType::Srv).await?;
-            let mut resolved: HashMap<String, Option<IpAddr>> = HashMap::new();
+            let targets = srv_target_addrs(inner, &answer, family).await;
             for rec in &mut answer.records {
-                let Record::Srv(srv) = rec else { continue };
-                if srv.addr.is_some() {
-                    continue;
+                if let Record::Srv(srv) = rec {
+                    if srv.addr.is_none() {
+                        srv.addr = targets.get(&srv.target).copied().flatten();
+                    }
                 }
-                if !resolved.contains_key(&srv.target) {
-                    let policy = AddrPolicy {
-                        prefer: family,
-                        ..AddrPolicy::default()
-                    };
-                    let ip = match resolve_query(inner, &srv.target, qtype_of(family)).await {
-                        Ok((a, _)) => {
-                            let ips: Vec<IpAddr> =
-                                a.records.iter().filter_map(Record::ip).collect();
-                            select_address(&ips, &policy, None, &[])
-                        }
-                        Err(_) => None,
-                    };
-                    resolved.insert(srv.target.clone(), ip);
-                }
-                srv.addr = resolved.get(&srv.target).copied().flatten();
             }
             Ok((answer, ns))
         }
     }
+}
+
+/// Resolves, all at once, the SRV targets that came without an address.
+async fn srv_target_addrs(
+    inner: &Arc<Inner>,
+    answer: &Answer,
+    family: Family,
+) -> HashMap<String, Option<IpAddr>> {
+    let targets: HashSet<String> = answer
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Srv(srv) if srv.addr.is_none() => Some(srv.target.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut set = JoinSet::new();
+    for target in targets {
+        let inner = inner.clone();
+        set.spawn(async move {
+            let policy = AddrPolicy {
+                prefer: family,
+                ..AddrPolicy::default()
+            };
+            let ip = match resolve_query(&inner, &target, qtype_of(family)).await {
+                Ok((a, _)) => {
+                    let ips: Vec<IpAddr> = a.records.iter().filter_map(Record::ip).collect();
+                    select_address(&ips, &policy, None, &[])
+                }
+                Err(_) => None,
+            };
+            (target, ip)
+        });
+    }
+    let mut out = HashMap::new();
+    while let Some(joined) = set.join_next().await {
+        if let Ok((target, ip)) = joined {
+            out.insert(target, ip);
+        }
+    }
+    out
 }
 
 /// The outcome of one query sent to all nameservers.
