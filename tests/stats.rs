@@ -173,3 +173,63 @@ fn prometheus_exporter_is_parseable() {
         "{buckets:?}"
     );
 }
+
+/// `stats admin if <cond>`: the page's admin form changes servers through
+/// the same server commands as the runtime API; requests the condition
+/// refuses are denied, and traffic follows the new state.
+#[test]
+fn stats_admin_form_changes_servers() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let sb = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    default_backend bk\n\
+backend bk\n    server s1 {a}\n    server s2 {a}\n\
+listen stats\n    bind {sb}\n    stats enable\n    stats uri /stats\n    stats admin if {{ req.hdr(x-admin) yes }}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind, sb]);
+    let post = |admin: bool, form: &str| {
+        request(
+            sb,
+            &format!(
+                "POST /stats HTTP/1.1\r\nHost: x\r\n{}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+                if admin { "X-Admin: yes\r\n" } else { "" },
+                form.len()
+            ),
+        )
+    };
+    let status_of = |srv: &str| {
+        let csv = get(sb, "/stats;csv").body_str();
+        let line = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("bk,{srv},")))
+            .unwrap_or_else(|| panic!("no bk/{srv} in {csv}"))
+            .to_string();
+        line.split(',').nth(17).unwrap().to_string()
+    };
+    let r = post(false, "s=s1&action=maint&b=bk");
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/stats;st=DENY"));
+    assert_eq!(status_of("s1"), "no check");
+    let r = post(true, "s=s1&s=s2&action=maint&b=bk");
+    assert_eq!(r.header("location"), Some("/stats;st=DONE"));
+    assert_eq!(status_of("s1"), "MAINT");
+    assert_eq!(status_of("s2"), "MAINT");
+    assert_eq!(get(bind, "/").status, 503, "no server left");
+    let r = post(true, "s=s2&s=nosuch&action=ready&b=bk");
+    assert_eq!(r.header("location"), Some("/stats;st=PART"));
+    assert_eq!(status_of("s2"), "no check");
+    assert_eq!(get(bind, "/").status, 200);
+    let r = post(true, "s=s2&action=drain&b=bk");
+    assert_eq!(r.header("location"), Some("/stats;st=DONE"));
+    assert_eq!(status_of("s2"), "DRAIN");
+    let r = post(true, "action=drain&b=bk");
+    assert_eq!(
+        r.header("location"),
+        Some("/stats;st=NONE"),
+        "no server checked"
+    );
+}

@@ -9,6 +9,7 @@
 //! queues take a short per-backend lock only while something is queued.
 #![forbid(unsafe_code)]
 
+pub mod command;
 pub mod connect;
 pub mod counters;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod queue;
 pub mod retry;
 pub mod server;
 
+pub use command::{AdminState, CommandError, ServerCommand};
 pub use connect::{connect_server, Connected, TlsNames};
 pub use error::{Cause, ProxyError, Side};
 pub use fairlead_balance::RequestKey;

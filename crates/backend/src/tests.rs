@@ -195,3 +195,49 @@ fn purge_closes_only_connections_idle_for_a_whole_period() {
         idle::clear();
     });
 }
+
+#[test]
+fn commands_change_servers_by_stable_id() {
+    use crate::command::{AdminState, CommandError, ServerCommand};
+    let b = backend_with(&[(1, false), (1, false), (1, false)], |_| {});
+    let id = b.servers[1].conf.id;
+    assert_eq!(
+        b.apply(id, ServerCommand::State(AdminState::Maint)),
+        Ok(true)
+    );
+    assert!(!b.servers[1].is_up());
+    assert_eq!(
+        b.apply(id, ServerCommand::State(AdminState::Maint)),
+        Ok(false)
+    );
+    assert_eq!(
+        b.apply(id, ServerCommand::State(AdminState::Drain)),
+        Ok(true)
+    );
+    assert!(b.servers[1].is_up());
+    assert_eq!(b.servers[1].eweight(), 0, "draining takes no new traffic");
+    assert_eq!(
+        b.apply(id, ServerCommand::State(AdminState::Ready)),
+        Ok(true)
+    );
+    assert_eq!(b.apply(id, ServerCommand::Weight(300)), Ok(true));
+    assert_eq!(b.servers[1].admin.weight.load(Ordering::Relaxed), 256);
+    assert_eq!(b.apply(id, ServerCommand::Maxconn(7)), Ok(true));
+    assert_eq!(b.servers[1].admin.maxconn.load(Ordering::Relaxed), 7);
+    let ip = "127.0.0.9".parse().unwrap();
+    assert_eq!(
+        b.apply(id, ServerCommand::Addr { ip, port: None }),
+        Ok(true)
+    );
+    assert_eq!(b.servers[1].admin.addr.load().ip(), ip);
+    assert_eq!(
+        b.apply(id, ServerCommand::ForceHealth),
+        Err(CommandError::Unsupported(
+            "Forcing the health or agent state"
+        ))
+    );
+    assert_eq!(
+        b.apply(usize::MAX, ServerCommand::Weight(1)),
+        Err(CommandError::NoSuchServer)
+    );
+}

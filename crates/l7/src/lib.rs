@@ -49,6 +49,9 @@ pub struct ServiceRequest<'a> {
     /// The result of the proxy's `stats admin` conditions for this
     /// request (`None`: the section has none).
     pub admin: Option<bool>,
+    /// The request body, when it has a `Content-Length` and fits in the
+    /// buffer with the head (the stats page's admin form); else empty.
+    pub body: &'a [u8],
 }
 
 /// The response of a local service.

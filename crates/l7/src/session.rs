@@ -339,19 +339,27 @@ impl Session {
     ) -> Option<Next> {
         let svc = self.ctx.service.clone()?;
         let admin = model.and_then(|m| self.stats_admin(m));
+        // A small body with a length (an admin form) is read and passed
+        // on; any other body is not used: close afterwards rather than
+        // parse it.
+        let body_len = match head.body {
+            BodyKind::Length(n) => self.read_small_body(head.head_len, n).await,
+            BodyKind::None => Some(0),
+            _ => None,
+        };
         let buf = self.cbuf.filled();
+        let body = body_len.map_or(&[][..], |n| &buf[head.head_len..head.head_len + n]);
         let req = crate::ServiceRequest {
             method: &buf[head.method.0..head.method.1],
             uri: &buf[head.uri.0..head.uri.1],
             authorization: fairlead_http::cookie::header_value(buf, head.head_len, "authorization"),
             client: self.peer.ip(),
             admin,
+            body,
         };
         let resp = svc.handle(&req)?;
-        // A request body is not used by these services: close afterwards
-        // rather than parse it.
-        let keep = head.keep_alive && head.body == BodyKind::None && !self.stopping();
-        self.cbuf.consume(head.head_len);
+        let keep = head.keep_alive && body_len.is_some() && !self.stopping();
+        self.cbuf.consume(head.head_len + body_len.unwrap_or(0));
         let mut out = pool::take_out();
         use std::io::Write as _;
         let _ = write!(
@@ -391,6 +399,27 @@ impl Session {
             self.client.shutdown_write();
             Next::Close
         })
+    }
+
+    /// Reads a `Content-Length: n` body that fits in the buffer after the
+    /// head, within `timeout client`. `None`: too large, or the client
+    /// went away or was too slow.
+    async fn read_small_body(&mut self, head_len: usize, n: u64) -> Option<usize> {
+        let n = usize::try_from(n).ok()?;
+        let idle = self.ctx.front.timeouts.client;
+        while self.cbuf.len() < head_len + n {
+            if self.cbuf.is_full() {
+                return None;
+            }
+            let r = with_timeout(idle, "client timeout", async {
+                self.cbuf.read_from(&self.client, usize::MAX).await
+            })
+            .await;
+            if !matches!(r, Ok(k) if k > 0) {
+                return None;
+            }
+        }
+        Some(n)
     }
 
     /// Feeds the backend's and server's latency histograms.

@@ -239,40 +239,27 @@ impl AdminApi for Admin {
     }
 
     fn server_change(&self, target: &ServerRef, change: ServerChange) -> Result<(), String> {
+        use fairlead_backend::{AdminState as A, ServerCommand as Cmd};
         let be = self
             .hub
             .shared
             .backends
             .get(target.backend_idx)
             .ok_or("No such backend.")?;
-        let s = be.servers.get(target.server_idx).ok_or("No such server.")?;
-        match change {
-            ServerChange::Admin(AdminState::Ready) => {
-                s.admin.maint.store(false, Ordering::Relaxed);
-                s.admin.drain.store(false, Ordering::Relaxed);
-            }
-            ServerChange::Admin(AdminState::Drain) => {
-                s.admin.maint.store(false, Ordering::Relaxed);
-                s.admin.drain.store(true, Ordering::Relaxed);
-            }
-            ServerChange::Admin(AdminState::Maint) => s.admin.maint.store(true, Ordering::Relaxed),
-            ServerChange::Weight(w) => s.admin.weight.store(w.min(256), Ordering::Relaxed),
-            ServerChange::Maxconn(n) => s.admin.maxconn.store(n, Ordering::Relaxed),
-            ServerChange::Addr { ip, port } => {
-                let old = **s.admin.addr.load();
-                s.admin.addr.store(Arc::new(std::net::SocketAddr::new(
-                    ip,
-                    port.unwrap_or(old.port()),
-                )));
-            }
-            ServerChange::Health(_) | ServerChange::Agent { .. } => {
-                return Err(
-                    "Forcing the health or agent state is not supported by Fairlead yet.".into(),
-                )
-            }
-        }
-        be.refresh_weights();
-        Ok(())
+        // By name: the stable identity a position in the list is not.
+        let s = be.server_by_name(&target.server).ok_or("No such server.")?;
+        let cmd = match change {
+            ServerChange::Admin(AdminState::Ready) => Cmd::State(A::Ready),
+            ServerChange::Admin(AdminState::Drain) => Cmd::State(A::Drain),
+            ServerChange::Admin(AdminState::Maint) => Cmd::State(A::Maint),
+            ServerChange::Weight(w) => Cmd::Weight(w),
+            ServerChange::Maxconn(n) => Cmd::Maxconn(n),
+            ServerChange::Addr { ip, port } => Cmd::Addr { ip, port },
+            ServerChange::Health(_) | ServerChange::Agent { .. } => Cmd::ForceHealth,
+        };
+        be.apply(s.conf.id, cmd)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     fn sessions(&self) -> Vec<SessionInfo> {

@@ -341,6 +341,49 @@ impl fairlead_stats::StatsSource for Hub {
     fn snapshot(&self) -> Snapshot {
         snapshot(&self.shared, &self.facts, &self.checked, &self.rates)
     }
+
+    /// The stats page's admin form, through the same server commands as
+    /// the runtime API ([`fairlead_backend::command`]). The health and
+    /// agent actions and `shutdown` are not supported yet: they change
+    /// nothing (`NONE`).
+    fn apply(&self, req: &fairlead_stats::AdminRequest) -> fairlead_stats::AdminResult {
+        use fairlead_backend::{AdminState as A, ServerCommand as Cmd};
+        use fairlead_stats::{AdminAction, AdminResult, BackendRef};
+        let name = match &req.backend {
+            BackendRef::Name(n) => n.clone(),
+            // The page names backends by their `iid`, as in the snapshot.
+            BackendRef::Id(id) => match self
+                .snapshot()
+                .proxies
+                .iter()
+                .find(|p| p.iid == *id && p.kind == fairlead_stats::ProxyKind::Backend)
+            {
+                Some(p) => p.name.clone(),
+                None => return AdminResult::BadParams,
+            },
+        };
+        let Some(be) = self.shared.backends.iter().find(|b| b.name == name) else {
+            return AdminResult::BadParams;
+        };
+        let cmd = match req.action {
+            AdminAction::Ready => Cmd::State(A::Ready),
+            AdminAction::Drain => Cmd::State(A::Drain),
+            AdminAction::Maint => Cmd::State(A::Maint),
+            _ => return AdminResult::None,
+        };
+        let mut applied = 0;
+        for srv in &req.servers {
+            let done = be
+                .server_by_name(srv)
+                .is_some_and(|s| be.apply(s.conf.id, cmd).is_ok());
+            applied += usize::from(done);
+        }
+        match applied {
+            0 => AdminResult::None,
+            n if n == req.servers.len() => AdminResult::Done,
+            _ => AdminResult::Partial,
+        }
+    }
 }
 
 /// A frontend's local services.
@@ -420,7 +463,7 @@ impl LocalService for Services {
                 method: req.method,
                 uri: req.uri,
                 authorization: req.authorization,
-                body: &[],
+                body: req.body,
             },
             cfg,
             &*self.hub,
