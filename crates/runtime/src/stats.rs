@@ -147,6 +147,8 @@ pub fn snapshot(
             kind: ProxyKind::Frontend,
             mode: match fe.mode {
                 fairlead_config::Mode::Http => Mode::Http,
+        c.dcon = fe.denied_conn.load(Ordering::Relaxed);
+        c.dses = fe.denied_sess.load(Ordering::Relaxed);
                 fairlead_config::Mode::Tcp => Mode::Tcp,
             },
             status: if fe.limit.full() { "FULL" } else { "OPEN" }.into(),
