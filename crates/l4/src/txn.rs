@@ -166,6 +166,12 @@ impl Stream for TcpTxn<'_> {
     fn set_log_level(&mut self, level: Option<u8>) {
         self.sess.log_level = Some(level);
     }
+    fn var_exists(&self, v: &VarRef) -> bool {
+        self.sess.vars.exists(v)
+    }
+    fn create_var(&mut self, v: &VarRef) {
+        self.sess.vars.create(v);
+    }
 }
 
 #[cfg(test)]

@@ -169,6 +169,12 @@ impl Stream for HttpTxn<'_> {
     }
     fn capture(&mut self, res: bool, id: Option<usize>, value: Vec<u8>) {
         let list = if res {
+    fn var_exists(&self, v: &VarRef) -> bool {
+        self.vars.exists(v)
+    }
+    fn create_var(&mut self, v: &VarRef) {
+        self.vars.create(v);
+    }
             &mut self.fx.res_captures
         } else {
             &mut self.fx.req_captures
