@@ -38,6 +38,12 @@ impl SessState {
         self.vars.unset(v);
     }
 
+    /// Ends the connection-level rules of an HTTP connection: the `sess`
+    /// variables they set, which the HTTP transactions inherit.
+    pub fn into_sess_vars(self) -> fairlead_rules::vars::SessVars {
+        self.vars.into_sess()
+    }
+
     /// The client address after `set-src`.
     pub fn effective_src(&self, peer: SocketAddr) -> SocketAddr {
         match self.src {
@@ -160,17 +166,17 @@ impl Stream for TcpTxn<'_> {
     fn unset_var(&mut self, v: &VarRef) {
         self.sess.unset(v);
     }
-    fn set_src(&mut self, ip: IpAddr) {
-        self.sess.src = Some(ip);
-    }
-    fn set_log_level(&mut self, level: Option<u8>) {
-        self.sess.log_level = Some(level);
-    }
     fn var_exists(&self, v: &VarRef) -> bool {
         self.sess.vars.exists(v)
     }
     fn create_var(&mut self, v: &VarRef) {
         self.sess.vars.create(v);
+    }
+    fn set_src(&mut self, ip: IpAddr) {
+        self.sess.src = Some(ip);
+    }
+    fn set_log_level(&mut self, level: Option<u8>) {
+        self.sess.log_level = Some(level);
     }
 }
 

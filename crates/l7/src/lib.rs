@@ -32,7 +32,7 @@ mod respond;
 mod session;
 mod txn;
 
-pub use session::serve_http;
+pub use session::{serve_http, serve_http_with};
 
 use fairlead_config::{ForwardFor, HttpConnMode, HttpReuse, Timeouts};
 
