@@ -264,7 +264,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("option httpchk", DLB, I),
     kw!("option tcp-check", DLB, I),
     kw!("option redis-check", DLB, I),
-    kw!("http-check", DLB, I, "one request per check; 'disable-on-404', 'send-state' and log-format arguments are not implemented yet"),
+    kw!("http-check", DLB, I, "one request per check; 'send-state' and log-format arguments are not implemented yet"),
     kw!("tcp-check", DLB, I, "log-format arguments, 'set-var' and 'unset-var' are not implemented yet"),
     kw!("timeout check", DLB, I),
     kw!("retries", DLB, I),
