@@ -125,14 +125,20 @@ pub(crate) fn sections(ctx: &crate::HttpCtx, be: Option<usize>) -> [Option<&Arc<
 
 impl Session {
     /// The process phase on a parsed request (see [`process`]). With
-    /// `option http-buffer-request`, a `Content-Length` body is read first
-    /// (as much as the buffer holds, within `timeout http-request`) so
-    /// that `req.body` sees it.
+    /// `option http-buffer-request`, the body is read first (as much as
+    /// the buffer holds, within `timeout http-request`) so that `req.body`
+    /// sees it; a chunked body is de-chunked for the fetch, as HAProxy
+    /// does, while the bytes forwarded stay as received.
     pub(crate) async fn process(&mut self, head: &RequestHead, m: &mut Model) -> Decision {
         let ctx = self.ctx.clone();
+        let mut dechunked = None;
         let body_len = match head.body {
             BodyKind::Length(n) if n > 0 && buffers_body(&ctx) => {
                 Some(self.buffer_body(head.head_len, n).await)
+            }
+            BodyKind::Chunked if buffers_body(&ctx) => {
+                dechunked = Some(self.buffer_chunked(head.head_len).await);
+                None
             }
             _ => None,
         };
@@ -142,8 +148,46 @@ impl Session {
             || !head.keep_alive
             || self.stopping();
         let buf = self.cbuf.filled();
-        let body = body_len.map(|n| &buf[head.head_len..head.head_len + n]);
-        process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close)
+        let body = match &dechunked {
+            Some(d) => Some(d.as_slice()),
+            None => body_len.map(|n| &buf[head.head_len..head.head_len + n]),
+        };
+        let d = process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close);
+        if let Some(v) = dechunked {
+            pool::give_out(v);
+        }
+        d
+    }
+
+    /// Reads until the chunked body after the head (at `head_len`) is
+    /// complete, the buffer is full, the framing is wrong (the forwarding
+    /// reports it) or `timeout http-request` expires. Returns the data of
+    /// the chunks received, without framing or trailers.
+    async fn buffer_chunked(&mut self, head_len: usize) -> Vec<u8> {
+        let t = &self.ctx.front.timeouts;
+        let deadline = t.http_request.map(|d| tokio::time::Instant::now() + d);
+        let mut st = fairlead_http::ChunkedState::new();
+        let mut seen = head_len;
+        loop {
+            let fed = self.cbuf.filled().get(seen..).unwrap_or_default();
+            seen += fed.len();
+            match st.feed(fed) {
+                Ok(fairlead_http::ChunkProgress::NeedMore) if !self.cbuf.is_full() => {}
+                _ => break,
+            }
+            let r = fairlead_net::io::until(deadline, "http-request timeout", async {
+                self.cbuf.read_from(&self.client, usize::MAX).await
+            })
+            .await;
+            match r {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+        let mut out = pool::take_out();
+        let body = self.cbuf.filled().get(head_len..).unwrap_or_default();
+        let _ = fairlead_http::ChunkedState::new().feed_with(body, |d| out.extend_from_slice(d));
+        out
     }
 
     /// Reads until the body (`len` bytes after the head) is in the buffer,
