@@ -185,3 +185,45 @@ fn empty_connections_are_logged_unless_dontlognull() {
     assert!(msg.contains(" CR-- "), "{msg}");
     assert!(msg.contains("<BADREQ>"), "{msg}");
 }
+
+/// `capture cookie NAME len N`: `%CC` is the first request cookie whose
+/// name starts with NAME, `%CS` the first such `Set-Cookie` of the
+/// response (after the `http-response` rules, as in HAProxy), each as
+/// `name=value` cut to N bytes; `-` without one.
+#[test]
+fn capture_cookie_fills_cc_and_cs() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option httplog\n    option dontlognull\n\
+    capture cookie SESSIONID len 20\n    default_backend bk\n\
+backend bk\n    http-response add-header Set-Cookie \"other=1; Path=/\"\n\
+    http-response add-header Set-Cookie \"SESSIONIDsrv=abc; Path=/\" if {{ path /set }}\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let r = request(
+        bind,
+        "GET /set HTTP/1.1\r\nHost: x\r\nCookie: other=1; SESSIONID_x=verylongvalue123; SESSIONID=2\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = recv(&sock);
+    let f: Vec<&str> = message(&line).split(' ').collect();
+    assert_eq!(
+        (f[7], f[8]),
+        ("SESSIONID_x=verylong", "SESSIONIDsrv=abc"),
+        "{line}"
+    );
+    // Neither side has one.
+    let r = request(
+        bind,
+        "GET /no HTTP/1.1\r\nHost: x\r\nCookie: SESSION=1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = recv(&sock);
+    let f: Vec<&str> = message(&line).split(' ').collect();
+    assert_eq!((f[7], f[8]), ("-", "-"), "{line}");
+}

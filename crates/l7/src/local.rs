@@ -50,13 +50,21 @@ impl Model {
     pub fn finish(mut self, rl: &mut ReqLog) -> crate::txn::SessVars {
         let fx = &mut self.st.fx;
         let silent = fx.log_level == Some(None);
-        if silent || fx.src.is_some() || !fx.req_captures.is_empty() || !fx.res_captures.is_empty()
+        if silent
+            || fx.src.is_some()
+            || !fx.req_captures.is_empty()
+            || !fx.res_captures.is_empty()
+            || fx.cookie_req.is_some()
+            || fx.cookie_res.is_some()
         {
+            let text = |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
             rl.captured = Some(Box::new(crate::logging::Captured {
                 req: std::mem::take(&mut fx.req_captures),
                 res: std::mem::take(&mut fx.res_captures),
                 silent,
                 src: fx.src,
+                cookie_req: text(fx.cookie_req.take()),
+                cookie_res: text(fx.cookie_res.take()),
             }));
         }
         let sess = std::mem::take(&mut self.st.vars).into_sess();
@@ -87,6 +95,7 @@ impl Model {
             !r.http_response.is_empty()
                 || !r.http_after_response.is_empty()
                 || !r.res_captures.is_empty()
+                || r.cookie_capture.is_some()
         });
         if self.res_rules {
             let mut c = pool::take_out();
@@ -374,6 +383,7 @@ impl Session {
                 return Err(l);
             }
         }
+        capture_response_cookie(&ctx.routes.fe_rules, &mut tx);
         for r in secs.iter().flatten() {
             let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
         }
@@ -478,6 +488,19 @@ impl Session {
         msg::give(res);
         out
     }
+}
+
+/// `capture cookie` on the response: the first `Set-Cookie` whose name
+/// starts with the captured name (`%CS`), after the `http-response` rules.
+fn capture_response_cookie(fe: &ProxyRules, tx: &mut HttpTxn<'_>) {
+    let Some(c) = &fe.cookie_capture else { return };
+    let Some(res) = &tx.res else { return };
+    let v = res.head.view(res.buf);
+    let found = v.full_values(b"set-cookie").find_map(|h| {
+        let first = h.split(|&b| b == b';').next().unwrap_or_default();
+        process::capture_match(first, c)
+    });
+    tx.fx.cookie_res = found;
 }
 
 /// `capture response header` declarations fill the first response slots.

@@ -53,6 +53,9 @@ pub(crate) struct Captured {
     pub silent: bool,
     /// `http-request set-src`: the client address logged.
     pub src: Option<std::net::IpAddr>,
+    /// `capture cookie` (`%CC`, `%CS`).
+    pub cookie_req: Option<String>,
+    pub cookie_res: Option<String>,
 }
 
 impl ReqLog {
@@ -155,6 +158,8 @@ pub(crate) fn emit(
     let rec = LogRecord {
         req_captures: &req_caps,
         res_captures: &res_caps,
+        cookie_req: rl.captured.as_ref().and_then(|c| c.cookie_req.as_deref()),
+        cookie_resp: rl.captured.as_ref().and_then(|c| c.cookie_res.as_deref()),
         client: Some(client),
         accept_date: rl.start_wall,
         frontend,

@@ -170,7 +170,32 @@ pub(crate) fn process_request(
                 .flatten()
         })
     });
+    capture_cookie(fe, &mut tx);
     Decision::Forward { be: be_idx, server }
+}
+
+/// `capture cookie <name> len <n>` (the frontend's): the first request
+/// cookie whose name starts with `name`, as `name=value`, cut to `n`
+/// bytes (`%CC`). As in HAProxy, after the rules, on forwarded requests.
+fn capture_cookie(fe: &ProxyRules, tx: &mut HttpTxn<'_>) {
+    let Some(c) = &fe.cookie_capture else { return };
+    let v = tx.req.head.view(tx.req.buf);
+    let found = v
+        .full_values(b"cookie")
+        .flat_map(|h| h.split(|&b| b == b';'))
+        .find_map(|p| capture_match(p, c));
+    tx.fx.cookie_req = found;
+}
+
+/// `name=value` of one cookie (spaces around it trimmed) when its name
+/// starts with the captured name, cut to the capture's length.
+pub(crate) fn capture_match(
+    part: &[u8],
+    c: &fairlead_rules::proxy::CookieCapture,
+) -> Option<Vec<u8>> {
+    let t = part.trim_ascii();
+    (t.len() >= c.name.len() && t.starts_with(c.name.as_bytes()))
+        .then(|| t[..t.len().min(c.len)].to_vec())
 }
 
 /// `capture request header` declarations fill the first capture slots.

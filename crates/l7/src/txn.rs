@@ -82,6 +82,9 @@ pub(crate) struct Effects {
     pub src: Option<IpAddr>,
     pub req_captures: Vec<Option<Vec<u8>>>,
     pub res_captures: Vec<Option<Vec<u8>>>,
+    /// `capture cookie`: the request's and the response's (`%CC`, `%CS`).
+    pub cookie_req: Option<Vec<u8>>,
+    pub cookie_res: Option<Vec<u8>>,
     /// `set-log-level`: `Some(None)` is `silent`.
     pub log_level: Option<Option<u8>>,
     /// A reply made by the backend's rules (`Some(backend)`), not the
@@ -164,17 +167,17 @@ impl Stream for HttpTxn<'_> {
     fn unset_var(&mut self, v: &VarRef) {
         self.vars.unset(v);
     }
-    fn set_src(&mut self, ip: IpAddr) {
-        self.fx.src = Some(ip);
-    }
-    fn capture(&mut self, res: bool, id: Option<usize>, value: Vec<u8>) {
-        let list = if res {
     fn var_exists(&self, v: &VarRef) -> bool {
         self.vars.exists(v)
     }
     fn create_var(&mut self, v: &VarRef) {
         self.vars.create(v);
     }
+    fn set_src(&mut self, ip: IpAddr) {
+        self.fx.src = Some(ip);
+    }
+    fn capture(&mut self, res: bool, id: Option<usize>, value: Vec<u8>) {
+        let list = if res {
             &mut self.fx.res_captures
         } else {
             &mut self.fx.req_captures

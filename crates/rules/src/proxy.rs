@@ -254,7 +254,7 @@ impl ProxyRules {
                     )?;
                 self.stats_admin.push(c);
             }
-            "capture" => self.capture(words)?,
+            "capture" => self.capture(words, &mut warnings)?,
             "declare" => self.declare(words)?,
             "monitor-uri" => {
                 let uri = words.get(1).ok_or("'monitor-uri' expects an URI")?;
@@ -402,7 +402,7 @@ impl ProxyRules {
         Ok(())
     }
 
-    fn capture(&mut self, words: &[String]) -> Result<(), String> {
+    fn capture(&mut self, words: &[String], warnings: &mut Vec<String>) -> Result<(), String> {
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
         match w.as_slice() {
             ["capture", "request", "header", name, "len", n] | ["capture", "response", "header", name, "len", n] => {
@@ -416,7 +416,12 @@ impl ProxyRules {
                 Ok(())
             }
             ["capture", "cookie", name, "len", n] => {
-                let len = n.parse().map_err(|_| format!("'capture cookie': invalid length '{n}'"))?;
+                let mut len = n.parse().map_err(|_| format!("'capture cookie': invalid length '{n}'"))?;
+                // HAProxy's capture pool holds 64 bytes with the final NUL.
+                if len >= 64 {
+                    warnings.push("truncating capture length to 63 bytes.".into());
+                    len = 63;
+                }
                 self.cookie_capture = Some(CookieCapture { name: name.to_string(), len });
                 Ok(())
             }
@@ -453,6 +458,7 @@ impl ProxyRules {
             || !self.tcp_content.is_empty()
             || !self.req_captures.is_empty()
             || !self.res_captures.is_empty()
+            || self.cookie_capture.is_some()
             || self.monitor_uri.is_some()
             || !self.stats_admin.is_empty()
     }
