@@ -227,3 +227,50 @@ backend bk\n    http-response add-header Set-Cookie \"other=1; Path=/\"\n\
     let f: Vec<&str> = message(&line).split(' ').collect();
     assert_eq!((f[7], f[8]), ("-", "-"), "{line}");
 }
+
+/// `%[expr]` in `log-format`: fetches and converters evaluated for the
+/// log line against the transaction (variables rules set, the method, the
+/// status; header values go through a variable, since HAProxy 2.6 refuses
+/// them at log time), for a forwarded request and for a response the
+/// proxy made itself. The expected lines are HAProxy 2.6.12's for the
+/// same configuration and requests.
+#[test]
+fn log_format_sample_expressions() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option dontlognull\n\
+    log-format \"%ST %[var(txn.host),lower] %{{+Q}}[var(txn.x)] %[status] %[method,lower] %[var(txn.none)] %[var(txn.srv)]\"\n\
+    http-request set-var(txn.host) req.hdr(host)\n    http-request set-var(txn.x) str(from-rule)\n\
+    http-request return status 404 if {{ path /local }}\n    default_backend bk\n\
+backend bk\n    http-response set-var(txn.srv) res.hdr(x-served-by)\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let r = request(
+        bind,
+        "GET /a/b HTTP/1.1\r\nHost: WWW.Example.COM\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = recv(&sock);
+    assert_eq!(
+        message(&line),
+        "200 www.example.com \"from-rule\" 200 get - o",
+        "{line}"
+    );
+    let r = request(
+        bind,
+        "POST /local HTTP/1.1\r\nHost: Local.Test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 404);
+    let line = recv(&sock);
+    assert_eq!(
+        message(&line),
+        // The reply is gone at log time: `%[status]` is `-` (HAProxy too).
+        "404 local.test \"from-rule\" - post - -",
+        "{line}"
+    );
+}

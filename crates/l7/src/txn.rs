@@ -85,6 +85,8 @@ pub(crate) struct Effects {
     /// `capture cookie`: the request's and the response's (`%CC`, `%CS`).
     pub cookie_req: Option<Vec<u8>>,
     pub cookie_res: Option<Vec<u8>>,
+    /// The values of the `log-format` samples, once evaluated.
+    pub log_samples: Option<Vec<Option<Vec<u8>>>>,
     /// `set-log-level`: `Some(None)` is `silent`.
     pub log_level: Option<Option<u8>>,
     /// A reply made by the backend's rules (`Some(backend)`), not the

@@ -90,6 +90,10 @@ pub struct ProxyRules {
     pub stats_admin: Vec<Cond>,
     /// Error pages (`errorfile`, `errorloc`, `errorfiles`, `http-error`).
     pub errors: crate::reply::ErrorPages,
+    /// The `%[...]` sample expressions of the frontend's `log-format`
+    /// that the proxy evaluates (in `fairlead_log::LogFormat::samples`
+    /// order). Default is none.
+    pub log_samples: Vec<crate::expr::Expr>,
     /// Highest rank of rule kind seen so far, for HAProxy's ordering
     /// warnings.
     last_rank: u8,
@@ -459,6 +463,7 @@ impl ProxyRules {
             || !self.req_captures.is_empty()
             || !self.res_captures.is_empty()
             || self.cookie_capture.is_some()
+            || !self.log_samples.is_empty()
             || self.monitor_uri.is_some()
             || !self.stats_admin.is_empty()
     }
