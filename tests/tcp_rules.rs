@@ -594,3 +594,35 @@ listen stats\n    mode http\n    bind {sb}\n    stats enable\n    stats uri /sta
     let _h = start_haproxy(&bin, &cfg(bind, sb), bind);
     check(bind, sb, "haproxy");
 }
+
+/// `%[expr]` in a TCP frontend's `log-format`: variables set by the
+/// connection and content rules, the client address and the backend's
+/// name, evaluated when the stream's line is written.
+#[test]
+fn tcp_log_format_samples() {
+    let ip = test_ip();
+    let (origin, _) = line_origin(ip, "be");
+    let (log, log_addr) = syslog(ip);
+    let cfg = |bind: SocketAddr| {
+        tcp_cfg(&format!(
+            "frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option dontlognull\n\
+    log-format \"%[var(sess.s)] %[var(txn.x),upper] %[src] %[be_name] %[var(txn.none)]\"\n\
+    tcp-request connection set-var(sess.s) str(conn)\n\
+    tcp-request content set-var(txn.x) str(abc)\n    default_backend be\n\
+backend be\n    server s {origin}"
+        ))
+    };
+    on_both(ip, cfg, |bind, who| {
+        let mut s = connect_from(ip, bind).unwrap();
+        s.write_all(b"hi\n").unwrap();
+        assert_eq!(read_bytes(&mut s), b"be: hi\n", "{who}");
+        // The stream ends (and is logged) once the client closes too.
+        drop(s);
+        // HAProxy may log the harness's readiness probe (from 127.0.0.1,
+        // no data) despite dontlognull: skip it.
+        let line = std::iter::repeat_with(|| recv_log(&log))
+            .find(|l| !l.contains(" 127.0.0.1 "))
+            .unwrap();
+        assert_eq!(line, format!("conn ABC {ip} be -"), "{who}");
+    });
+}

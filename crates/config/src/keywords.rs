@@ -298,7 +298,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("http-request use-service", FL, I, "only 'prometheus-exporter', unconditionally or 'if { path <p> }' / 'if { path_beg <p> }'; other actions are not implemented yet"),
     // ---- proxies: warnings ----
     kw!("log", P, I, "stdout, stderr, UDP syslog and unix datagram targets; 'ring@', 'tcp@' and 'sample' are not implemented yet"),
-    kw!("log-format", DFL, I, "'%[...]' sample expressions other than the TLS fetches print '-' in TCP mode"),
+    kw!("log-format", DFL, I),
     kw!("log-format-sd", DFL, W, "RFC 5424 structured data is not implemented yet ('-' is sent); ignored"),
     kw!("error-log-format", DFL, W, "connection error logs (TLS, PROXY protocol) are not implemented yet; ignored"),
     kw!("option httplog", DFL, I),
