@@ -246,8 +246,9 @@ defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    tim
 frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option dontlognull\n\
     log-format \"%ST %[var(txn.host),lower] %{{+Q}}[var(txn.x)] %[status] %[method,lower] %[var(txn.none)] %[var(txn.srv)]\"\n\
     http-request set-var(txn.host) req.hdr(host)\n    http-request set-var(txn.x) str(from-rule)\n\
-    http-request return status 404 if {{ path /local }}\n    default_backend bk\n\
-backend bk\n    http-response set-var(txn.srv) res.hdr(x-served-by)\n    server s1 {a}\n"
+    http-request return status 404 if {{ path /local }}\n    use_backend empty if {{ path /none }}\n    default_backend bk\n\
+backend bk\n    http-response set-var(txn.srv) res.hdr(x-served-by)\n    server s1 {a}\n\
+backend empty\n"
     );
     let _p = Proxy::start(&cfg, &[bind]);
     let r = request(
@@ -271,6 +272,18 @@ backend bk\n    http-response set-var(txn.srv) res.hdr(x-served-by)\n    server 
         message(&line),
         // The reply is gone at log time: `%[status]` is `-` (HAProxy too).
         "404 local.test \"from-rule\" - post - -",
+        "{line}"
+    );
+    // An error the proxy answers (no server): the same.
+    let r = request(
+        bind,
+        "GET /none HTTP/1.1\r\nHost: None.Test\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 503);
+    let line = recv(&sock);
+    assert_eq!(
+        message(&line),
+        "503 none.test \"from-rule\" - get - -",
         "{line}"
     );
 }
