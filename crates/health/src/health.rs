@@ -122,8 +122,8 @@ impl ServerHealth {
         }
     }
 
-    /// Seconds since the last change of [`is_up`](Self::is_up) (or since
-    /// creation).
+    /// Seconds since the last change of [`is_up`](Self::is_up) or
+    /// [`is_nolb`](Self::is_nolb) (or since creation).
     pub fn last_change_secs(&self) -> u64 {
         now_ms().saturating_sub(self.last_change_ms.load(Ordering::Relaxed)) / 1000
     }
@@ -168,7 +168,8 @@ impl ServerHealth {
         let drain = drain || nolb;
         let was_drain = self.drain.swap(drain, Ordering::Relaxed);
         let was_pct = self.weight_pct.swap(pct, Ordering::Relaxed);
-        if was_up != up {
+        // Entering or leaving NOLB is a state change too (`lastchg`).
+        if was_up != up || was_nolb != nolb {
             self.last_change_ms.store(now_ms(), Ordering::Relaxed);
         }
         was_up != up || was_drain != drain || was_nolb != nolb || was_pct != pct
