@@ -248,7 +248,7 @@ listen stats\n    bind {sb}\n    stats enable\n    stats uri /stats\n",
     }
     assert!(
         p.stderr().contains(
-            "Server bk/s1 is stopping, reason: Layer7 check conditionally passed, code: 404"
+            "Server bk/s1 is stopping, reason: Layer7 check conditionally passed, code: 404, check duration: "
         ),
         "{}",
         p.stderr()
@@ -257,6 +257,13 @@ listen stats\n    bind {sb}\n    stats enable\n    stats uri /stats\n",
     wait_until("s1 UP again", || {
         stat("s1", "status").as_deref() == Some("UP")
     });
+    assert!(
+        p.stderr().contains(
+            "Server bk/s1 is UP, reason: Layer7 check passed, code: 200, check duration: "
+        ),
+        "{}",
+        p.stderr()
+    );
     wait_until("s1 serves again", || {
         (0..20).any(|_| served_by(bind).as_deref() == Some("s1"))
     });

@@ -321,6 +321,16 @@ mod tests {
             "Server bk/s1 is UP/READY (leaving forced maintenance). 1 active and 0 backup \
              servers online. 0 sessions requeued, 0 total in queue."
         );
+        // `http-check disable-on-404` (HAProxy 2.6.12's line).
+        let o = Outcome::new(CheckStatus::L7OkCd, Duration::ZERO).code(404);
+        let mut e = event(true, false, &o);
+        e.stopping = true;
+        assert_eq!(
+            e.haproxy_line(1, 0),
+            "Server bk/s1 is stopping, reason: Layer7 check conditionally passed, code: 404, \
+             check duration: 0ms. 1 active and 0 backup servers online. 0 sessions requeued, 0 \
+             total in queue."
+        );
     }
 
     #[test]

@@ -184,6 +184,7 @@ impl Task {
             // pass (NOLB); a DOWN server stays down on 404s.
             if probe.disable_404() && o.code == Some(404) && self.core.borrow().published_up {
                 o.status = crate::event::CheckStatus::L7OkCd;
+                o.info = None;
             }
             self.t.health.set_status(o.status_text());
             let was_maint = self.maint();
