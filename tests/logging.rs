@@ -287,3 +287,36 @@ backend empty\n"
         "{line}"
     );
 }
+
+/// `unique-id-format` in the log line (`%ID`, `%[unique-id]`): made when
+/// the request goes to a backend, or, for a reply the proxy made, at log
+/// time once the request's headers are gone. The expected lines are
+/// HAProxy 2.6.12's for the same configuration and requests.
+#[test]
+fn unique_id_in_the_log_line() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option dontlognull\n\
+    unique-id-format %[req.hdr(x-req),lower]-%HM\n    log-format \"%ID %[unique-id] %ST\"\n\
+    http-request return status 404 if {{ path /local }}\n    default_backend bk\n\
+backend bk\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    for (path, status, want) in [
+        ("/a", 200, "abc-GET abc-GET 200"),
+        ("/local", 404, "-GET -GET 404"),
+    ] {
+        let r = request(
+            bind,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\nX-Req: ABC\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(r.status, status);
+        let line = recv(&sock);
+        assert_eq!(message(&line), want, "{line}");
+    }
+}

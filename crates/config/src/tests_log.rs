@@ -146,6 +146,12 @@ frontend f
     // variables, the method and the status, any converters.
     let p = ok("defaults\n mode http\nfrontend f\n bind :1\n log-format \"%[var(txn.h),upper] %[status] %[method,lower] %[src]\"\n");
     assert_eq!(p.config.frontends[0].rules.log_samples.len(), 4);
+    // unique-id-format (HAProxy's documented example) and its header,
+    // inherited from defaults like the rules.
+    let p = ok("defaults\n mode http\n unique-id-format %{+X}o\\ %ci:%cp_%fi:%fp_%Ts_%rt:%pid\n unique-id-header X-Unique-ID\nfrontend f\n bind :1\n");
+    let r = &p.config.frontends[0].rules;
+    assert!(r.unique_id.is_some());
+    assert_eq!(r.unique_id_header.as_deref(), Some("X-Unique-ID"));
 }
 
 #[test]
@@ -199,6 +205,14 @@ fn errors() {
         (
             "defaults\n mode http\nfrontend f\n bind :1\n log-format %[req.hdr(host),lower]\n",
             "failed to parse log-format : sample fetch <req.hdr(host),lower> may not be reliably used here because it needs 'HTTP request headers' which is not available here.",
+        ),
+        (
+            "frontend f\n bind :1\n unique-id-format\n",
+            "unique-id-format expects an argument.",
+        ),
+        (
+            "defaults\n mode http\nfrontend f\n bind :1\n unique-id-format %[res.hdr(x)]\n",
+            "failed to parse unique-id : ",
         ),
         (
             "frontend f\n bind :1\n option httplog json\n",

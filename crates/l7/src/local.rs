@@ -64,6 +64,7 @@ impl Model {
             || fx.cookie_req.is_some()
             || fx.cookie_res.is_some()
             || fx.log_samples.is_some()
+            || fx.unique_id.get().is_some()
         {
             let text = |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
             rl.captured = Some(Box::new(crate::logging::Captured {
@@ -74,6 +75,7 @@ impl Model {
                 cookie_req: text(fx.cookie_req.take()),
                 cookie_res: text(fx.cookie_res.take()),
                 samples: fx.log_samples.take().unwrap_or_default(),
+                unique_id: text(fx.unique_id.take()),
             }));
         }
         let sess = std::mem::take(&mut self.st.vars).into_sess();
@@ -107,6 +109,7 @@ impl Model {
                 .and_then(|i| be.servers.get(i))
                 .map(|s| s.name.as_str()),
             hostname: &ctx.routes.hostname,
+            unique_id: self.st.fx.unique_id.get().map(Vec::as_slice),
         };
         let v = log_samples(&ctx.routes.fe_rules, &tx);
         self.st.fx.log_samples = v;
@@ -293,6 +296,7 @@ impl Session {
             server_id: None,
             nbsrv: &nb,
             req_body: None,
+            uid_ctx: None,
         };
         Some(
             fe.stats_admin
@@ -413,6 +417,7 @@ impl Session {
             server_id: rl.server.map(|i| i64::from(be.servers[i].puid)),
             nbsrv: &nb,
             req_body: None,
+            uid_ctx: Some(&ctx),
         };
         let secs = sections(&ctx, rl.backend);
         capture_response_headers(&ctx.routes.fe_rules, &mut tx);
@@ -483,6 +488,7 @@ impl Session {
             server_id: None,
             nbsrv: &nb,
             req_body: None,
+            uid_ctx: Some(&ctx),
         };
         let v = log_samples(fe, &tx);
         tx.fx.log_samples = v;
@@ -556,6 +562,7 @@ impl Session {
             server_id: None,
             nbsrv: &nb,
             req_body: None,
+            uid_ctx: None,
         };
         for r in secs.iter().flatten() {
             let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
@@ -584,6 +591,7 @@ struct LateTxn<'a> {
     backend: &'a str,
     server: Option<&'a str>,
     hostname: &'a str,
+    unique_id: Option<&'a [u8]>,
 }
 
 impl fairlead_rules::txn::Txn for LateTxn<'_> {
@@ -607,6 +615,9 @@ impl fairlead_rules::txn::Txn for LateTxn<'_> {
     }
     fn hostname(&self) -> &str {
         self.hostname
+    }
+    fn unique_id(&self) -> Option<&[u8]> {
+        self.unique_id
     }
 }
 

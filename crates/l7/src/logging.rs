@@ -58,6 +58,8 @@ pub(crate) struct Captured {
     pub cookie_res: Option<String>,
     /// The values of the `log-format` samples (`%[...]`).
     pub samples: Vec<Option<Vec<u8>>>,
+    /// `%ID` (`unique-id-format`).
+    pub unique_id: Option<String>,
 }
 
 impl ReqLog {
@@ -161,6 +163,7 @@ pub(crate) fn emit(
         req_captures: &req_caps,
         res_captures: &res_caps,
         samples: &samples,
+        unique_id: rl.captured.as_ref().and_then(|c| c.unique_id.as_deref()),
         cookie_req: rl.captured.as_ref().and_then(|c| c.cookie_req.as_deref()),
         cookie_resp: rl.captured.as_ref().and_then(|c| c.cookie_res.as_deref()),
         client: Some(client),

@@ -246,11 +246,22 @@ pub struct LogFormat {
 /// Compiles a `log-format` string (spaces already unescaped by the
 /// configuration lexer). Errors name the offending variable or flag.
 pub fn compile(fmt: &str) -> Result<LogFormat, String> {
+    compile_as(fmt, true)
+}
+
+/// Compiles a `unique-id-format` string: the same language, but as
+/// HAProxy builds ids, an empty or missing value prints nothing (not `-`)
+/// unless `+M` asks.
+pub fn compile_unique_id(fmt: &str) -> Result<LogFormat, String> {
+    compile_as(fmt, false)
+}
+
+fn compile_as(fmt: &str, log_line: bool) -> Result<LogFormat, String> {
     let b = fmt.as_bytes();
     let mut nodes = Vec::new();
     let mut samples: Vec<String> = Vec::new();
     let mut text = String::new();
-    let mut defaults = F_MANDATORY;
+    let mut defaults = if log_line { F_MANDATORY } else { 0 };
     let mut i = 0;
     let flush = |text: &mut String, nodes: &mut Vec<Node>| {
         if !text.is_empty() {

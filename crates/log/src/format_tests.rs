@@ -473,3 +473,19 @@ fn proxy_evaluated_samples() {
         r#"{"status":"404","var(txn.x)":null}"#
     );
 }
+
+/// `unique-id-format`: missing values print nothing, `%o` flags and
+/// separators as in log formats (HAProxy's documented example's parts).
+#[test]
+fn unique_id_formats() {
+    let f = compile_unique_id("%{+X}o %ci:%cp_%pid  [%[var(txn.x)]]").unwrap();
+    let r = LogRecord {
+        client: Some("127.0.0.1:33430".parse().unwrap()),
+        pid: 0x790a,
+        samples: &[None],
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    f.render(&r, &mut out);
+    assert_eq!(String::from_utf8(out).unwrap(), "7F000001:8296_790A []");
+}

@@ -94,6 +94,11 @@ pub struct ProxyRules {
     /// that the proxy evaluates (in `fairlead_log::LogFormat::samples`
     /// order). Default is none.
     pub log_samples: Vec<crate::expr::Expr>,
+    /// `unique-id-format`. Default is none (no unique id).
+    pub unique_id: Option<crate::uniqueid::UniqueId>,
+    /// `unique-id-header`: the request header carrying the unique id to
+    /// the server. Default is none.
+    pub unique_id_header: Option<String>,
     /// Highest rank of rule kind seen so far, for HAProxy's ordering
     /// warnings.
     last_rank: u8,
@@ -153,6 +158,8 @@ pub const KEYWORDS: &[&str] = &[
     "declare",
     "monitor-uri",
     "monitor",
+    "unique-id-format",
+    "unique-id-header",
     "option http-buffer-request",
 ];
 
@@ -273,6 +280,12 @@ impl ProxyRules {
                     .cond(cond, RuleSet::HttpRequest, &mut warnings, env)?
                     .ok_or("'monitor fail' expects a condition ('if' or 'unless')")?;
                 self.monitor_fail.push(c);
+            }
+            "unique-id-format" => {
+                self.unique_id = Some(crate::uniqueid::UniqueId::parse(words, env)?);
+            }
+            "unique-id-header" => {
+                self.unique_id_header = Some(crate::uniqueid::parse_header(words)?);
             }
             other => return Err(format!("'{other}' is not a rule keyword")),
         }
@@ -464,6 +477,7 @@ impl ProxyRules {
             || !self.res_captures.is_empty()
             || self.cookie_capture.is_some()
             || !self.log_samples.is_empty()
+            || self.unique_id.is_some()
             || self.monitor_uri.is_some()
             || !self.stats_admin.is_empty()
     }
