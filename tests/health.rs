@@ -189,3 +189,97 @@ fn passive_observe_marks_a_failing_server_down() {
         assert_eq!(served_by(bind).as_deref(), Some("good"));
     }
 }
+
+/// `http-check disable-on-404`: a 404 from an UP server's check puts it in
+/// NOLB (no new load-balanced traffic; the stats show `NOLB`, `L7OKC`,
+/// the server's weight, and a backend weight without it), and a 2xx
+/// brings it back. A DOWN server that answers 404 stays DOWN. Checked
+/// against HAProxy 2.6.12 by hand with the same configuration.
+#[test]
+fn disable_on_404_puts_an_up_server_in_nolb() {
+    use std::sync::atomic::{AtomicU16, AtomicU32, Ordering::SeqCst};
+    let ip = test_ip();
+    let (_t1, a1) = term(ip, "s1");
+    let (_t2, a2) = term(ip, "s2");
+    let code = std::sync::Arc::new(AtomicU16::new(200));
+    let checks = std::sync::Arc::new(AtomicU32::new(0));
+    let (c2, n2) = (code.clone(), checks.clone());
+    let (chk, _) = raw_origin(ip, move |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        if read_head(&mut r).is_none() {
+            return;
+        }
+        let mut s = s;
+        let c = c2.load(SeqCst);
+        let _ = write!(s, "HTTP/1.0 {c} X\r\nContent-Length: 0\r\n\r\n");
+        n2.fetch_add(1, SeqCst);
+    });
+    let (bind, sb) = (free_addr(ip), free_addr(ip));
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    default_backend bk\n\
+backend bk\n    option httpchk GET /h\n    http-check disable-on-404\n\
+    server s1 {a1} check port {} inter 100ms fall 2 rise 1\n    server s2 {a2}\n\
+listen stats\n    bind {sb}\n    stats enable\n    stats uri /stats\n",
+        chk.port()
+    );
+    let p = Proxy::start(&cfg, &[bind, sb]);
+    let csv = || get(sb, "/stats;csv").body_str();
+    let stat = |sv: &str, f: &str| common::tls::stat_field(&csv(), "bk", sv, f);
+    wait_until("s1 checked UP", || {
+        stat("s1", "check_status").as_deref() == Some("L7OK")
+    });
+    wait_until("s1 serves", || {
+        (0..20).any(|_| served_by(bind).as_deref() == Some("s1"))
+    });
+    code.store(404, SeqCst);
+    wait_until("s1 NOLB", || {
+        stat("s1", "status").as_deref() == Some("NOLB")
+    });
+    let c = csv();
+    let f = |sv: &str, f: &str| common::tls::stat_field(&c, "bk", sv, f);
+    assert_eq!(f("s1", "check_status").as_deref(), Some("L7OKC"), "{c}");
+    assert_eq!(f("s1", "check_code").as_deref(), Some("404"), "{c}");
+    assert_eq!(f("s1", "weight").as_deref(), Some("1"), "{c}");
+    assert_eq!(f("BACKEND", "weight").as_deref(), Some("1"), "{c}");
+    for _ in 0..30 {
+        assert_eq!(served_by(bind).as_deref(), Some("s2"));
+    }
+    assert!(
+        p.stderr().contains(
+            "Server bk/s1 is stopping, reason: Layer7 check conditionally passed, code: 404, check duration: "
+        ),
+        "{}",
+        p.stderr()
+    );
+    code.store(200, SeqCst);
+    wait_until("s1 UP again", || {
+        stat("s1", "status").as_deref() == Some("UP")
+    });
+    assert!(
+        p.stderr().contains(
+            "Server bk/s1 is UP, reason: Layer7 check passed, code: 200, check duration: "
+        ),
+        "{}",
+        p.stderr()
+    );
+    wait_until("s1 serves again", || {
+        (0..20).any(|_| served_by(bind).as_deref() == Some("s1"))
+    });
+    // A DOWN server stays DOWN on 404s.
+    code.store(500, SeqCst);
+    wait_until("s1 DOWN", || {
+        stat("s1", "status").as_deref() == Some("DOWN")
+    });
+    code.store(404, SeqCst);
+    let seen = checks.load(SeqCst);
+    wait_until("three 404 checks", || checks.load(SeqCst) >= seen + 3);
+    let c = csv();
+    let f = |f: &str| common::tls::stat_field(&c, "bk", "s1", f);
+    assert_eq!(f("status").as_deref(), Some("DOWN"), "{c}");
+    assert_eq!(f("check_status").as_deref(), Some("L7STS"), "{c}");
+    for _ in 0..10 {
+        assert_eq!(served_by(bind).as_deref(), Some("s2"));
+    }
+}

@@ -250,3 +250,138 @@ fn server_failures_have_haproxys_termination_states() {
         });
     }
 }
+
+/// `capture cookie NAME len N`: `%CC` is the first request cookie whose
+/// name starts with NAME, `%CS` the first such `Set-Cookie` of the
+/// response (after the `http-response` rules, as in HAProxy), each as
+/// `name=value` cut to N bytes; `-` without one.
+#[test]
+fn capture_cookie_fills_cc_and_cs() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option httplog\n    option dontlognull\n\
+    capture cookie SESSIONID len 20\n    default_backend bk\n\
+backend bk\n    http-response add-header Set-Cookie \"other=1; Path=/\"\n\
+    http-response add-header Set-Cookie \"SESSIONIDsrv=abc; Path=/\" if {{ path /set }}\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let r = request(
+        bind,
+        "GET /set HTTP/1.1\r\nHost: x\r\nCookie: other=1; SESSIONID_x=verylongvalue123; SESSIONID=2\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = recv(&sock);
+    let f: Vec<&str> = message(&line).split(' ').collect();
+    assert_eq!(
+        (f[7], f[8]),
+        ("SESSIONID_x=verylong", "SESSIONIDsrv=abc"),
+        "{line}"
+    );
+    // Neither side has one.
+    let r = request(
+        bind,
+        "GET /no HTTP/1.1\r\nHost: x\r\nCookie: SESSION=1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = recv(&sock);
+    let f: Vec<&str> = message(&line).split(' ').collect();
+    assert_eq!((f[7], f[8]), ("-", "-"), "{line}");
+}
+
+/// `%[expr]` in `log-format`: fetches and converters evaluated for the
+/// log line against the transaction (variables rules set, the method, the
+/// status; header values go through a variable, since HAProxy 2.6 refuses
+/// them at log time), for a forwarded request and for a response the
+/// proxy made itself. The expected lines are HAProxy 2.6.12's for the
+/// same configuration and requests.
+#[test]
+fn log_format_sample_expressions() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option dontlognull\n\
+    log-format \"%ST %[var(txn.host),lower] %{{+Q}}[var(txn.x)] %[status] %[method,lower] %[var(txn.none)] %[var(txn.srv)]\"\n\
+    http-request set-var(txn.host) req.hdr(host)\n    http-request set-var(txn.x) str(from-rule)\n\
+    http-request return status 404 if {{ path /local }}\n    use_backend empty if {{ path /none }}\n    default_backend bk\n\
+backend bk\n    http-response set-var(txn.srv) res.hdr(x-served-by)\n    server s1 {a}\n\
+backend empty\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let r = request(
+        bind,
+        "GET /a/b HTTP/1.1\r\nHost: WWW.Example.COM\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let line = recv(&sock);
+    assert_eq!(
+        message(&line),
+        "200 www.example.com \"from-rule\" 200 get - o",
+        "{line}"
+    );
+    let r = request(
+        bind,
+        "POST /local HTTP/1.1\r\nHost: Local.Test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 404);
+    let line = recv(&sock);
+    assert_eq!(
+        message(&line),
+        // The reply is gone at log time: `%[status]` is `-` (HAProxy too).
+        "404 local.test \"from-rule\" - post - -",
+        "{line}"
+    );
+    // An error the proxy answers (no server): the same.
+    let r = request(
+        bind,
+        "GET /none HTTP/1.1\r\nHost: None.Test\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 503);
+    let line = recv(&sock);
+    assert_eq!(
+        message(&line),
+        "503 none.test \"from-rule\" - get - -",
+        "{line}"
+    );
+}
+
+/// `unique-id-format` in the log line (`%ID`, `%[unique-id]`): made when
+/// the request goes to a backend, or, for a reply the proxy made, at log
+/// time once the request's headers are gone. The expected lines are
+/// HAProxy 2.6.12's for the same configuration and requests.
+#[test]
+fn unique_id_in_the_log_line() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    log {log_addr} local0\n    option dontlognull\n\
+    unique-id-format %[req.hdr(x-req),lower]-%HM\n    log-format \"%ID %[unique-id] %ST\"\n\
+    http-request return status 404 if {{ path /local }}\n    default_backend bk\n\
+backend bk\n    server s1 {a}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    for (path, status, want) in [
+        ("/a", 200, "abc-GET abc-GET 200"),
+        ("/local", 404, "-GET -GET 404"),
+    ] {
+        let r = request(
+            bind,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\nX-Req: ABC\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(r.status, status);
+        let line = recv(&sock);
+        assert_eq!(message(&line), want, "{line}");
+    }
+}

@@ -140,6 +140,28 @@ fn parse(path: &Path) -> Scenario {
     sc
 }
 
+/// Reads a chunked body (no trailers); false on a read error.
+fn skip_chunks(r: &mut impl BufRead) -> bool {
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        let hex = line.trim_end().split(';').next().unwrap_or("");
+        let Ok(size) = usize::from_str_radix(hex, 16) else {
+            return false;
+        };
+        // The data and its CRLF, or the final empty line.
+        let mut data = vec![0; size + 2];
+        if r.read_exact(&mut data).is_err() {
+            return false;
+        }
+        if size == 0 {
+            return true;
+        }
+    }
+}
+
 /// An origin that echoes the request head it received.
 fn echo_origin(ip: IpAddr, name: &'static str) -> SocketAddr {
     let (addr, _) = raw_origin(ip, move |s| {
@@ -158,6 +180,14 @@ fn echo_origin(ip: IpAddr, name: &'static str) -> SocketAddr {
                 .unwrap_or(0);
             let mut b = vec![0; len];
             if r.read_exact(&mut b).is_err() {
+                return;
+            }
+            let chunked = head.lines().any(|l| {
+                l.split_once(':').is_some_and(|(n, v)| {
+                    n.eq_ignore_ascii_case("transfer-encoding") && v.trim() == "chunked"
+                })
+            });
+            if chunked && !skip_chunks(&mut r) {
                 return;
             }
             let resp = format!(

@@ -637,6 +637,9 @@ pub struct HttpCheck {
     /// `http-check connect port <N>`. Default is none: the server's
     /// check port (`port`), else its own port.
     pub port: Option<u16>,
+    /// `http-check disable-on-404`: a 404 puts an UP server in NOLB
+    /// (no new load-balanced traffic). Default is off.
+    pub disable_on_404: bool,
 }
 
 impl Default for HttpCheck {
@@ -649,6 +652,7 @@ impl Default for HttpCheck {
             body: None,
             expect: None,
             port: None,
+            disable_on_404: false,
         }
     }
 }

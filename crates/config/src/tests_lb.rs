@@ -59,6 +59,7 @@ defaults
     option httpchk GET /health HTTP/1.1
     http-check send hdr Host example.com
     http-check expect status 200-299
+    http-check disable-on-404
     default-server check inter 5s rise 4 fall 2 slowstart 10s maxqueue 50
 backend inherits
     server a 10.0.0.1:80 cookie a
@@ -115,6 +116,7 @@ fn inheritance_through_defaults_and_default_server() {
         hc.headers,
         [("Host".to_string(), "example.com".to_string())]
     );
+    assert!(hc.disable_on_404);
     assert_eq!(
         hc.expect,
         Some(Expect {
@@ -164,6 +166,8 @@ fn inheritance_through_defaults_and_default_server() {
         ("OPTIONS", "/ping", "HTTP/1.0")
     );
     assert!(hc.headers.is_empty() && hc.expect.is_none());
+    // `disable-on-404` is a proxy option: inherited all the same.
+    assert!(hc.disable_on_404);
     let s = &b.servers[0];
     assert!(s.check, "defaults' default-server still applies");
     assert_eq!(s.inter, Duration::from_secs(1));
@@ -418,7 +422,8 @@ fn keyword_errors_with_lines() {
         ("backend b\n option httpchk a b c d\n", "t.cfg:2: 'option httpchk': cannot handle more than 3 arguments."),
         ("backend b\n option ssl-hello-chk\n", "t.cfg:2: 'option ssl-hello-chk' is not implemented yet in Fairlead"),
         ("backend b\n option mysql-check user x\n", "t.cfg:2: 'option mysql-check' is not implemented yet"),
-        ("backend b\n http-check disable-on-404\n", "t.cfg:2: 'http-check': 'disable-on-404': is not implemented yet in Fairlead"),
+        ("backend b\n http-check disable-on-404 x\n", "t.cfg:2: 'http-check': 'disable-on-404': cannot handle unexpected argument 'x'."),
+        ("backend b\n http-check send-state\n", "t.cfg:2: 'http-check': 'send-state': is not implemented yet in Fairlead"),
         ("backend b\n http-check expect status 2xx\n", "t.cfg:2: 'http-check': 'expect': invalid status code '2xx'"),
         ("backend b\n http-check expect rstring (x\n", "t.cfg:2: 'http-check': 'expect': invalid regex '(x'"),
         ("backend b\n http-check expect status 200\n http-check expect string x\n", "t.cfg:3: 'http-check': 'expect': several 'http-check expect' rules are not implemented yet"),

@@ -142,6 +142,16 @@ frontend f
     );
     // Backends do not log with the format: no check there.
     ok("defaults\n log-format %r\nbackend b\n");
+    // Sample expressions the proxy evaluates when the line is emitted:
+    // variables, the method and the status, any converters.
+    let p = ok("defaults\n mode http\nfrontend f\n bind :1\n log-format \"%[var(txn.h),upper] %[status] %[method,lower] %[src]\"\n");
+    assert_eq!(p.config.frontends[0].rules.log_samples.len(), 4);
+    // unique-id-format (HAProxy's documented example) and its header,
+    // inherited from defaults like the rules.
+    let p = ok("defaults\n mode http\n unique-id-format %{+X}o\\ %ci:%cp_%fi:%fp_%Ts_%rt:%pid\n unique-id-header X-Unique-ID\nfrontend f\n bind :1\n");
+    let r = &p.config.frontends[0].rules;
+    assert!(r.unique_id.is_some());
+    assert_eq!(r.unique_id_header.as_deref(), Some("X-Unique-ID"));
 }
 
 #[test]
@@ -189,8 +199,20 @@ fn errors() {
             "'log-format': no such format variable 'zz'",
         ),
         (
-            "frontend f\n bind :1\n log-format %[src]\n",
-            "sample expression '%[src]' is not implemented yet in Fairlead",
+            "frontend f\n bind :1\n log-format %[bogus(1)]\n",
+            "'log-format': failed to parse sample expression '%[bogus(1)]'",
+        ),
+        (
+            "defaults\n mode http\nfrontend f\n bind :1\n log-format %[req.hdr(host),lower]\n",
+            "failed to parse log-format : sample fetch <req.hdr(host),lower> may not be reliably used here because it needs 'HTTP request headers' which is not available here.",
+        ),
+        (
+            "frontend f\n bind :1\n unique-id-format\n",
+            "unique-id-format expects an argument.",
+        ),
+        (
+            "defaults\n mode http\nfrontend f\n bind :1\n unique-id-format %[res.hdr(x)]\n",
+            "failed to parse unique-id : ",
         ),
         (
             "frontend f\n bind :1\n option httplog json\n",

@@ -152,6 +152,9 @@ pub(crate) struct Core {
     pub agent: Option<Counter>,
     pub maint: bool,
     pub drain: bool,
+    /// `http-check disable-on-404` got a 404 while UP: NOLB until a
+    /// check passes plainly again or the server goes down.
+    pub nolb: bool,
     pub agent_pct: u32,
     pub slowstart: Option<Duration>,
     /// Start of the current slowstart ramp.
@@ -175,6 +178,7 @@ impl Core {
             agent: has_agent.then(|| Counter::new(rise, fall, true)),
             maint: false,
             drain: false,
+            nolb: false,
             agent_pct: 100,
             slowstart,
             ramp_since: None,
@@ -189,9 +193,9 @@ impl Core {
 
     /// Weight percentage at `now`: agent percentage times the slowstart
     /// ramp, never below 1% while ramping (HAProxy keeps a minimal
-    /// weight), 0 while draining.
+    /// weight), 0 while draining or NOLB.
     pub fn weight_pct(&mut self, now: Instant) -> u32 {
-        if self.drain {
+        if self.drain || self.nolb {
             return 0;
         }
         let base = self.agent_pct;

@@ -26,6 +26,9 @@ pub enum CheckStatus {
     L6Rsp,
     /// HTTP, tcp-check or agent check passed.
     L7Ok,
+    /// A 404 with `http-check disable-on-404` on an UP server: passed,
+    /// but the server leaves load balancing (NOLB).
+    L7OkCd,
     /// No (complete) response in time.
     L7Tout,
     /// Response not understood or content expectation failed.
@@ -49,6 +52,7 @@ impl CheckStatus {
             CheckStatus::L6Tout => "L6TOUT",
             CheckStatus::L6Rsp => "L6RSP",
             CheckStatus::L7Ok => "L7OK",
+            CheckStatus::L7OkCd => "L7OKC",
             CheckStatus::L7Tout => "L7TOUT",
             CheckStatus::L7Rsp => "L7RSP",
             CheckStatus::L7Sts => "L7STS",
@@ -68,6 +72,7 @@ impl CheckStatus {
             CheckStatus::L6Tout => "Layer6 timeout",
             CheckStatus::L6Rsp => "Layer6 invalid response",
             CheckStatus::L7Ok => "Layer7 check passed",
+            CheckStatus::L7OkCd => "Layer7 check conditionally passed",
             CheckStatus::L7Tout => "Layer7 timeout",
             CheckStatus::L7Rsp => "Layer7 invalid response",
             CheckStatus::L7Sts => "Layer7 wrong status",
@@ -79,7 +84,7 @@ impl CheckStatus {
     pub fn is_ok(self) -> bool {
         matches!(
             self,
-            CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok
+            CheckStatus::L4Ok | CheckStatus::L6Ok | CheckStatus::L7Ok | CheckStatus::L7OkCd
         )
     }
 }
@@ -143,6 +148,9 @@ pub struct HealthEvent {
     /// The agent put the server in maintenance (`up == false`) or took it
     /// out of maintenance with `ready` (`up == true`).
     pub maint: bool,
+    /// The server stays up but enters NOLB (`http-check disable-on-404`):
+    /// HAProxy's "is stopping" line. Leaving NOLB is an `up` event.
+    pub stopping: bool,
     /// The result that caused the change.
     pub status: CheckStatus,
     /// `status.description()`, e.g. "Layer4 connection problem".
@@ -162,6 +170,7 @@ impl HealthEvent {
             server: server.to_string(),
             up,
             maint,
+            stopping: false,
             status: o.status,
             reason: o.status.description().to_string(),
             code: o.code,
@@ -196,7 +205,11 @@ impl HealthEvent {
             (false, true) => s.push_str("going DOWN for maintenance (agent)"),
             (true, true) => s.push_str("UP/READY (leaving forced maintenance)"),
             (up, false) => {
-                s.push_str(if up { "UP" } else { "DOWN" });
+                s.push_str(match (up, self.stopping) {
+                    (true, true) => "stopping",
+                    (true, false) => "UP",
+                    (false, _) => "DOWN",
+                });
                 let _ = write!(s, ", reason: {}", self.reason);
                 if let (Some(code), true) = (self.code, self.is_layer7()) {
                     let _ = write!(s, ", code: {code}");
@@ -231,7 +244,11 @@ impl HealthEvent {
     fn is_layer7(&self) -> bool {
         matches!(
             self.status,
-            CheckStatus::L7Ok | CheckStatus::L7Rsp | CheckStatus::L7Sts | CheckStatus::L7Tout
+            CheckStatus::L7Ok
+                | CheckStatus::L7OkCd
+                | CheckStatus::L7Rsp
+                | CheckStatus::L7Sts
+                | CheckStatus::L7Tout
         )
     }
 }
@@ -303,6 +320,16 @@ mod tests {
             event(true, true, &o).haproxy_line(1, 0),
             "Server bk/s1 is UP/READY (leaving forced maintenance). 1 active and 0 backup \
              servers online. 0 sessions requeued, 0 total in queue."
+        );
+        // `http-check disable-on-404` (HAProxy 2.6.12's line).
+        let o = Outcome::new(CheckStatus::L7OkCd, Duration::ZERO).code(404);
+        let mut e = event(true, false, &o);
+        e.stopping = true;
+        assert_eq!(
+            e.haproxy_line(1, 0),
+            "Server bk/s1 is stopping, reason: Layer7 check conditionally passed, code: 404, \
+             check duration: 0ms. 1 active and 0 backup servers online. 0 sessions requeued, 0 \
+             total in queue."
         );
     }
 

@@ -26,6 +26,7 @@ fn now_ms() -> u64 {
 pub struct ServerHealth {
     up: AtomicBool,
     drain: AtomicBool,
+    nolb: AtomicBool,
     weight_pct: AtomicU32,
     /// Milliseconds since [`base`] at the last change of `up`.
     last_change_ms: AtomicU64,
@@ -48,6 +49,7 @@ impl ServerHealth {
         ServerHealth {
             up: AtomicBool::new(initially_up),
             drain: AtomicBool::new(false),
+            nolb: AtomicBool::new(false),
             weight_pct: AtomicU32::new(100),
             last_change_ms: AtomicU64::new(now_ms()),
             status: Mutex::new("no check".to_string()),
@@ -66,12 +68,22 @@ impl ServerHealth {
         self.up.load(Ordering::Relaxed)
     }
 
-    /// The agent said `drain`: the server stays up for persistent traffic
-    /// but must get no new load-balanced traffic (weight 0). `ready`
-    /// clears it.
+    /// The agent said `drain`, or the server is NOLB
+    /// ([`is_nolb`](Self::is_nolb)): the server stays up for persistent
+    /// traffic but must get no new load-balanced traffic (weight 0). The
+    /// agent's `ready` clears a drain.
     #[inline]
     pub fn is_drain(&self) -> bool {
         self.drain.load(Ordering::Relaxed)
+    }
+
+    /// NOLB: `http-check disable-on-404` got a 404 while the server was
+    /// UP. Drained as [`is_drain`](Self::is_drain) says until a check
+    /// passes with another status (or the server goes down); the stats
+    /// show `NOLB`.
+    #[inline]
+    pub fn is_nolb(&self) -> bool {
+        self.nolb.load(Ordering::Relaxed)
     }
 
     /// Percentage to apply to the configured weight: the agent's last
@@ -110,8 +122,8 @@ impl ServerHealth {
         }
     }
 
-    /// Seconds since the last change of [`is_up`](Self::is_up) (or since
-    /// creation).
+    /// Seconds since the last change of [`is_up`](Self::is_up) or
+    /// [`is_nolb`](Self::is_nolb) (or since creation).
     pub fn last_change_secs(&self) -> u64 {
         now_ms().saturating_sub(self.last_change_ms.load(Ordering::Relaxed)) / 1000
     }
@@ -150,14 +162,17 @@ impl ServerHealth {
     }
 
     /// Publishes a new state; returns whether anything changed.
-    pub(crate) fn publish(&self, up: bool, drain: bool, pct: u32) -> bool {
+    pub(crate) fn publish(&self, up: bool, drain: bool, nolb: bool, pct: u32) -> bool {
         let was_up = self.up.swap(up, Ordering::Relaxed);
+        let was_nolb = self.nolb.swap(nolb, Ordering::Relaxed);
+        let drain = drain || nolb;
         let was_drain = self.drain.swap(drain, Ordering::Relaxed);
         let was_pct = self.weight_pct.swap(pct, Ordering::Relaxed);
-        if was_up != up {
+        // Entering or leaving NOLB is a state change too (`lastchg`).
+        if was_up != up || was_nolb != nolb {
             self.last_change_ms.store(now_ms(), Ordering::Relaxed);
         }
-        was_up != up || was_drain != drain || was_pct != pct
+        was_up != up || was_drain != drain || was_nolb != nolb || was_pct != pct
     }
 }
 

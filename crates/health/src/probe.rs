@@ -144,6 +144,8 @@ pub(crate) enum Probe {
         head: bool,
         /// `http-check connect port`.
         port: Option<u16>,
+        /// `http-check disable-on-404`.
+        disable_404: bool,
     },
     TcpCheck(Vec<Step>),
 }
@@ -189,6 +191,7 @@ impl Probe {
                 expect: h.expect.as_ref().map(Matcher::compile),
                 head: h.method.eq_ignore_ascii_case("HEAD"),
                 port: h.port,
+                disable_404: h.disable_on_404,
             },
             HealthCheck::TcpCheck(rules) => Probe::TcpCheck(
                 rules
@@ -202,6 +205,19 @@ impl Probe {
                     .collect(),
             ),
         }
+    }
+
+    /// Whether a 404 means NOLB rather than a failure for an UP server
+    /// (`http-check disable-on-404`, which takes precedence over
+    /// `http-check expect`).
+    pub(crate) fn disable_404(&self) -> bool {
+        matches!(
+            self,
+            Probe::Http {
+                disable_404: true,
+                ..
+            }
+        )
     }
 
     pub(crate) async fn run(
@@ -229,6 +245,7 @@ impl Probe {
                 expect,
                 head,
                 port,
+                ..
             } => {
                 let addr = port.map_or(addr, |p| SocketAddr::new(addr.ip(), p));
                 http_check(addr, limits, start, request, expect.as_ref(), *head, tls).await
@@ -436,11 +453,9 @@ async fn http_check(
         Err(o) => return o,
     };
     let d = start.elapsed();
-    let passed = || {
-        Outcome::new(CheckStatus::L7Ok, d)
-            .code(h.code)
-            .info(h.reason.clone())
-    };
+    // HAProxy logs no reason phrase for a passed check ("is UP, reason:
+    // Layer7 check passed, code: 200, check duration: 1ms").
+    let passed = || Outcome::new(CheckStatus::L7Ok, d).code(h.code);
     let wrong_status = || {
         Outcome::new(CheckStatus::L7Sts, d)
             .code(h.code)

@@ -113,9 +113,15 @@ impl Task {
     /// slowstart ramp, calls `on_change` when anything visible changed.
     fn commit(self: &Rc<Self>, cause: &Outcome, was_maint: bool) {
         let now = Instant::now().into_std();
-        let (up, drain, pct, event, ramp) = {
+        let (up, drain, nolb, pct, event, ramp) = {
             let mut c = self.core.borrow_mut();
             let up = c.is_up();
+            if !up {
+                // A stopping server that fails is down; it comes back up
+                // (not NOLB) on a passing check.
+                c.nolb = false;
+            }
+            let was_nolb = self.t.health.is_nolb();
             let was_up = c.published_up;
             let mut ramp = false;
             if up && !was_up && c.slowstart.is_some_and(|d| !d.is_zero()) {
@@ -129,16 +135,21 @@ impl Task {
             if let Some(h) = c.check {
                 self.t.health.set_check_health(h.health);
             }
-            let event = (up != was_up).then(|| {
+            // Entering or leaving NOLB while up is logged too ("is
+            // stopping", then "is UP"), as HAProxy does.
+            let nolb_moved = up && was_up && c.nolb != was_nolb;
+            let event = (up != was_up || nolb_moved).then(|| {
                 let maint = c.maint != was_maint;
-                HealthEvent::new(&self.t.backend, &self.t.server, up, maint, cause)
+                let mut e = HealthEvent::new(&self.t.backend, &self.t.server, up, maint, cause);
+                e.stopping = up && c.nolb;
+                e
             });
-            (up, c.drain, c.weight_pct(now), event, ramp)
+            (up, c.drain, c.nolb, c.weight_pct(now), event, ramp)
         };
         if let Some(e) = event {
             (self.log)(e);
         }
-        if self.t.health.publish(up, drain, pct) {
+        if self.t.health.publish(up, drain, nolb, pct) {
             (self.t.on_change)();
         }
         if ramp {
@@ -166,16 +177,30 @@ impl Task {
                     _ = self.wake.notified() => {}
                 }
             }
-            let o = probe
+            let mut o = probe
                 .run(self.t.addr, &self.limits, self.t.tls.as_ref())
                 .await;
+            // `disable-on-404`: a 404 from an UP server is a conditional
+            // pass (NOLB); a DOWN server stays down on 404s.
+            if probe.disable_404() && o.code == Some(404) && self.core.borrow().published_up {
+                o.status = crate::event::CheckStatus::L7OkCd;
+                o.info = None;
+            }
             self.t.health.set_status(o.status_text());
             let was_maint = self.maint();
-            if let Some(c) = self.core.borrow_mut().check.as_mut() {
-                if o.status.is_ok() {
-                    c.success();
-                } else {
-                    c.failure();
+            {
+                let mut core = self.core.borrow_mut();
+                if let Some(c) = core.check.as_mut() {
+                    if o.status.is_ok() {
+                        c.success();
+                    } else {
+                        c.failure();
+                    }
+                }
+                match o.status {
+                    crate::event::CheckStatus::L7OkCd => core.nolb = true,
+                    s if s.is_ok() => core.nolb = false,
+                    _ => {}
                 }
             }
             self.commit(&o, was_maint);
@@ -254,15 +279,15 @@ impl Task {
             if self.ramp_gen.get() != generation {
                 return;
             }
-            let (up, drain, pct, ramping) = {
+            let (up, drain, nolb, pct, ramping) = {
                 let mut c = self.core.borrow_mut();
                 if !c.ramping() {
                     return;
                 }
                 let pct = c.weight_pct(Instant::now().into_std());
-                (c.published_up, c.drain, pct, c.ramping())
+                (c.published_up, c.drain, c.nolb, pct, c.ramping())
             };
-            if self.t.health.publish(up, drain, pct) {
+            if self.t.health.publish(up, drain, nolb, pct) {
                 (self.t.on_change)();
             }
             if !ramping {

@@ -59,6 +59,8 @@ pub(crate) struct StreamLog<'a> {
     pub tls: Option<&'a fairlead_net::TlsInfo>,
     /// `set-log-level silent`.
     pub silent: bool,
+    /// The values of the format's `%[...]` samples.
+    pub samples: &'a [Option<&'a [u8]>],
 }
 
 /// How one TCP stream ended, for its log line.
@@ -115,6 +117,7 @@ impl StreamLog<'_> {
             ssl_sni: tls.and_then(|t| t.sni.as_deref()),
             ssl_resumed: tls.map(|t| t.resumed),
             ssl_c_used: tls.map(|t| t.peer_cert),
+            samples: self.samples,
             ..Default::default()
         };
         setup.send(&rec, false);

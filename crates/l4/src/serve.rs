@@ -51,6 +51,26 @@ impl Ctx<'_> {
     /// Sends the stream's log line (built here, so that nothing of it is
     /// held while the stream runs).
     fn emit(&self, sess: &SessState, end: &StreamEnd<'_>) {
+        // `%[...]` of the log format, evaluated now (when the frontend logs).
+        let exprs = &self.routes.fe_rules.log_samples;
+        let values: Vec<Option<Vec<u8>>> = if exprs.is_empty() || self.front.log.is_none() {
+            Vec::new()
+        } else {
+            let tx = crate::txn::LogTxn {
+                conn: &self.facts,
+                sess,
+                backend: end.backend,
+                server: end.server.map(|s| s.conf.name.as_str()),
+            };
+            exprs
+                .iter()
+                .map(|e| {
+                    e.eval_str(&tx)
+                        .and_then(|s| s.as_bytes().map(<[u8]>::to_vec))
+                })
+                .collect()
+        };
+        let samples: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
         let log = StreamLog {
             front: self.front,
             accepted: self.accepted,
@@ -58,6 +78,7 @@ impl Ctx<'_> {
             start: self.start,
             tls: self.facts.tls,
             silent: sess.log_level == Some(None),
+            samples: &samples,
         };
         log.emit(end);
     }

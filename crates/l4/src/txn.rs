@@ -38,6 +38,12 @@ impl SessState {
         self.vars.unset(v);
     }
 
+    /// Ends the connection-level rules of an HTTP connection: the `sess`
+    /// variables they set, which the HTTP transactions inherit.
+    pub fn into_sess_vars(self) -> fairlead_rules::vars::SessVars {
+        self.vars.into_sess()
+    }
+
     /// The client address after `set-src`.
     pub fn effective_src(&self, peer: SocketAddr) -> SocketAddr {
         match self.src {
@@ -48,7 +54,7 @@ impl SessState {
 }
 
 /// What the TLS layer negotiated, as rules see it.
-fn tls_facts(i: &fairlead_net::TlsInfo) -> TlsFacts<'_> {
+pub(crate) fn tls_facts(i: &fairlead_net::TlsInfo) -> TlsFacts<'_> {
     TlsFacts {
         sni: i.sni.as_deref(),
         alpn: i.alpn.as_deref(),
@@ -160,11 +166,53 @@ impl Stream for TcpTxn<'_> {
     fn unset_var(&mut self, v: &VarRef) {
         self.sess.unset(v);
     }
+    fn var_exists(&self, v: &VarRef) -> bool {
+        self.sess.vars.exists(v)
+    }
+    fn create_var(&mut self, v: &VarRef) {
+        self.sess.vars.create(v);
+    }
     fn set_src(&mut self, ip: IpAddr) {
         self.sess.src = Some(ip);
     }
     fn set_log_level(&mut self, level: Option<u8>) {
         self.sess.log_level = Some(level);
+    }
+}
+
+/// The stream as the log line's samples see it (`%[...]` in
+/// `log-format`): addresses, TLS, variables and names, read-only.
+pub(crate) struct LogTxn<'a> {
+    pub conn: &'a ConnFacts<'a>,
+    pub sess: &'a SessState,
+    pub backend: &'a str,
+    pub server: Option<&'a str>,
+}
+
+impl Txn for LogTxn<'_> {
+    fn src(&self) -> Option<SocketAddr> {
+        Some(self.sess.effective_src(self.conn.src))
+    }
+    fn dst(&self) -> Option<SocketAddr> {
+        self.conn.dst
+    }
+    fn tls(&self) -> Option<TlsFacts<'_>> {
+        self.conn.tls.map(tls_facts)
+    }
+    fn var(&self, v: &VarRef) -> Option<Sample<'_>> {
+        self.sess.get(v)
+    }
+    fn frontend_name(&self) -> &str {
+        self.conn.frontend
+    }
+    fn backend_name(&self) -> Option<&str> {
+        Some(self.backend)
+    }
+    fn server_name(&self) -> Option<&str> {
+        self.server
+    }
+    fn hostname(&self) -> &str {
+        self.conn.hostname
     }
 }
 

@@ -34,7 +34,7 @@ mod respond;
 mod session;
 mod txn;
 
-pub use session::serve_http;
+pub use session::{serve_http, serve_http_with};
 
 pub use fairlead_l4::{CapturedRequest, ErrorCapture, Frontend, Routes};
 

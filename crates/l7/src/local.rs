@@ -25,6 +25,9 @@ pub(crate) struct Model {
     req_copy: Option<Vec<u8>>,
     res: Option<Head>,
     res_rules: bool,
+    /// Set when the frontend's `log-format` has samples, so that a
+    /// transaction ended by an error still gets them (see [`Model::finish`]).
+    log_ctx: Option<(std::rc::Rc<crate::HttpCtx>, std::net::SocketAddr)>,
 }
 
 impl Model {
@@ -42,26 +45,74 @@ impl Model {
             req_copy: None,
             res: None,
             res_rules: false,
+            log_ctx: None,
         }
     }
 
     /// Hands what rules captured to the log line, returns the pooled
     /// parts, and gives back the `sess` variables.
     pub fn finish(mut self, rl: &mut ReqLog) -> crate::txn::SessVars {
+        if self.st.fx.log_samples.is_none() {
+            self.late_log_samples(rl);
+        }
         let fx = &mut self.st.fx;
         let silent = fx.log_level == Some(None);
-        if silent || fx.src.is_some() || !fx.req_captures.is_empty() || !fx.res_captures.is_empty()
+        if silent
+            || fx.src.is_some()
+            || !fx.req_captures.is_empty()
+            || !fx.res_captures.is_empty()
+            || fx.cookie_req.is_some()
+            || fx.cookie_res.is_some()
+            || fx.log_samples.is_some()
+            || fx.unique_id.get().is_some()
         {
+            let text = |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
             rl.captured = Some(Box::new(crate::logging::Captured {
                 req: std::mem::take(&mut fx.req_captures),
                 res: std::mem::take(&mut fx.res_captures),
                 silent,
                 src: fx.src,
+                cookie_req: text(fx.cookie_req.take()),
+                cookie_res: text(fx.cookie_res.take()),
+                samples: fx.log_samples.take().unwrap_or_default(),
+                unique_id: text(fx.unique_id.take()),
             }));
         }
         let sess = std::mem::take(&mut self.st.vars).into_sess();
         self.give();
         sess
+    }
+
+    /// The log line's samples of a transaction that ended without a
+    /// response the rules saw (an error the proxy answered, a client that
+    /// left): the request, the variables and the connection's names.
+    fn late_log_samples(&mut self, rl: &ReqLog) {
+        let Some((ctx, peer)) = self.log_ctx.take() else {
+            return;
+        };
+        let be = backend(&ctx, rl.backend);
+        let src = match self.st.fx.src {
+            Some(ip) => std::net::SocketAddr::new(ip, peer.port()),
+            None => peer,
+        };
+        let tx = LateTxn {
+            req: HeadBuf {
+                head: &mut self.head,
+                buf: self.req_copy.as_deref().unwrap_or_default(),
+            },
+            vars: &self.st.vars,
+            src,
+            frontend: &ctx.front.name,
+            backend: &be.name,
+            server: rl
+                .server
+                .and_then(|i| be.servers.get(i))
+                .map(|s| s.conf.name.as_str()),
+            hostname: &ctx.front.routes.hostname,
+            unique_id: self.st.fx.unique_id.get().map(Vec::as_slice),
+        };
+        let v = log_samples(&ctx.front.routes.fe_rules, &tx);
+        self.st.fx.log_samples = v;
     }
 
     /// Returns the pooled parts.
@@ -84,11 +135,13 @@ impl Model {
         rules: [Option<&Arc<ProxyRules>>; 2],
     ) {
         self.res_rules = rules.iter().flatten().any(|r| {
-            !r.http_response.is_empty()
+            !r.log_samples.is_empty()
+                || !r.http_response.is_empty()
                 || !r.http_after_response.is_empty()
                 || !r.res_captures.is_empty()
+                || r.cookie_capture.is_some()
         });
-        if self.res_rules {
+        if self.res_rules && self.req_copy.is_none() {
             let mut c = pool::take_out();
             c.extend_from_slice(&buf[..head.head_len.min(buf.len())]);
             self.req_copy = Some(c);
@@ -125,14 +178,20 @@ pub(crate) fn sections(ctx: &crate::HttpCtx, be: Option<usize>) -> [Option<&Arc<
 
 impl Session {
     /// The process phase on a parsed request (see [`process`]). With
-    /// `option http-buffer-request`, a `Content-Length` body is read first
-    /// (as much as the buffer holds, within `timeout http-request`) so
-    /// that `req.body` sees it.
+    /// `option http-buffer-request`, the body is read first (as much as
+    /// the buffer holds, within `timeout http-request`) so that `req.body`
+    /// sees it; a chunked body is de-chunked for the fetch, as HAProxy
+    /// does, while the bytes forwarded stay as received.
     pub(crate) async fn process(&mut self, head: &RequestHead, m: &mut Model) -> Decision {
         let ctx = self.ctx.clone();
+        let mut dechunked = None;
         let body_len = match head.body {
             BodyKind::Length(n) if n > 0 && buffers_body(&ctx) => {
                 Some(self.buffer_body(head.head_len, n).await)
+            }
+            BodyKind::Chunked if buffers_body(&ctx) => {
+                dechunked = Some(self.buffer_chunked(head.head_len).await);
+                None
             }
             _ => None,
         };
@@ -142,8 +201,54 @@ impl Session {
             || !head.keep_alive
             || self.stopping();
         let buf = self.cbuf.filled();
-        let body = body_len.map(|n| &buf[head.head_len..head.head_len + n]);
-        process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close)
+        if !ctx.front.routes.fe_rules.log_samples.is_empty() && m.req_copy.is_none() {
+            // The log line's samples read the request once it has left
+            // the receive buffer.
+            let mut c = pool::take_out();
+            c.extend_from_slice(&buf[..head.head_len.min(buf.len())]);
+            m.req_copy = Some(c);
+            m.log_ctx = Some((ctx.clone(), self.peer));
+        }
+        let body = match &dechunked {
+            Some(d) => Some(d.as_slice()),
+            None => body_len.map(|n| &buf[head.head_len..head.head_len + n]),
+        };
+        let d = process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close);
+        if let Some(v) = dechunked {
+            pool::give_out(v);
+        }
+        d
+    }
+
+    /// Reads until the chunked body after the head (at `head_len`) is
+    /// complete, the buffer is full, the framing is wrong (the forwarding
+    /// reports it) or `timeout http-request` expires. Returns the data of
+    /// the chunks received, without framing or trailers.
+    async fn buffer_chunked(&mut self, head_len: usize) -> Vec<u8> {
+        let t = &self.ctx.front.timeouts;
+        let deadline = t.http_request.map(|d| tokio::time::Instant::now() + d);
+        let mut st = fairlead_http::ChunkedState::new();
+        let mut seen = head_len;
+        loop {
+            let fed = self.cbuf.filled().get(seen..).unwrap_or_default();
+            seen += fed.len();
+            match st.feed(fed) {
+                Ok(fairlead_http::ChunkProgress::NeedMore) if !self.cbuf.is_full() => {}
+                _ => break,
+            }
+            let r = fairlead_net::io::until(deadline, "http-request timeout", async {
+                self.cbuf.read_from(&self.client, usize::MAX).await
+            })
+            .await;
+            match r {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+        let mut out = pool::take_out();
+        let body = self.cbuf.filled().get(head_len..).unwrap_or_default();
+        let _ = fairlead_http::ChunkedState::new().feed_with(body, |d| out.extend_from_slice(d));
+        out
     }
 
     /// Reads until the body (`len` bytes after the head) is in the buffer,
@@ -191,6 +296,7 @@ impl Session {
             server_id: None,
             nbsrv: &nb,
             req_body: None,
+            uid_ctx: None,
         };
         Some(
             fe.stats_admin
@@ -239,6 +345,7 @@ impl Session {
             fc.inc(C::Dreq);
         }
         let bytes = self.after_local(bytes, m, rl);
+        self.local_log_samples(m, rl);
         rl.status = Some(status);
         rl.bytes_out = bytes.len() as u64;
         fc.status(status);
@@ -310,6 +417,7 @@ impl Session {
             server_id: rl.server.map(|i| i64::from(be.servers[i].conf.puid)),
             nbsrv: &nb,
             req_body: None,
+            uid_ctx: Some(&ctx),
         };
         let secs = sections(&ctx, rl.backend);
         capture_response_headers(&ctx.front.routes.fe_rules, &mut tx);
@@ -330,9 +438,11 @@ impl Session {
                 return Err(l);
             }
         }
+        capture_response_cookie(&ctx.front.routes.fe_rules, &mut tx);
         for r in secs.iter().flatten() {
             let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
         }
+        tx.fx.log_samples = log_samples(&ctx.front.routes.fe_rules, &tx);
         Ok(())
     }
 
@@ -349,6 +459,39 @@ impl Session {
         };
         let buf = self.cbuf.filled();
         self.after_rules(bytes, secs, &mut m.head, buf, &mut m.st, rl)
+    }
+
+    /// The log line's samples for a response the proxy made itself. As
+    /// in HAProxy, that response is gone at log time: `%[status]` prints
+    /// `-` there (`%ST` has the status).
+    fn local_log_samples(&self, m: &mut Model, rl: &ReqLog) {
+        let ctx = self.ctx.clone();
+        let fe = &ctx.front.routes.fe_rules;
+        if fe.log_samples.is_empty() {
+            return;
+        }
+        let tls = self.client.tls_info_ref();
+        let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
+        let nb = |_: Option<&str>| -> Option<i64> { None };
+        let be = backend(&ctx, rl.backend);
+        let tx = HttpTxn {
+            req: HeadBuf {
+                head: &mut m.head,
+                buf: m.req_copy.as_deref().unwrap_or(self.cbuf.filled()),
+            },
+            res: None,
+            conn: &facts,
+            vars: &mut m.st.vars,
+            fx: &mut m.st.fx,
+            backend: Some(&be.name),
+            server: None,
+            server_id: None,
+            nbsrv: &nb,
+            req_body: None,
+            uid_ctx: Some(&ctx),
+        };
+        let v = log_samples(fe, &tx);
+        tx.fx.log_samples = v;
     }
 
     /// `http-after-response` on an error the proxy answers once the request
@@ -419,6 +562,7 @@ impl Session {
             server_id: None,
             nbsrv: &nb,
             req_body: None,
+            uid_ctx: None,
         };
         for r in secs.iter().flatten() {
             let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
@@ -434,6 +578,73 @@ impl Session {
         msg::give(res);
         out
     }
+}
+
+/// The transaction as log samples see it once the connection's state is
+/// out of reach ([`Model::finish`]): the request, the variables, the
+/// addresses and names.
+struct LateTxn<'a> {
+    req: HeadBuf<'a>,
+    vars: &'a crate::txn::Vars,
+    src: std::net::SocketAddr,
+    frontend: &'a str,
+    backend: &'a str,
+    server: Option<&'a str>,
+    hostname: &'a str,
+    unique_id: Option<&'a [u8]>,
+}
+
+impl fairlead_rules::txn::Txn for LateTxn<'_> {
+    fn req(&self) -> Option<&dyn fairlead_rules::txn::Msg> {
+        Some(&self.req)
+    }
+    fn src(&self) -> Option<std::net::SocketAddr> {
+        Some(self.src)
+    }
+    fn var(&self, v: &fairlead_rules::txn::VarRef) -> Option<fairlead_rules::Sample<'_>> {
+        self.vars.get(v)
+    }
+    fn frontend_name(&self) -> &str {
+        self.frontend
+    }
+    fn backend_name(&self) -> Option<&str> {
+        Some(self.backend)
+    }
+    fn server_name(&self) -> Option<&str> {
+        self.server
+    }
+    fn hostname(&self) -> &str {
+        self.hostname
+    }
+    fn unique_id(&self) -> Option<&[u8]> {
+        self.unique_id
+    }
+}
+
+/// The values of the frontend's `log-format` samples for this
+/// transaction (`None` when it has none).
+fn log_samples(fe: &ProxyRules, tx: &dyn fairlead_rules::txn::Txn) -> Option<Vec<Option<Vec<u8>>>> {
+    if fe.log_samples.is_empty() {
+        return None;
+    }
+    let v = fe.log_samples.iter().map(|e| {
+        e.eval_str(tx)
+            .and_then(|s| s.as_bytes().map(<[u8]>::to_vec))
+    });
+    Some(v.collect())
+}
+
+/// `capture cookie` on the response: the first `Set-Cookie` whose name
+/// starts with the captured name (`%CS`), after the `http-response` rules.
+fn capture_response_cookie(fe: &ProxyRules, tx: &mut HttpTxn<'_>) {
+    let Some(c) = &fe.cookie_capture else { return };
+    let Some(res) = &tx.res else { return };
+    let v = res.head.view(res.buf);
+    let found = v.full_values(b"set-cookie").find_map(|h| {
+        let first = h.split(|&b| b == b';').next().unwrap_or_default();
+        process::capture_match(first, c)
+    });
+    tx.fx.cookie_res = found;
 }
 
 /// `capture response header` declarations fill the first response slots.

@@ -53,6 +53,13 @@ pub(crate) struct Captured {
     pub silent: bool,
     /// `http-request set-src`: the client address logged.
     pub src: Option<std::net::IpAddr>,
+    /// `capture cookie` (`%CC`, `%CS`).
+    pub cookie_req: Option<String>,
+    pub cookie_res: Option<String>,
+    /// The values of the `log-format` samples (`%[...]`).
+    pub samples: Vec<Option<Vec<u8>>>,
+    /// `%ID` (`unique-id-format`).
+    pub unique_id: Option<String>,
 }
 
 impl ReqLog {
@@ -147,14 +154,18 @@ pub(crate) fn emit(
     if rl.captured.as_ref().is_some_and(|c| c.silent) {
         return;
     }
-    let (req_caps, res_caps) = match &rl.captured {
-        Some(c) => (refs(&c.req), refs(&c.res)),
-        None => (Vec::new(), Vec::new()),
+    let (req_caps, res_caps, samples) = match &rl.captured {
+        Some(c) => (refs(&c.req), refs(&c.res), refs(&c.samples)),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
     let since = |t: Option<Instant>| t.map(|t| ms(rl.start, t));
     let rec = LogRecord {
         req_captures: &req_caps,
         res_captures: &res_caps,
+        samples: &samples,
+        unique_id: rl.captured.as_ref().and_then(|c| c.unique_id.as_deref()),
+        cookie_req: rl.captured.as_ref().and_then(|c| c.cookie_req.as_deref()),
+        cookie_resp: rl.captured.as_ref().and_then(|c| c.cookie_res.as_deref()),
         client: Some(client),
         accept_date: rl.start_wall,
         frontend,

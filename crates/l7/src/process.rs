@@ -145,32 +145,167 @@ pub(crate) fn process_request(
         server_id: None,
         nbsrv: &nb,
         req_body: body,
+        uid_ctx: Some(ctx),
     };
-    capture_headers(fe, &mut tx);
-    if let Some(d) = monitor(fe, &tx, close) {
+    let d = decide(ctx, &mut tx, close);
+    if let Some(u) = &fe.unique_id {
+        if let Decision::Forward { .. } = d {
+            // Made now if no rule used it yet, as HAProxy does when the
+            // request goes to a backend; `unique-id-header` carries it.
+            let id = fairlead_rules::txn::Txn::unique_id(&tx).map(<[u8]>::to_vec);
+            if let (Some(h), Some(id)) = (&fe.unique_id_header, id) {
+                fairlead_rules::exec::Edit::add_header(&mut tx.req, h.as_bytes(), &id);
+            }
+        } else if tx.fx.unique_id.get().is_none() {
+            // A reply made here: HAProxy makes the id for the log line,
+            // once the request's contents are gone (its samples only see
+            // the connection, the variables and the names).
+            let v = render_unique_id(ctx, u, &tx, &Contentless(&tx));
+            let _ = tx.fx.unique_id.set(v);
+        }
+    }
+    d
+}
+
+/// A transaction without its messages: what log-time samples see.
+struct Contentless<'t, 'a>(&'t HttpTxn<'a>);
+
+impl fairlead_rules::txn::Txn for Contentless<'_, '_> {
+    fn src(&self) -> Option<std::net::SocketAddr> {
+        self.0.src()
+    }
+    fn dst(&self) -> Option<std::net::SocketAddr> {
+        self.0.dst()
+    }
+    fn tls(&self) -> Option<TlsFacts<'_>> {
+        self.0.tls()
+    }
+    fn var(&self, v: &fairlead_rules::txn::VarRef) -> Option<fairlead_rules::Sample<'_>> {
+        self.0.var(v)
+    }
+    fn frontend_name(&self) -> &str {
+        self.0.frontend_name()
+    }
+    fn backend_name(&self) -> Option<&str> {
+        self.0.backend_name()
+    }
+    fn hostname(&self) -> &str {
+        self.0.hostname()
+    }
+}
+
+/// The request rules' decision (see [`process_request`]).
+fn decide<'a>(ctx: &'a HttpCtx, tx: &mut HttpTxn<'a>, close: bool) -> Decision {
+    let routes = &ctx.front.routes;
+    let fe = &routes.fe_rules;
+    capture_headers(fe, tx);
+    if let Some(d) = monitor(fe, tx, close) {
         return d;
     }
-    if let Some(d) = section_rules(ctx, fe, None, &mut tx, close) {
+    if let Some(d) = section_rules(ctx, fe, None, tx, close) {
         return d;
     }
-    let be_idx = switch(routes, &tx);
+    let be_idx = switch(routes, tx);
     let be = backend(ctx, be_idx);
     tx.backend = Some(&be.name);
     let own = be_rules(routes, be_idx);
     if let Some(br) = own.filter(|r| !Arc::ptr_eq(r, fe)) {
-        if let Some(d) = section_rules(ctx, br, be_idx, &mut tx, close) {
+        if let Some(d) = section_rules(ctx, br, be_idx, tx, close) {
             tx.fx.backend_stage = Some(be_idx);
             return d;
         }
     }
     let server = own.and_then(|br| {
         br.use_server.iter().find_map(|r| {
-            (r.check(&br.acls, &tx) == Tri::Pass)
+            (r.check(&br.acls, tx) == Tri::Pass)
                 .then(|| be.servers.iter().position(|s| s.conf.name == r.action))
                 .flatten()
         })
     });
+    capture_cookie(fe, tx);
     Decision::Forward { be: be_idx, server }
+}
+
+/// Renders the frontend's `unique-id-format` for this transaction: its
+/// `%` variables from the request and the connection, its samples from
+/// the rule engine against `from` (the transaction itself, or what is
+/// left of it at log time).
+pub(crate) fn render_unique_id(
+    ctx: &HttpCtx,
+    u: &fairlead_rules::uniqueid::UniqueId,
+    tx: &HttpTxn<'_>,
+    from: &dyn fairlead_rules::txn::Txn,
+) -> Vec<u8> {
+    use fairlead_rules::txn::{Msg, Txn};
+    let values: Vec<Option<Vec<u8>>> = u
+        .samples
+        .iter()
+        .map(|e| {
+            e.eval_str(from)
+                .and_then(|s| s.as_bytes().map(<[u8]>::to_vec))
+        })
+        .collect();
+    let samples: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+    let mut line = Vec::with_capacity(64);
+    line.extend_from_slice(tx.req.method());
+    line.push(b' ');
+    line.extend_from_slice(tx.req.target());
+    line.extend_from_slice(match tx.req.version() {
+        10 => b" HTTP/1.0",
+        20 => b" HTTP/2.0",
+        _ => b" HTTP/1.1",
+    });
+    let tls = tx.conn.tls;
+    let counter = ctx
+        .front
+        .counters
+        .get(fairlead_backend::counters::C::ReqTot);
+    let rec = fairlead_log::LogRecord {
+        client: tx.src(),
+        frontend_addr: tx.dst(),
+        accept_date: std::time::SystemTime::now(),
+        frontend: &ctx.front.name,
+        tls: tls.is_some(),
+        backend: tx.backend.unwrap_or(&ctx.front.name),
+        request_line: Some(&line),
+        request_counter: counter,
+        log_counter: counter,
+        pid: std::process::id(),
+        hostname: &ctx.front.routes.hostname,
+        ssl_version: tls.and_then(|t| t.protocol),
+        ssl_cipher: tls.and_then(|t| t.cipher),
+        ssl_sni: tls.and_then(|t| t.sni),
+        http: true,
+        samples: &samples,
+        ..Default::default()
+    };
+    let mut out = Vec::with_capacity(64);
+    u.format.render(&rec, &mut out);
+    out
+}
+
+/// `capture cookie <name> len <n>` (the frontend's): the first request
+/// cookie whose name starts with `name`, as `name=value`, cut to `n`
+/// bytes (`%CC`). As in HAProxy, after the rules, on forwarded requests.
+fn capture_cookie(fe: &ProxyRules, tx: &mut HttpTxn<'_>) {
+    let Some(c) = &fe.cookie_capture else { return };
+    let v = tx.req.head.view(tx.req.buf);
+    let found = v
+        .full_values(b"cookie")
+        .flat_map(|h| h.split(|&b| b == b';'))
+        .find_map(|p| capture_match(p, c));
+    tx.fx.cookie_req = found;
+}
+
+/// `name=value` of one cookie (spaces around it trimmed) when its name
+/// starts with the captured name, cut to the capture's length.
+pub(crate) fn capture_match(
+    part: &[u8],
+    c: &fairlead_rules::proxy::CookieCapture,
+) -> Option<Vec<u8>> {
+    let t = part.trim_ascii();
+    (t.len() >= c.name.len() && t.starts_with(c.name.as_bytes()))
+        .then(|| t[..t.len().min(c.len)].to_vec())
 }
 
 /// `capture request header` declarations fill the first capture slots.

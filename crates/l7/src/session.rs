@@ -56,7 +56,23 @@ pub(crate) struct Session {
 ///
 /// While the connection waits for a request, its task holds only the small
 /// [`Session`] and the wait state; the request phase runs in a pooled slot.
-pub async fn serve_http(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>) {
+pub fn serve_http(
+    client: Conn,
+    peer: SocketAddr,
+    ctx: Rc<HttpCtx>,
+) -> impl std::future::Future<Output = ()> {
+    serve_http_with(client, peer, ctx, None)
+}
+
+/// [`serve_http`] for a connection whose `tcp-request connection|session`
+/// rules already ran: `sess` holds the `sess` variables they set (`peer`
+/// is the address after their `set-src`).
+pub async fn serve_http_with(
+    client: Conn,
+    peer: SocketAddr,
+    ctx: Rc<HttpCtx>,
+    sess: fairlead_rules::vars::SessVars,
+) {
     let _ = client.set_nodelay(true);
     let eff = Effective {
         conn_mode: ctx
@@ -72,7 +88,7 @@ pub async fn serve_http(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>) {
         eff,
         cbuf: IoBuf::new(),
         attached: None,
-        sess_vars: None,
+        sess_vars: sess,
         first: true,
         accepted_at: Instant::now(),
         last_end: Instant::now(),

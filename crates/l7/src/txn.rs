@@ -82,6 +82,16 @@ pub(crate) struct Effects {
     pub src: Option<IpAddr>,
     pub req_captures: Vec<Option<Vec<u8>>>,
     pub res_captures: Vec<Option<Vec<u8>>>,
+    /// `capture cookie`: the request's and the response's (`%CC`, `%CS`).
+    pub cookie_req: Option<Vec<u8>>,
+    pub cookie_res: Option<Vec<u8>>,
+    /// The values of the `log-format` samples, once evaluated.
+    pub log_samples: Option<Vec<Option<Vec<u8>>>>,
+    /// The unique id (`unique-id-format`), once generated.
+    pub unique_id: std::cell::OnceCell<Vec<u8>>,
+    /// The unique id is being generated (a `%[unique-id]` inside its own
+    /// format reads as absent).
+    pub uid_busy: std::cell::Cell<bool>,
     /// `set-log-level`: `Some(None)` is `silent`.
     pub log_level: Option<Option<u8>>,
     /// A reply made by the backend's rules (`Some(backend)`), not the
@@ -103,6 +113,10 @@ pub(crate) struct HttpTxn<'a> {
     /// Slots of `http-request capture ... len` rules are numbered after
     /// the declared ones.
     pub req_body: Option<&'a [u8]>,
+    /// Where the unique id's format and counters are, when it may be
+    /// generated here (`None`: the `unique-id` fetch only reads an id
+    /// generated before).
+    pub uid_ctx: Option<&'a crate::HttpCtx>,
 }
 
 impl Txn for HttpTxn<'_> {
@@ -148,6 +162,20 @@ impl Txn for HttpTxn<'_> {
     fn hostname(&self) -> &str {
         self.conn.hostname
     }
+    fn unique_id(&self) -> Option<&[u8]> {
+        if let Some(v) = self.fx.unique_id.get() {
+            return Some(v);
+        }
+        let ctx = self.uid_ctx?;
+        let u = ctx.front.routes.fe_rules.unique_id.as_ref()?;
+        if self.fx.uid_busy.replace(true) {
+            return None;
+        }
+        let v = crate::process::render_unique_id(ctx, u, self, self);
+        self.fx.uid_busy.set(false);
+        let _ = self.fx.unique_id.set(v);
+        self.fx.unique_id.get().map(Vec::as_slice)
+    }
 }
 
 impl Stream for HttpTxn<'_> {
@@ -163,6 +191,12 @@ impl Stream for HttpTxn<'_> {
     }
     fn unset_var(&mut self, v: &VarRef) {
         self.vars.unset(v);
+    }
+    fn var_exists(&self, v: &VarRef) -> bool {
+        self.vars.exists(v)
+    }
+    fn create_var(&mut self, v: &VarRef) {
+        self.vars.create(v);
     }
     fn set_src(&mut self, ip: IpAddr) {
         self.fx.src = Some(ip);

@@ -8,11 +8,13 @@
 //! an empty string; on by default); `%o` applies its flags to every later
 //! variable; `%%` is a verbatim `%`; spaces are separators, merged and
 //! printed once (a variable that prints nothing, such as `%hr` without
-//! captures, leaves no double space). `%[...]` accepts the TLS sample
-//! fetches of `option httpslog` and the client certificate's
+//! captures, leaves no double space). `%[...]` renders the TLS sample
+//! fetches of `option httpslog` and the client certificate's itself
 //! (`ssl_fc_sni`, `ssl_fc_is_resumed`, `ssl_c_used`, `ssl_c_verify`,
-//! `fc_err`, `ssl_fc_err[,hex]`, ...); other sample expressions are
-//! rejected as not implemented yet.
+//! `fc_err`, `ssl_fc_err[,hex]`, ...); any other sample expression is
+//! kept as text ([`LogFormat::samples`]) for the proxy to compile with
+//! its rule engine and evaluate per log line, and prints the value the
+//! proxy put in [`LogRecord::samples`].
 //!
 //! Rendering never allocates: it only grows the output vector.
 
@@ -228,6 +230,9 @@ enum Node {
     Text(String),
     Sep,
     Var(Var, u8),
+    /// A sample expression the proxy evaluates: the index in
+    /// [`LogFormat::samples`] and [`LogRecord::samples`].
+    Sample(usize, u8),
 }
 
 /// A compiled log format.
@@ -235,15 +240,28 @@ enum Node {
 pub struct LogFormat {
     nodes: Vec<Node>,
     source: String,
+    samples: Vec<String>,
 }
 
 /// Compiles a `log-format` string (spaces already unescaped by the
 /// configuration lexer). Errors name the offending variable or flag.
 pub fn compile(fmt: &str) -> Result<LogFormat, String> {
+    compile_as(fmt, true)
+}
+
+/// Compiles a `unique-id-format` string: the same language, but as
+/// HAProxy builds ids, an empty or missing value prints nothing (not `-`)
+/// unless `+M` asks.
+pub fn compile_unique_id(fmt: &str) -> Result<LogFormat, String> {
+    compile_as(fmt, false)
+}
+
+fn compile_as(fmt: &str, log_line: bool) -> Result<LogFormat, String> {
     let b = fmt.as_bytes();
     let mut nodes = Vec::new();
+    let mut samples: Vec<String> = Vec::new();
     let mut text = String::new();
-    let mut defaults = F_MANDATORY;
+    let mut defaults = if log_line { F_MANDATORY } else { 0 };
     let mut i = 0;
     let flush = |text: &mut String, nodes: &mut Vec<Node>| {
         if !text.is_empty() {
@@ -276,29 +294,29 @@ pub fn compile(fmt: &str) -> Result<LogFormat, String> {
                     i += end + 1;
                 }
                 if b.get(i) == Some(&b'[') {
-                    let end = fmt[i..]
-                        .find(']')
+                    let end = find_close(&fmt[i..])
                         .ok_or_else(|| format!("missing ']' after '%[' in '{fmt}'"))?;
-                    let expr = &fmt[i + 1..i + end];
-                    // Converters: only `hex` on the error codes (a zero
-                    // prints the same either way).
+                    let expr = fmt[i + 1..i + end].trim();
+                    if expr.is_empty() {
+                        return Err(format!("empty sample expression '%[]' in '{fmt}'"));
+                    }
+                    // The TLS fetches, alone or with `hex` (a zero prints
+                    // the same either way), are rendered here; anything
+                    // else is the proxy's to evaluate.
                     let (name, conv) = match expr.split_once(',') {
                         Some((n, c)) => (n.trim(), Some(c.trim())),
-                        None => (expr.trim(), None),
+                        None => (expr, None),
                     };
-                    let Some((_, v)) = FETCHES.iter().find(|(n, _)| *n == name) else {
-                        let known: Vec<&str> = FETCHES.iter().map(|(n, _)| *n).collect();
-                        return Err(format!(
-                            "sample expression '%[{expr}]' is not implemented yet in Fairlead (in '{fmt}'); the fetches available in log formats are {}",
-                            known.join(", ")
-                        ));
-                    };
-                    if let Some(c) = conv.filter(|c| *c != "hex") {
-                        return Err(format!(
-                            "converter '{c}' in '%[{expr}]' is not implemented yet in Fairlead (only 'hex')"
-                        ));
+                    let tls = FETCHES.iter().find(|(n, _)| *n == name);
+                    match tls {
+                        Some((_, v)) if conv.is_none_or(|c| c == "hex") => {
+                            nodes.push(Node::Var(*v, flags));
+                        }
+                        _ => {
+                            nodes.push(Node::Sample(samples.len(), flags));
+                            samples.push(expr.to_string());
+                        }
                     }
-                    nodes.push(Node::Var(*v, flags));
                     i += end + 1;
                     continue;
                 }
@@ -341,7 +359,27 @@ pub fn compile(fmt: &str) -> Result<LogFormat, String> {
     Ok(LogFormat {
         nodes,
         source: fmt.to_string(),
+        samples,
     })
+}
+
+/// The index of the `]` that closes the `[` at `s[0]`, counting nested
+/// brackets (`%[req.hdr(x),regsub([a],b)]`).
+fn find_close(s: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn parse_flags(s: &str, mut flags: u8) -> Result<u8, String> {
@@ -563,6 +601,7 @@ impl LogFormat {
         let mut f = compile("Connect from %ci:%cp to %fi:%fp (%f/").unwrap_or_else(|_| LogFormat {
             nodes: Vec::new(),
             source: String::new(),
+            samples: Vec::new(),
         });
         f.nodes.push(Node::Var(Var::Mode, F_MANDATORY));
         f.nodes.push(Node::Text(")".into()));
@@ -573,6 +612,14 @@ impl LogFormat {
     /// The string this format was compiled from.
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The sample expressions (`%[...]` without the brackets, in order)
+    /// the proxy must evaluate for each line and pass in
+    /// [`LogRecord::samples`], at the same positions. The TLS fetches
+    /// this crate renders itself are not among them.
+    pub fn samples(&self) -> &[String] {
+        &self.samples
     }
 
     /// The first variable that only exists in HTTP mode (HAProxy rejects
@@ -608,6 +655,10 @@ impl LogFormat {
                         last_space = false;
                     }
                 }
+                Node::Sample(k, flags) => {
+                    text(out, r.samples.get(*k).copied().flatten(), *flags);
+                    last_space = false;
+                }
             }
         }
     }
@@ -627,7 +678,20 @@ impl LogFormat {
         let mut seen: u128 = 0;
         let mut first = true;
         for n in &self.nodes {
-            let Node::Var(v, _) = n else { continue };
+            let v = match n {
+                Node::Var(v, _) => v,
+                Node::Sample(k, _) => {
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    json_str(out, self.samples[*k].as_bytes(), |_| false);
+                    out.push(b':');
+                    json_opt(out, r.samples.get(*k).copied().flatten());
+                    continue;
+                }
+                _ => continue,
+            };
             let bit = 1u128 << (*v as u32);
             if seen & bit != 0 {
                 continue;
@@ -850,167 +914,9 @@ fn date(v: Var, r: &LogRecord, out: &mut Vec<u8>) {
     }
 }
 
-/// A JSON string; bytes `esc` selects are written as `#XX` first.
-fn json_str(out: &mut Vec<u8>, s: &[u8], esc: fn(u8) -> bool) {
-    out.push(b'"');
-    json_escape(out, s, esc);
-    out.push(b'"');
-}
-
-/// The inside of a JSON string.
-fn json_escape(out: &mut Vec<u8>, s: &[u8], esc: fn(u8) -> bool) {
-    for &c in s {
-        if esc(c) {
-            out.push(b'#');
-            hex_byte(out, c);
-        } else if c == b'"' || c == b'\\' {
-            out.push(b'\\');
-            out.push(c);
-        } else if c < 0x20 || c == 0x7f {
-            out.extend_from_slice(b"\\u00");
-            hex_byte(out, c);
-        } else {
-            out.push(c);
-        }
-    }
-}
-
-fn json_opt(out: &mut Vec<u8>, s: Option<&[u8]>) {
-    match s {
-        Some(s) => json_str(out, s, |_| false),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-fn json_var(v: Var, r: &LogRecord, out: &mut Vec<u8>) {
-    match v {
-        Var::Ci | Var::Fi | Var::Bi | Var::Si => {
-            let a = match v {
-                Var::Ci => r.client,
-                Var::Fi => r.frontend_addr,
-                Var::Bi => r.backend_src,
-                _ => r.server_addr,
-            };
-            match a {
-                Some(a) => {
-                    let mut buf = [0u8; 48];
-                    let n = ip_text(a.ip(), &mut buf);
-                    json_str(out, &buf[..n], |_| false);
-                }
-                None => out.extend_from_slice(b"null"),
-            }
-        }
-        Var::Cp | Var::Fp | Var::Bp | Var::Sp => {
-            let a = match v {
-                Var::Cp => r.client,
-                Var::Fp => r.frontend_addr,
-                Var::Bp => r.backend_src,
-                _ => r.server_addr,
-            };
-            match a {
-                Some(a) => num(out, a.port().into()),
-                None => out.extend_from_slice(b"null"),
-            }
-        }
-        Var::T | Var::Tr | Var::Trg | Var::Trl | Var::TGmt | Var::Tl => {
-            out.push(b'"');
-            date(v, r, out);
-            out.push(b'"');
-        }
-        Var::Ft => {
-            out.push(b'"');
-            json_escape(out, r.frontend.as_bytes(), |_| false);
-            if r.tls {
-                out.push(b'~');
-            }
-            out.push(b'"');
-        }
-        Var::F => json_str(out, r.frontend.as_bytes(), |_| false),
-        Var::B => json_str(out, r.backend.as_bytes(), |_| false),
-        Var::S => json_str(out, r.server.unwrap_or("<NOSRV>").as_bytes(), |_| false),
-        Var::H => json_str(out, r.hostname.as_bytes(), |_| false),
-        Var::Tsc | Var::TsShort | Var::Mode => {
-            out.push(b'"');
-            render_var(v, 0, r, out);
-            out.push(b'"');
-        }
-        Var::Cc => json_opt(out, r.cookie_req.map(str::as_bytes)),
-        Var::Cs => json_opt(out, r.cookie_resp.map(str::as_bytes)),
-        Var::Id => json_opt(out, r.unique_id.map(str::as_bytes)),
-        Var::Hr | Var::Hs => {
-            let caps = if v == Var::Hr {
-                r.req_captures
-            } else {
-                r.res_captures
-            };
-            if caps.is_empty() {
-                out.extend_from_slice(b"null");
-                return;
-            }
-            out.extend_from_slice(b"\"{");
-            for (k, c) in caps.iter().enumerate() {
-                if k > 0 {
-                    out.push(b'|');
-                }
-                if let Some(c) = c {
-                    json_escape(out, c, hdr_escaped);
-                }
-            }
-            out.extend_from_slice(b"}\"");
-        }
-        Var::Hrl | Var::Hsl => {
-            let caps = if v == Var::Hrl {
-                r.req_captures
-            } else {
-                r.res_captures
-            };
-            out.push(b'[');
-            for (k, c) in caps.iter().enumerate() {
-                if k > 0 {
-                    out.push(b',');
-                }
-                match c {
-                    Some(c) => json_str(out, c, hdr_escaped),
-                    None => out.extend_from_slice(b"null"),
-                }
-            }
-            out.push(b']');
-        }
-        Var::R | Var::Hm | Var::Hu | Var::Hp | Var::Hpo | Var::Hq | Var::Hv => {
-            json_str(out, request_part(r, v).unwrap_or(BADREQ), url_escaped)
-        }
-        Var::Ta => num(out, r.ta()),
-        Var::Tt => num(out, r.tt()),
-        Var::Tu => num(out, r.tu()),
-        Var::Bytes => time::pad(out, r.bytes_out, 1),
-        Var::Rc => num(out, r.retries.into()),
-        Var::Sslv | Var::Sslc | Var::SslFcSni => {
-            let s = match v {
-                Var::Sslv => r.ssl_version,
-                Var::Sslc => r.ssl_cipher,
-                _ => r.ssl_sni,
-            };
-            match s {
-                Some(s) => json_str(out, s.as_bytes(), |_| false),
-                None => out.extend_from_slice(b"null"),
-            }
-        }
-        Var::SslFcErr
-        | Var::SslCErr
-        | Var::SslCCaErr
-        | Var::SslCVerify
-        | Var::SslFcIsResumed
-        | Var::SslCUsed
-            if r.ssl_version.is_none() =>
-        {
-            out.extend_from_slice(b"null")
-        }
-        // Every other variable is a plain number.
-        _ => {
-            render_var(v, 0, r, out);
-        }
-    }
-}
+#[path = "format_json.rs"]
+mod json;
+use json::{json_opt, json_str, json_var};
 
 #[cfg(test)]
 #[path = "format_tests.rs"]

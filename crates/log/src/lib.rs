@@ -28,7 +28,8 @@ mod target;
 mod time;
 
 pub use format::{
-    compile, LogFormat, DEFAULT_FORMAT, HTTPLOG_CLF, HTTPLOG_FORMAT, HTTPSLOG_FORMAT, TCPLOG_FORMAT,
+    compile, compile_unique_id, LogFormat, DEFAULT_FORMAT, HTTPLOG_CLF, HTTPLOG_FORMAT,
+    HTTPSLOG_FORMAT, TCPLOG_FORMAT,
 };
 pub use logger::{system_hostname, Logger, LoggerOptions, Sink, SinkId};
 pub use record::{CookieReq, CookieResp, LogRecord, Phase, TermState, Who};

@@ -101,6 +101,10 @@ pub struct LogRecord<'a> {
     pub req_captures: &'a [Option<&'a [u8]>],
     /// `%hs`, `%hsl`: captured response headers.
     pub res_captures: &'a [Option<&'a [u8]>],
+    /// `%[expr]`: the values of the format's sample expressions
+    /// ([`crate::LogFormat::samples`]), in order; a missing or `None`
+    /// entry prints `-`.
+    pub samples: &'a [Option<&'a [u8]>],
     /// `%ID`: the unique id; `None` prints `-`.
     pub unique_id: Option<&'a str>,
     /// `%pid`.
@@ -165,6 +169,7 @@ impl Default for LogRecord<'_> {
             request_line: None,
             req_captures: &[],
             res_captures: &[],
+            samples: &[],
             unique_id: None,
             pid: 0,
             hostname: "",

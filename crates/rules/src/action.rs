@@ -253,6 +253,17 @@ pub const TCP_ACTIONS: &[&str] = &[
     "unset-var",
 ];
 
+/// `set-src` in `tcp-request connection|session|content` (not in
+/// `tcp-response`): the address later rules, the HTTP transactions and
+/// the logs see.
+pub(crate) fn tcp_request_set_src(set: RuleSet, name: &str) -> bool {
+    name == "set-src"
+        && matches!(
+            set,
+            RuleSet::TcpConnection | RuleSet::TcpSession | RuleSet::TcpContent
+        )
+}
+
 fn allowed(set: RuleSet) -> &'static [&'static str] {
     match set {
         RuleSet::HttpRequest => HTTP_REQUEST_ACTIONS,
@@ -331,7 +342,7 @@ pub fn parse(words: &[String], cx: &mut ActionCtx<'_>) -> Result<Action, String>
     };
     let (name, _) = split_call(first).unwrap_or((first.as_str(), Vec::new()));
     let full = format!("{kw} {name}");
-    if !allowed(set).contains(&name) {
+    if !allowed(set).contains(&name) && !tcp_request_set_src(set, name) {
         if allowed(RuleSet::HttpRequest).contains(&name)
             || allowed(RuleSet::HttpResponse).contains(&name)
             || TCP_ACTIONS.contains(&name)

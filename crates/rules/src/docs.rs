@@ -382,7 +382,9 @@ fn accepted(name: &str, set: RuleSet) -> bool {
         | RuleSet::TcpContent
         | RuleSet::TcpResponse => action::TCP_ACTIONS,
     };
-    list.contains(&name) || (name == "close" && set == RuleSet::TcpResponse)
+    list.contains(&name)
+        || (name == "close" && set == RuleSet::TcpResponse)
+        || action::tcp_request_set_src(set, name)
 }
 
 /// Every supported action name, in catalog order.

@@ -34,6 +34,14 @@ pub trait Stream: Txn {
     fn edit(&mut self, res: bool) -> Option<&mut dyn Edit>;
     fn set_var(&mut self, v: &VarRef, s: Sample<'static>);
     fn unset_var(&mut self, v: &VarRef);
+    /// Whether the variable exists, even created but unset (`ifexists`).
+    /// Default is "it has a value".
+    fn var_exists(&self, v: &VarRef) -> bool {
+        self.var(v).is_some()
+    }
+    /// Creates the variable without a value (a `set-var` whose condition
+    /// failed, as HAProxy's `var_set`). Default does nothing.
+    fn create_var(&mut self, _v: &VarRef) {}
     fn set_src(&mut self, _ip: IpAddr) {}
     /// Stores a capture: `id` is the slot (`capture ... id N` or a
     /// `http-request capture ... len` slot given by the caller).
@@ -235,14 +243,19 @@ fn with_scratch(f: impl FnOnce(&mut Vec<u8>)) {
     });
 }
 
-/// HAProxy's `set-var` conditions, all of which must hold.
-fn var_conds_allow(s: &dyn Stream, v: &VarRef, new: &Sample<'_>, c: &VarConds) -> bool {
-    let cur = s.var(v);
-    let exists = cur.is_some();
-    if (c.ifexists || c.ifset) && !exists {
+/// HAProxy's `set-var` conditions, all of which must hold. As in its
+/// `var_set`, `ifexists`/`ifnotexists` are checked first; past them the
+/// variable is created (unset) even when a later condition fails.
+fn var_conds_allow(s: &mut dyn Stream, v: &VarRef, new: &Sample<'_>, c: &VarConds) -> bool {
+    let exists = s.var_exists(v);
+    if (c.ifexists && !exists) || (c.ifnotexists && exists) {
         return false;
     }
-    if (c.ifnotexists || c.ifnotset) && exists {
+    if !exists {
+        s.create_var(v);
+    }
+    let cur = s.var(v);
+    if (c.ifset && cur.is_none()) || (c.ifnotset && cur.is_some()) {
         return false;
     }
     let empty = |x: &Sample<'_>| x.as_bytes().is_some_and(<[u8]>::is_empty);

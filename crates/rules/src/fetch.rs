@@ -113,6 +113,7 @@ enum Kind {
     SrvName,
     SrvId,
     Hostname,
+    UniqueId,
     Uuid,
     Rand(Option<u64>),
     Const(Sample<'static>),
@@ -183,7 +184,8 @@ impl Fetch {
             | "res.ver" | "src" | "src_port" | "dst" | "dst_port" | "ssl_fc" | "ssl_fc_sni"
             | "ssl_fc_alpn" | "ssl_fc_protocol" | "ssl_fc_cipher" | "ssl_fc_is_resumed"
             | "ssl_c_used" | "ssl_c_verify" | "ssl_c_s_dn" | "be_name" | "fe_name" | "srv_name"
-            | "srv_id" | "hostname" | "always_true" | "always_false" | "pid" | "http_auth_user" => {
+            | "srv_id" | "hostname" | "always_true" | "always_false" | "pid" | "http_auth_user"
+            | "unique-id" => {
                 arg_count(name, args, 0, 0)?;
                 simple_kind(canon)
             }
@@ -538,6 +540,7 @@ impl Fetch {
             Kind::SrvName => txn.server_name().map(|s| Sample::str(s.as_bytes())),
             Kind::SrvId => txn.server_id().map(Sample::Sint),
             Kind::Hostname => Some(Sample::str(txn.hostname().as_bytes())),
+            Kind::UniqueId => txn.unique_id().map(Sample::str),
             Kind::Uuid => Some(Sample::owned_str(uuid4().into_bytes())),
             Kind::Rand(range) => {
                 let r = crate::rand::next_u32() as u64;
@@ -608,6 +611,7 @@ fn simple_kind(canon: &str) -> Kind {
         "srv_name" => Kind::SrvName,
         "srv_id" => Kind::SrvId,
         "hostname" => Kind::Hostname,
+        "unique-id" => Kind::UniqueId,
         "always_true" => Kind::Const(Sample::Bool(true)),
         "always_false" => Kind::Const(Sample::Bool(false)),
         "http_auth_user" => Kind::HttpAuthUser,

@@ -43,6 +43,7 @@ pub mod reply;
 pub mod sample;
 mod tlshello;
 pub mod txn;
+pub mod uniqueid;
 pub mod userlist;
 pub mod vars;
 

@@ -90,6 +90,15 @@ pub struct ProxyRules {
     pub stats_admin: Vec<Cond>,
     /// Error pages (`errorfile`, `errorloc`, `errorfiles`, `http-error`).
     pub errors: crate::reply::ErrorPages,
+    /// The `%[...]` sample expressions of the frontend's `log-format`
+    /// that the proxy evaluates (in `fairlead_log::LogFormat::samples`
+    /// order). Default is none.
+    pub log_samples: Vec<crate::expr::Expr>,
+    /// `unique-id-format`. Default is none (no unique id).
+    pub unique_id: Option<crate::uniqueid::UniqueId>,
+    /// `unique-id-header`: the request header carrying the unique id to
+    /// the server. Default is none.
+    pub unique_id_header: Option<String>,
     /// Highest rank of rule kind seen so far, for HAProxy's ordering
     /// warnings.
     last_rank: u8,
@@ -149,6 +158,8 @@ pub const KEYWORDS: &[&str] = &[
     "declare",
     "monitor-uri",
     "monitor",
+    "unique-id-format",
+    "unique-id-header",
     "option http-buffer-request",
 ];
 
@@ -254,7 +265,7 @@ impl ProxyRules {
                     )?;
                 self.stats_admin.push(c);
             }
-            "capture" => self.capture(words)?,
+            "capture" => self.capture(words, &mut warnings)?,
             "declare" => self.declare(words)?,
             "monitor-uri" => {
                 let uri = words.get(1).ok_or("'monitor-uri' expects an URI")?;
@@ -269,6 +280,12 @@ impl ProxyRules {
                     .cond(cond, RuleSet::HttpRequest, &mut warnings, env)?
                     .ok_or("'monitor fail' expects a condition ('if' or 'unless')")?;
                 self.monitor_fail.push(c);
+            }
+            "unique-id-format" => {
+                self.unique_id = Some(crate::uniqueid::UniqueId::parse(words, env)?);
+            }
+            "unique-id-header" => {
+                self.unique_id_header = Some(crate::uniqueid::parse_header(words)?);
             }
             other => return Err(format!("'{other}' is not a rule keyword")),
         }
@@ -402,7 +419,7 @@ impl ProxyRules {
         Ok(())
     }
 
-    fn capture(&mut self, words: &[String]) -> Result<(), String> {
+    fn capture(&mut self, words: &[String], warnings: &mut Vec<String>) -> Result<(), String> {
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
         match w.as_slice() {
             ["capture", "request", "header", name, "len", n] | ["capture", "response", "header", name, "len", n] => {
@@ -416,7 +433,12 @@ impl ProxyRules {
                 Ok(())
             }
             ["capture", "cookie", name, "len", n] => {
-                let len = n.parse().map_err(|_| format!("'capture cookie': invalid length '{n}'"))?;
+                let mut len = n.parse().map_err(|_| format!("'capture cookie': invalid length '{n}'"))?;
+                // HAProxy's capture pool holds 64 bytes with the final NUL.
+                if len >= 64 {
+                    warnings.push("truncating capture length to 63 bytes.".into());
+                    len = 63;
+                }
                 self.cookie_capture = Some(CookieCapture { name: name.to_string(), len });
                 Ok(())
             }
@@ -453,6 +475,9 @@ impl ProxyRules {
             || !self.tcp_content.is_empty()
             || !self.req_captures.is_empty()
             || !self.res_captures.is_empty()
+            || self.cookie_capture.is_some()
+            || !self.log_samples.is_empty()
+            || self.unique_id.is_some()
             || self.monitor_uri.is_some()
             || !self.stats_admin.is_empty()
     }

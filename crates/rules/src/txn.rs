@@ -153,4 +153,9 @@ pub trait Txn {
     fn hostname(&self) -> &str {
         ""
     }
+    /// The transaction's unique id (`unique-id-format`), generated on
+    /// first use; `None` without a format.
+    fn unique_id(&self) -> Option<&[u8]> {
+        None
+    }
 }

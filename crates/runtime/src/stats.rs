@@ -82,6 +82,8 @@ fn check_info(text: &str) -> CheckInfo {
 fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
     let state = if s.admin.maint.load(Ordering::Relaxed) {
         ServerState::Maint
+    } else if s.health.is_nolb() && !s.admin.drain.load(Ordering::Relaxed) {
+        ServerState::NoLb
     } else if s.admin.drain.load(Ordering::Relaxed) || s.health.is_drain() {
         ServerState::Drain
     } else if !checked {
@@ -96,11 +98,18 @@ fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
     c.qcur = be.queue.server_len(s.conf.idx) as u64;
     c.latency = latency(&s.metrics.latency);
     let maxconn = s.admin.maxconn.load(Ordering::Relaxed);
+    // NOLB leaves the server's own weight shown (HAProxy keeps its
+    // effective weight; only the backend's total drops it).
+    let weight = if state == ServerState::NoLb {
+        u64::from(s.admin.weight.load(Ordering::Relaxed))
+    } else {
+        u64::from(s.eweight())
+    };
     ServerStats {
         name: s.conf.name.clone(),
         sid: s.conf.puid,
         state,
-        weight: u64::from(s.eweight()),
+        weight,
         uweight: u64::from(s.admin.weight.load(Ordering::Relaxed)),
         backup: s.conf.backup,
         check: checked.then(|| check_info(&s.health.status_text())),
@@ -138,6 +147,8 @@ pub fn snapshot(
         c.scur = u64::from(fe.limit.cur.load(Ordering::Relaxed));
         c.smax = u64::from(fe.smax.load(Ordering::Relaxed));
         c.conn_tot = c.stot;
+        c.dcon = fe.front.denied_conn.load(Ordering::Relaxed);
+        c.dses = fe.front.denied_sess.load(Ordering::Relaxed);
         if let Some(r) = rates.frontends.get(iid as usize - 1) {
             r.fill(&mut c);
         }
@@ -195,7 +206,7 @@ pub fn snapshot(
             status: if act + bck > 0 { "UP" } else { "DOWN" }.into(),
             weight: servers
                 .iter()
-                .filter(|s| s.weight > 0)
+                .filter(|s| s.weight > 0 && s.state != ServerState::NoLb)
                 .map(|s| s.weight)
                 .sum(),
             uweight: servers.iter().map(|s| s.uweight).sum(),

@@ -324,11 +324,13 @@ fn spawn_session(
                 let Some(conn) = handshake(stream, peer, &fe, tls).await else {
                     return;
                 };
-                // Session variables do not reach the HTTP rules yet.
                 if !open_session(&fe, &conn, peer, &mut sess) {
                     return;
                 }
-                fairlead_l7::serve_http(conn, peer, ctx).await;
+                // `set-src` and the `sess` variables of the connection
+                // and session rules reach the HTTP transactions.
+                let peer = sess.effective_src(peer);
+                fairlead_l7::serve_http_with(conn, peer, ctx, sess.into_sess_vars()).await;
             }))
         }
         Mode::Tcp => tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {

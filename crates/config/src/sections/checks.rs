@@ -50,6 +50,9 @@ pub(crate) struct CheckDraft {
     pub http_own: bool,
     pub tcp: Vec<TcpCheckRule>,
     pub tcp_own: bool,
+    /// `http-check disable-on-404` (a proxy option, inherited from the
+    /// defaults section whatever the rule lists do).
+    pub disable_404: bool,
 }
 
 impl CheckDraft {
@@ -67,6 +70,7 @@ impl CheckDraft {
             http_own: false,
             tcp: self.tcp.clone(),
             tcp_own: false,
+            disable_404: self.disable_404,
         }
     }
 
@@ -95,7 +99,10 @@ impl CheckDraft {
                 }),
             ]),
             ChkOpt::Http(req) => {
-                let mut hc = HttpCheck::default();
+                let mut hc = HttpCheck {
+                    disable_on_404: self.disable_404,
+                    ..HttpCheck::default()
+                };
                 apply_req(&mut hc, req);
                 for (_, rule) in &self.http {
                     match rule {
@@ -279,7 +286,14 @@ pub(crate) fn parse_http_check(
     };
     let a = &words[2..];
     let rule = match kind.as_str() {
-        "disable-on-404" | "send-state" | "set-var" | "unset-var" => {
+        "disable-on-404" => {
+            if let Some(extra) = a.first() {
+                return Err(format!("cannot handle unexpected argument '{extra}'."));
+            }
+            cd.disable_404 = true;
+            return Ok(());
+        }
+        "send-state" | "set-var" | "unset-var" => {
             return Err("is not implemented yet in Fairlead".into())
         }
         "comment" => {

@@ -147,7 +147,11 @@ fn implemented(
     listen_budget: &mut usize,
 ) -> Result<(), String> {
     if super::rules::is_rule_keyword(name) {
-        if d.kind == Kind::Defaults && d.name.is_empty() && name != "option http-buffer-request" {
+        let setting = matches!(
+            name,
+            "option http-buffer-request" | "unique-id-format" | "unique-id-header"
+        );
+        if d.kind == Kind::Defaults && d.name.is_empty() && !setting {
             // As HAProxy 2.6: rules need a named defaults section.
             diags.alert(
                 loc,

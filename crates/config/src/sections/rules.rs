@@ -111,7 +111,44 @@ pub(crate) fn compile(
         }
     }
     rules.errors = pages;
+    if d.kind.is_frontend() {
+        compile_log_samples(d, env, &mut rules, diags);
+    }
     Arc::new(rules)
+}
+
+/// The sample expressions of the frontend's `log-format` (other than the
+/// TLS fetches `fairlead-log` renders itself), compiled for the proxy to
+/// evaluate when the line is emitted. As HAProxy 2.6, header values and
+/// bodies are refused there (they are gone at log time; log them through
+/// a variable or a capture); the request method and the status are not.
+fn compile_log_samples(d: &Draft, env: &Env, rules: &mut ProxyRules, diags: &mut Diags) {
+    let Some(f) = d.opts.log.style.format_string() else {
+        return;
+    };
+    let Ok(lf) = fairlead_log::compile(f) else {
+        return;
+    };
+    let at = d.log_style_loc.as_ref().unwrap_or(&d.loc);
+    for src in lf.samples() {
+        match fairlead_rules::expr::Expr::parse(src, env, u8::MAX, "log-format") {
+            Ok(e) => {
+                if let Some(what) = unavailable_at_log_time(src, &e) {
+                    diags.alert(
+                        at,
+                        format!(
+                            "failed to parse log-format : sample fetch <{src}> may not be reliably used here because it needs '{what}' which is not available here."
+                        ),
+                    );
+                }
+                rules.log_samples.push(e)
+            }
+            Err(e) => diags.alert(
+                at,
+                format!("'log-format': failed to parse sample expression '%[{src}]': {e}"),
+            ),
+        }
+    }
 }
 
 fn prefixed(kw: &str, e: String) -> String {
@@ -120,6 +157,20 @@ fn prefixed(kw: &str, e: String) -> String {
     } else {
         format!("'{kw}': {e}")
     }
+}
+
+/// What a log-format sample needs that HAProxy does not keep until the
+/// log line: message contents other than the request method and the
+/// status (`None` when usable).
+fn unavailable_at_log_time(src: &str, e: &fairlead_rules::expr::Expr) -> Option<&'static str> {
+    use fairlead_rules::fetch::usage;
+    let name = src.split(['(', ',']).next().unwrap_or(src).trim();
+    if matches!(name, "method" | "status") {
+        return None;
+    }
+    let u = e.fetch.usage();
+    let contents = usage::L6REQ | usage::L7REQ | usage::L7RES | usage::L6RES;
+    (u & contents != 0).then(|| usage::describe(u))
 }
 
 /// Checks that every static `use_backend` names a backend with a

@@ -227,6 +227,12 @@ pub const FETCHES: &[(&str, SmpType, u8, &str)] = {
             "the server's id (in responses)",
         ),
         ("hostname", T::Str, INTERNAL, "the machine's host name"),
+        (
+            "unique-id",
+            T::Str,
+            INTERNAL,
+            "the transaction's unique id (`unique-id-format`)",
+        ),
         ("uuid", T::Str, INTERNAL, "uuid([4]): a random UUID"),
         ("rand", T::Sint, INTERNAL, "rand([range]): a random integer"),
         ("always_true", T::Bool, INTERNAL, "true"),
