@@ -124,6 +124,9 @@ pub enum Action {
     },
     SetLogLevel(Option<u8>),
     SetSrc(Expr),
+    /// `tcp-request connection expect-proxy layer4`: a PROXY protocol
+    /// header must start the connection.
+    ExpectProxy,
     RefEdit {
         op: RefEdit,
         target: Arc<PatRef>,
@@ -298,7 +301,6 @@ pub(crate) const KNOWN_NOT_YET: &[&str] = &[
     "disable-l7-retry",
     "set-priority-class",
     "set-priority-offset",
-    "expect-proxy",
     "expect-netscaler-cip",
     "switch-mode",
     "set-fc-mark",
@@ -331,6 +333,17 @@ pub fn parse(words: &[String], cx: &mut ActionCtx<'_>) -> Result<Action, String>
     };
     let (name, _) = split_call(first).unwrap_or((first.as_str(), Vec::new()));
     let full = format!("{kw} {name}");
+    if name == "expect-proxy" {
+        if set != RuleSet::TcpConnection {
+            return Err(format!(
+                "'{full}': this action is only valid in 'tcp-request connection' rules"
+            ));
+        }
+        if words.len() != 2 || words[1] != "layer4" {
+            return Err(format!("'{full}': expects 'layer4'"));
+        }
+        return Ok(Action::ExpectProxy);
+    }
     if !allowed(set).contains(&name) {
         if allowed(RuleSet::HttpRequest).contains(&name)
             || allowed(RuleSet::HttpResponse).contains(&name)

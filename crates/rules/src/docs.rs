@@ -382,7 +382,9 @@ fn accepted(name: &str, set: RuleSet) -> bool {
         | RuleSet::TcpContent
         | RuleSet::TcpResponse => action::TCP_ACTIONS,
     };
-    list.contains(&name) || (name == "close" && set == RuleSet::TcpResponse)
+    list.contains(&name)
+        || (name == "close" && set == RuleSet::TcpResponse)
+        || (name == "expect-proxy" && set == RuleSet::TcpConnection)
 }
 
 /// Every supported action name, in catalog order.
@@ -568,6 +570,7 @@ mod tests {
             "capture" => vec![name.into(), "str(a)".into(), "id".into(), "0".into()],
             "set-log-level" => vec![name.into(), "silent".into()],
             "set-src" => vec![name.into(), "src".into()],
+            "expect-proxy" => vec![name.into(), "layer4".into()],
             "redirect" => vec![name.into(), "location".into(), "/".into()],
             "use-service" => vec![name.into(), "prometheus-exporter".into()],
             "set-map" => vec![format!("set-map({map})"), "k".into(), "v".into()],

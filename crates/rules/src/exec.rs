@@ -39,6 +39,9 @@ pub trait Stream: Txn {
     /// `http-request capture ... len` slot given by the caller).
     fn capture(&mut self, _res: bool, _id: Option<usize>, _value: Vec<u8>) {}
     fn set_log_level(&mut self, _level: Option<u8>) {}
+    /// `expect-proxy layer4`: a PROXY protocol header must be read before
+    /// anything else.
+    fn expect_proxy(&mut self) {}
 }
 
 /// What a rule set decided.
@@ -163,6 +166,7 @@ fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
             }
         }
         Action::SetLogLevel(l) => s.set_log_level(*l),
+        Action::ExpectProxy => s.expect_proxy(),
         Action::SetSrc(e) => {
             let ip = e.eval(s).ok().flatten().and_then(|v| v.cast(SmpType::Addr));
             match ip {

@@ -60,4 +60,6 @@ pub struct Env {
     pub userlists: HashMap<String, Arc<userlist::Userlist>>,
     /// `http-errors` sections by name: status → raw response.
     pub http_errors: HashMap<String, HashMap<u16, Arc<[u8]>>>,
+    /// Stick tables by name (`track-sc... table T`, `sc_*`, `table_*`).
+    pub tables: HashMap<String, fairlead_stick::Table>,
 }

@@ -20,6 +20,7 @@ mod checks;
 pub mod inherit;
 pub mod master;
 pub mod os;
+mod proxy_accept;
 pub mod stats;
 mod worker;
 
@@ -99,6 +100,8 @@ pub struct FrontendRt {
     pub tls: Vec<(SocketAddr, Arc<fairlead_tls::BindContext>)>,
     /// TLS handshake outcomes on this frontend.
     pub tls_stats: TlsStats,
+    /// Listening addresses of `bind ... accept-proxy` lines.
+    pub accept_proxy: Vec<SocketAddr>,
 }
 
 /// TLS handshake counters of a frontend.
@@ -153,6 +156,16 @@ pub struct Shared {
     pub patterns: fairlead_rules::pattern::Registry,
     /// Where CLI edits of those files are saved for the next worker.
     pub pattern_state: admin::PatternState,
+    /// The stick tables, shared by every worker.
+    pub tables: Vec<fairlead_stick::Table>,
+}
+
+/// The clock of every stick table call (tracking, fetches, purge, CLI):
+/// milliseconds since the first call, monotonic.
+pub fn stick_now() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Shared {
@@ -270,6 +283,12 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .iter()
             .flat_map(|b| b.addrs.iter().map(move |a| (*a, b.v6only)))
             .collect();
+        let accept_proxy = f
+            .binds
+            .iter()
+            .filter(|b| b.accept_proxy)
+            .flat_map(|b| b.addrs.iter().copied())
+            .collect();
         let mut tls = Vec::new();
         for b in &f.binds {
             let Some(t) = &b.tls else { continue };
@@ -345,6 +364,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             smax: AtomicU32::new(0),
             tls,
             tls_stats: TlsStats::default(),
+            accept_proxy,
             backend,
             routes,
             tcp,
@@ -369,6 +389,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         },
         patterns: cfg.patterns.clone(),
         pattern_state: admin::PatternState::default(),
+        tables: cfg.tables.clone(),
     })
 }
 
