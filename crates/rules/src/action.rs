@@ -753,4 +753,18 @@ mod tests {
         assert_eq!(a.status(), 403);
         assert!(!a.is_default);
     }
+
+    #[test]
+    fn expect_proxy_only_in_connection_rules() {
+        assert!(matches!(
+            parse_in(RuleSet::TcpConnection, "expect-proxy layer4"),
+            Ok(Action::ExpectProxy)
+        ));
+        let e = parse_in(RuleSet::TcpConnection, "expect-proxy").unwrap_err();
+        assert!(e.contains("expects 'layer4'"), "{e}");
+        let e = parse_in(RuleSet::TcpConnection, "expect-proxy layer7").unwrap_err();
+        assert!(e.contains("expects 'layer4'"), "{e}");
+        let e = parse_in(RuleSet::TcpContent, "expect-proxy layer4").unwrap_err();
+        assert!(e.contains("only valid in 'tcp-request connection'"), "{e}");
+    }
 }
