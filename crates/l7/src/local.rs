@@ -49,6 +49,15 @@ impl Model {
     /// parts, and gives back the `sess` variables.
     pub fn finish(mut self, rl: &mut ReqLog) -> crate::txn::SessVars {
         let fx = &mut self.st.fx;
+        // The request's stick counters: its status counts as an error or
+        // a failure, then the slots are released (end of the stream).
+        if let Some(mut t) = fx.trackers.take() {
+            let now = fairlead_rules::stick::now_ms();
+            if let Some(status) = rl.status {
+                t.on_response_status(status, now);
+            }
+            t.end_stream(now);
+        }
         let silent = fx.log_level == Some(None);
         if silent || fx.src.is_some() || !fx.req_captures.is_empty() || !fx.res_captures.is_empty()
         {

@@ -127,6 +127,23 @@ pub enum Action {
     /// `tcp-request connection expect-proxy layer4`: a PROXY protocol
     /// header must start the connection.
     ExpectProxy,
+    /// `track-scN <key> [table T]`.
+    TrackSc {
+        slot: usize,
+        key: Expr,
+        table: fairlead_stick::Table,
+        from: fairlead_stick::TrackFrom,
+    },
+    /// `sc-inc-gpc0(N)`, `sc-inc-gpc1(N)`.
+    ScIncGpc {
+        slot: usize,
+        which: fairlead_stick::Gpc,
+    },
+    /// `sc-set-gpt0(N) <expr>`.
+    ScSetGpt0 {
+        slot: usize,
+        value: Expr,
+    },
     RefEdit {
         op: RefEdit,
         target: Arc<PatRef>,
@@ -268,14 +285,8 @@ fn allowed(set: RuleSet) -> &'static [&'static str] {
 /// Actions HAProxy has that Fairlead does not implement yet, so the error
 /// says "not implemented" rather than "unknown".
 pub(crate) const KNOWN_NOT_YET: &[&str] = &[
-    "track-sc0",
-    "track-sc1",
-    "track-sc2",
     "sc-inc-gpc",
-    "sc-inc-gpc0",
-    "sc-inc-gpc1",
     "sc-set-gpt",
-    "sc-set-gpt0",
     "sc-clr-gpc",
     "sc-clr-gpc0",
     "sc-clr-gpc1",
@@ -333,6 +344,9 @@ pub fn parse(words: &[String], cx: &mut ActionCtx<'_>) -> Result<Action, String>
     };
     let (name, _) = split_call(first).unwrap_or((first.as_str(), Vec::new()));
     let full = format!("{kw} {name}");
+    if let Some(a) = crate::stick_actions::parse(name, words, cx) {
+        return a.map_err(|e| format!("'{full}': {e}"));
+    }
     if name == "expect-proxy" {
         if set != RuleSet::TcpConnection {
             return Err(format!(

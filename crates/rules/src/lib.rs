@@ -41,6 +41,8 @@ mod rand;
 pub mod redirect;
 pub mod reply;
 pub mod sample;
+pub mod stick;
+mod stick_actions;
 mod tlshello;
 pub mod txn;
 pub mod userlist;
@@ -62,4 +64,7 @@ pub struct Env {
     pub http_errors: HashMap<String, HashMap<u16, Arc<[u8]>>>,
     /// Stick tables by name (`track-sc... table T`, `sc_*`, `table_*`).
     pub tables: HashMap<String, fairlead_stick::Table>,
+    /// The table of the section whose rules are being compiled: the
+    /// default of `track-sc` and `src_*`. Default is none.
+    pub own_table: Option<fairlead_stick::Table>,
 }

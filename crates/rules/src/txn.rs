@@ -153,4 +153,8 @@ pub trait Txn {
     fn hostname(&self) -> &str {
         ""
     }
+    /// The stream's stick counter slots (`track-scN`), if it has any.
+    fn trackers(&self) -> Option<&fairlead_stick::Trackers> {
+        None
+    }
 }

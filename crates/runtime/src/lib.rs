@@ -163,9 +163,7 @@ pub struct Shared {
 /// The clock of every stick table call (tracking, fetches, purge, CLI):
 /// milliseconds since the first call, monotonic.
 pub fn stick_now() -> u64 {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    let start = START.get_or_init(std::time::Instant::now);
-    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    fairlead_rules::stick::now_ms()
 }
 
 impl Shared {

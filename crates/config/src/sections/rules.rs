@@ -102,6 +102,17 @@ pub(crate) fn compile(
     max_reply: usize,
     diags: &mut Diags,
 ) -> Arc<ProxyRules> {
+    // The section's own table is the default of `track-sc` and `src_*`.
+    let with_own;
+    let env = match &d.stick_table {
+        Some((_, spec)) => {
+            let mut e = env.clone();
+            e.own_table = env.tables.get(&spec.name).cloned();
+            with_own = e;
+            &with_own
+        }
+        None => env,
+    };
     let sec = SectionInfo {
         frontend: d.kind.is_frontend() || d.kind == Kind::Defaults,
         backend: d.kind.is_backend() || d.kind == Kind::Defaults,
