@@ -51,7 +51,7 @@ backend bk\n    timeout server 5parsecs\n    server s1 127.0.0.1:2 weight 1000\n
 #[test]
 fn unimplemented_keyword_is_named() {
     let p = write_cfg(
-        "frontend fe\n    mode http\n    bind 127.0.0.1:1\n    http-request track-sc0 src\n    default_backend bk\n\
+        "frontend fe\n    mode http\n    bind 127.0.0.1:1\n    http-request wait-for-body time 1s\n    default_backend bk\n\
 backend bk\n    mode http\n    server s1 127.0.0.1:2\n",
     );
     let path = p.to_str().unwrap();
@@ -60,7 +60,7 @@ backend bk\n    mode http\n    server s1 127.0.0.1:2\n",
     assert!(err.contains(&format!("{path}:4")), "{err}");
     // The message names the action, not only the directive.
     assert!(
-        err.contains("'http-request track-sc0' is not implemented yet"),
+        err.contains("'http-request wait-for-body' is not implemented yet"),
         "{err}"
     );
 }

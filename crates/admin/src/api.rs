@@ -422,6 +422,14 @@ pub trait AdminApi: Send + Sync {
     /// `show info`: the fields in HAProxy's order (`Name`, `Version`,
     /// `Release_date`, `Nbthread`, `Nbproc`, `Process_num`, `Pid`, `Uptime`,
     /// `Uptime_sec`, ... `Idle_pct`, `node`, ...).
+    /// `show table`, `clear table`, `set table`: `words` is the whole
+    /// command. `None` when the process has no stick tables support;
+    /// `Err` holds HAProxy's error text. Default is `None`.
+    fn table_command(&self, words: &[&str]) -> Option<Result<String, String>> {
+        let _ = words;
+        None
+    }
+
     fn info(&self) -> Vec<(String, String)>;
 
     /// `show info typed|json [desc]`. `None` when the format is not

@@ -189,9 +189,13 @@ pub(crate) static COMMANDS: &[Command] = &[
     ),
 ];
 
-/// Every command: [`COMMANDS`], then the map and ACL commands.
+/// Every command: [`COMMANDS`], then the map and ACL commands, then the
+/// stick table commands.
 pub(crate) fn all_commands() -> impl Iterator<Item = &'static Command> {
-    COMMANDS.iter().chain(crate::maps::COMMANDS)
+    COMMANDS
+        .iter()
+        .chain(crate::maps::COMMANDS)
+        .chain(crate::tables::COMMANDS)
 }
 
 fn arg(w: &[String], i: usize) -> &str {

@@ -25,6 +25,7 @@ mod listen;
 mod maps;
 pub mod render;
 mod session;
+mod tables;
 
 pub use api::*;
 pub use listen::{

@@ -24,12 +24,47 @@ pub struct Connected {
     pub slot: ServerSlot,
 }
 
-/// Names a TLS server connection may need: the client's SNI and the
-/// request's Host (without port), for `sni ssl_fc_sni` / `sni req.hdr(host)`.
+/// What a new server connection may need from the client side: the
+/// client's SNI and the request's Host (without port), for
+/// `sni ssl_fc_sni` / `sni req.hdr(host)`, and the client connection's
+/// addresses for `send-proxy`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TlsNames<'a> {
     pub client_sni: Option<&'a str>,
     pub host: Option<&'a str>,
+    /// The client connection's `(source, destination)`, sent in the PROXY
+    /// protocol header. Default is none (`UNKNOWN` / `LOCAL` is sent).
+    pub client_addrs: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+}
+
+/// Writes the PROXY protocol header `send-proxy` (`version` 1) or
+/// `send-proxy-v2` (2) asks for, right after connecting and before TLS.
+async fn send_proxy_header(
+    tcp: &tokio::net::TcpStream,
+    version: u8,
+    addrs: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    timeout: Option<Duration>,
+) -> std::io::Result<()> {
+    let mut hdr = Vec::with_capacity(64);
+    if version == 1 {
+        fairlead_proxyproto::encode_v1(addrs, &mut hdr);
+    } else {
+        let opts = fairlead_proxyproto::V2Options::default();
+        let cmd = fairlead_proxyproto::Command::Proxy;
+        fairlead_proxyproto::encode_v2(cmd, addrs, &opts, &mut hdr);
+    }
+    let mut data = hdr.as_slice();
+    while !data.is_empty() {
+        match tcp.try_write(data) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = data.get(n..).unwrap_or_default(),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                fairlead_net::io::with_timeout(timeout, "connect timeout", tcp.writable()).await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Opens a connection to `server`: TCP, then the TLS handshake when the
@@ -41,6 +76,9 @@ async fn open(
 ) -> std::io::Result<Conn> {
     let addr = **server.admin.addr.load();
     let tcp = fairlead_net::connect(addr, timeout).await?;
+    if server.conf.send_proxy != 0 {
+        send_proxy_header(&tcp, server.conf.send_proxy, names.client_addrs, timeout).await?;
+    }
     let Some(tls) = &server.conf.tls else {
         return Ok(Conn::plain(tcp));
     };

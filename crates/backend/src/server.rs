@@ -47,6 +47,9 @@ pub struct ServerConf {
     /// The SNI sent to this server depends on the request (`sni ssl_fc_sni`
     /// or `sni req.hdr(host)`): pooled connections are matched by name.
     pub tls_sni_varies: bool,
+    /// `send-proxy` (1) / `send-proxy-v2` (2): a PROXY protocol header
+    /// goes first on each new connection. Default is 0 (none).
+    pub send_proxy: u8,
 }
 
 /// What operators change at run time.
@@ -116,6 +119,7 @@ impl Server {
                 observe: s.observe,
                 tls,
                 tls_sni_varies,
+                send_proxy: s.send_proxy,
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),

@@ -75,7 +75,7 @@ const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
     ("verify", true, Opt::Tls),
     ("allow-0rtt", false, NY),
     ("accept-netscaler-cip", true, NY),
-    ("accept-proxy", false, NY),
+    ("accept-proxy", false, Opt::Impl),
     ("backlog", true, NY),
     ("defer-accept", false, NY),
     ("expose-fd", true, NY),
@@ -291,6 +291,7 @@ pub(crate) fn parse_bind(
         }
     };
     let mut v6only = None;
+    let mut accept_proxy = false;
     let mut tls = BindDraft {
         list: list.clone(),
         ..BindDraft::default()
@@ -319,6 +320,7 @@ pub(crate) fn parse_bind(
         }
         let arg = if takes_arg { words[i + 1].as_str() } else { "" };
         match kind {
+            Opt::Impl if name == "accept-proxy" => accept_proxy = true,
             Opt::Impl => v6only = Some(name == "v6only"),
             Opt::Tls => {
                 if let Err(e) = tls.apply(name, arg) {
@@ -370,6 +372,7 @@ pub(crate) fn parse_bind(
                 addrs,
                 v6only,
                 tls: None,
+                accept_proxy,
                 location: loc.clone(),
             },
             tls,

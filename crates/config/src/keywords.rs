@@ -345,7 +345,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("http-send-name-header", DLB, N),
     kw!("tcp-request", P, I),
     kw!("tcp-response", DLB, I),
-    kw!("stick-table", FLB, N),
+    kw!("stick-table", FLB, I, "the 2.x form; 'peers' is accepted but nothing is synchronised yet"),
     kw!("stick", LB, N),
     kw!("stats http-request", FLB, N),
     kw!("stats show-desc", P, N),

@@ -41,6 +41,10 @@ pub struct Config {
     /// The pattern and map files the rules use, shared by path (the
     /// runtime API edits them).
     pub patterns: fairlead_rules::pattern::Registry,
+    /// The stick tables (`stick-table` in frontends, backends and listen
+    /// sections), one per declaration, shared by every worker. Default is
+    /// none.
+    pub tables: Vec<fairlead_stick::Table>,
 }
 
 impl Config {
@@ -733,6 +737,10 @@ pub struct Bind {
     pub v6only: Option<bool>,
     /// `ssl` and its options: this listener terminates TLS. Default is none.
     pub tls: Option<BindTls>,
+    /// `accept-proxy`: every connection starts with a PROXY protocol
+    /// header (v1 or v2), whose addresses replace the socket's. Default
+    /// is off.
+    pub accept_proxy: bool,
     pub location: Location,
 }
 
@@ -832,6 +840,9 @@ pub struct Server {
     /// `check-sni`: the SNI sent by TLS checks. Default is none (the
     /// server's fixed `sni`, if any).
     pub check_sni: Option<String>,
+    /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
+    /// written right after connecting, before TLS. Default is none (0).
+    pub send_proxy: u8,
 }
 
 impl Server {
@@ -875,6 +886,7 @@ impl Server {
             tls: None,
             check_ssl: None,
             check_sni: None,
+            send_proxy: 0,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! `addr`), the agent options (`agent-check`, `no-agent-check`,
 //! `agent-port`, `agent-addr`, `agent-inter`, `agent-send`), `observe`,
 //! `error-limit`, `on-error`, `slowstart`, `minconn`, `maxqueue`, `cookie`
-//! and `id`. A `default-server` line passes every one of them on to the
+//! `id`, `send-proxy` and `send-proxy-v2`. A `default-server` line passes every one of them on to the
 //! servers that follow (except `id`, which HAProxy refuses there). The TLS
 //! options (`ssl`, `no-ssl`, `verify`, `ca-file`, `sni`, ...) are gathered
 //! into a [`ServerDraft`], inherited from `default-server` the same way,
@@ -144,8 +144,8 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("log-proto", 1, NY),
     ("max-reuse", 1, NY),
     ("namespace", 1, NY),
-    ("no-send-proxy", 0, NY),
-    ("no-send-proxy-v2", 0, NY),
+    ("no-send-proxy", 0, Opt::Impl),
+    ("no-send-proxy-v2", 0, Opt::Impl),
     ("no-send-proxy-v2-ssl", 0, NY),
     ("no-send-proxy-v2-ssl-cn", 0, NY),
     ("no-tfo", 0, NY),
@@ -162,8 +162,8 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("resolve-opts", 1, NY),
     ("resolve-prefer", 1, NY),
     ("resolvers", 1, NY),
-    ("send-proxy", 0, NY),
-    ("send-proxy-v2", 0, NY),
+    ("send-proxy", 0, Opt::Impl),
+    ("send-proxy-v2", 0, Opt::Impl),
     ("send-proxy-v2-ssl", 0, NY),
     ("send-proxy-v2-ssl-cn", 0, NY),
     ("set-proxy-v2-tlv-fmt", 1, NY),
@@ -293,6 +293,9 @@ fn apply_one(
         "no-check-ssl" => s.check_ssl = Some(false),
         "check-ssl" => s.check_ssl = Some(true),
         "check-sni" => s.check_sni = Some(arg.to_string()),
+        "send-proxy" => s.send_proxy = 1,
+        "send-proxy-v2" => s.send_proxy = 2,
+        "no-send-proxy" | "no-send-proxy-v2" => s.send_proxy = 0,
         "inter" => s.inter = interval(arg, name, label)?,
         "fastinter" => s.fastinter = Some(interval(arg, name, label)?),
         "downinter" => s.downinter = Some(interval(arg, name, label)?),

@@ -312,22 +312,25 @@ fn error_messages() {
         ("frontend f\n bind :1\n clitimeout 5s\n", "use 'timeout client' instead"),
         ("frontend f\n bind :1\n reqadd X-Foo:\\ bar\n", "not supported any more since HAProxy 2.1; use 'http-request add-header'"),
         ("backend b\n rspadd X-Foo:\\ bar\n", "use 'http-response add-header'"),
-        ("frontend f\n bind :1\n stick-table type ip size 1k\n", "'stick-table' is not implemented yet in Fairlead"),
+        ("frontend f\n bind :1\n stick-table type ip\n", "'stick-table': stick-table: missing size."),
+        ("frontend f\n bind :1\n stick-table type ip size 1k\n stick-table type ip size 1k\n", "only one stick-table per proxy section"),
         ("frontend f\n bind :1\n use_backend b if a\n", "no such ACL : 'a'"),
-        ("frontend f\n bind :1\n http-request track-sc0 src\n", "'http-request track-sc0' is not implemented yet in Fairlead"),
+        ("frontend f\n bind :1\n http-request track-sc0 src\n", "'http-request track-sc0': no table declared in this section"),
+        ("frontend f\n bind :1\n tcp-request connection track-sc0 src\n", "'tcp-request connection track-sc0' is not implemented yet in Fairlead"),
+        ("frontend f\n bind :1\n http-request track-sc0 src table nope\n", "unable to find table 'nope'"),
         ("defaults\n use_backend x\n", "'use_backend' not allowed in 'defaults' section."),
         ("backend b\n option abortonclose\n", "'option abortonclose' is not implemented yet in Fairlead"),
         ("frontend f\n bind :1\n option nosuch\n", "unknown option 'nosuch' in 'frontend' section"),
         ("frontend f\n bind :1\n option httplogg\n", "did you mean 'option httplog'?"),
         ("frontend f\n bind :1\n frobnicate\n", "unknown keyword 'frobnicate' in 'frontend' section"),
         ("frontend f\n mode http\n bind :443 ssl crt /x.pem alpn h2\n", "t.cfg:3: 'bind :443': HTTP/2 is not implemented yet in Fairlead"),
-        ("frontend f\n bind :80 accept-proxy\n", "option 'accept-proxy' is not implemented yet in Fairlead"),
+        ("frontend f\n bind :80 accept-netscaler-cip 1\n", "option 'accept-netscaler-cip' is not implemented yet in Fairlead"),
         ("frontend f\n bind :80 bogus\n", "unknown keyword 'bogus'"),
         ("frontend f\n bind\n", "'bind' expects"),
         ("frontend f\n bind localhost:80\n", "host names in 'bind'"),
         ("backend b\n server s 1.1.1.1:80 weight 300\n", "weight 300 is out of range (0 to 256)"),
         ("backend b\n server s 1.1.1.1:80 ssl\n", "t.cfg:2: server 'b/s': verify is enabled by default but no CA file specified."),
-        ("backend b\n server s 1.1.1.1:80 send-proxy\n", "option 'send-proxy' is not implemented yet in Fairlead"),
+        ("backend b\n server s 1.1.1.1:80 send-proxy-v2-ssl\n", "option 'send-proxy-v2-ssl' is not implemented yet in Fairlead"),
         ("backend b\n server s 1.1.1.1:80 bogus\n", "'server s': unknown keyword 'bogus'"),
         ("backend b\n server s 1.1.1.1:80 weight\n", "'weight' expects an argument"),
         ("backend b\n server s\n", "'server' expects <name> and <addr>[:<port>]"),
@@ -658,5 +661,33 @@ fn keyword_support_lists_implemented() {
         .any(|k| k.keyword == "http-request" && k.status == Support::Implemented));
     assert!(all
         .iter()
-        .any(|k| k.keyword == "stick-table" && k.status == Support::NotYet));
+        .any(|k| k.keyword == "stick-table" && k.status == Support::Implemented));
+}
+
+#[test]
+fn stick_tables_are_built_per_proxy() {
+    let c = ok(
+        "frontend f\n bind :1\n stick-table type ip size 100k expire 30s store http_req_rate(10s)\n\
+backend b\n stick-table type string len 32 size 1k store gpc0\nbackend c\n",
+    )
+    .config;
+    let names: Vec<&str> = c.tables.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["f", "b"]);
+    assert_eq!(c.tables[0].spec().size, 102400);
+    assert_eq!(c.tables[0].spec().expire_ms, Some(30000));
+    assert!(c.tables[1].spec().stores(fairlead_stick::DataType::Gpc0));
+}
+
+#[test]
+fn accept_proxy_and_send_proxy_are_parsed() {
+    let c = ok(
+        "frontend f\n bind :1 accept-proxy\n bind :2\nbackend b\n server a 1.1.1.1:80 send-proxy\n\
+ server b 1.1.1.1:81 send-proxy-v2\n server c 1.1.1.1:82\n",
+    )
+    .config;
+    let f = &c.frontends[0];
+    assert!(f.binds[0].accept_proxy);
+    assert!(!f.binds[1].accept_proxy);
+    let s: Vec<u8> = c.backends[0].servers.iter().map(|s| s.send_proxy).collect();
+    assert_eq!(s, [1, 2, 0]);
 }

@@ -268,6 +268,14 @@ async fn forward(
     let names = TlsNames {
         client_sni: cx.facts.tls.and_then(|t| t.sni.as_deref()),
         host: None,
+        client_addrs: if server.conf.send_proxy != 0 {
+            client
+                .local_addr()
+                .ok()
+                .map(|d| (sess.effective_src(cx.facts.src), d))
+        } else {
+            None
+        },
     };
     let conn = match connect_server(be, slot, &key, &mut retries, names).await {
         Ok(c) => c,

@@ -23,6 +23,9 @@ pub struct SessState {
     pub src: Option<IpAddr>,
     /// `set-log-level`: `Some(None)` is `silent`.
     pub log_level: Option<Option<u8>>,
+    /// `tcp-request connection expect-proxy layer4` matched: read a PROXY
+    /// protocol header first. Default is false.
+    pub expect_proxy: bool,
 }
 
 impl SessState {
@@ -177,6 +180,9 @@ impl Stream for TcpTxn<'_> {
     }
     fn set_log_level(&mut self, level: Option<u8>) {
         self.sess.log_level = Some(level);
+    }
+    fn expect_proxy(&mut self) {
+        self.sess.expect_proxy = true;
     }
 }
 

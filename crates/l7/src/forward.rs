@@ -56,6 +56,7 @@ impl Prepared {
         TlsNames {
             client_sni: self.client_sni.as_deref(),
             host: self.host.as_deref(),
+            client_addrs: None,
         }
     }
 }
@@ -331,7 +332,11 @@ impl Session {
             };
             return Ok((a, slot, true));
         }
-        let connected = connect_server(be, slot, key, attempts, target.names).await;
+        let mut names = target.names;
+        if be.servers[idx].conf.send_proxy != 0 {
+            names.client_addrs = self.client.local_addr().ok().map(|d| (self.peer, d));
+        }
+        let connected = connect_server(be, slot, key, attempts, names).await;
         rl.retries = *attempts;
         let c = connected?;
         let a = Attached {
@@ -461,6 +466,11 @@ fn pooled(
         return None;
     }
     let server = &be.servers[idx];
+    // A connection that started with another client's PROXY header does
+    // not fit either.
+    if server.conf.send_proxy != 0 {
+        return None;
+    }
     // A connection made for another SNI does not fit.
     let name = match &server.conf.tls {
         Some(t) if server.conf.tls_sni_varies => {

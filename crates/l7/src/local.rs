@@ -56,6 +56,15 @@ impl Model {
             self.late_log_samples(rl);
         }
         let fx = &mut self.st.fx;
+        // The request's stick counters: its status counts as an error or
+        // a failure, then the slots are released (end of the stream).
+        if let Some(mut t) = fx.trackers.take() {
+            let now = fairlead_rules::stick::now_ms();
+            if let Some(status) = rl.status {
+                t.on_response_status(status, now);
+            }
+            t.end_stream(now);
+        }
         let silent = fx.log_level == Some(None);
         if silent
             || fx.src.is_some()

@@ -97,6 +97,10 @@ pub(crate) struct Effects {
     /// A reply made by the backend's rules (`Some(backend)`), not the
     /// frontend's (`None`): decides whose `http-after-response` rules run.
     pub backend_stage: Option<Option<usize>>,
+    /// The stick counter slots tracked by this request's rules
+    /// (`http-request track-scN`), created at the first `track-sc`;
+    /// released when the request ends. Default is none.
+    pub trackers: Option<fairlead_stick::Trackers>,
 }
 
 /// The transaction as rules see it.
@@ -176,6 +180,10 @@ impl Txn for HttpTxn<'_> {
         let _ = self.fx.unique_id.set(v);
         self.fx.unique_id.get().map(Vec::as_slice)
     }
+
+    fn trackers(&self) -> Option<&fairlead_stick::Trackers> {
+        self.fx.trackers.as_ref()
+    }
 }
 
 impl Stream for HttpTxn<'_> {
@@ -185,6 +193,9 @@ impl Stream for HttpTxn<'_> {
         } else {
             Some(&mut self.req)
         }
+    }
+    fn trackers_mut(&mut self) -> Option<&mut fairlead_stick::Trackers> {
+        Some(self.fx.trackers.get_or_insert_with(Default::default))
     }
     fn set_var(&mut self, v: &VarRef, s: Sample<'static>) {
         self.vars.set(v, s);

@@ -65,25 +65,57 @@ pub trait TlsLayer {
 
 /// A connection: TCP, or TLS over TCP.
 ///
-/// The TLS layer sits behind two boxes so that the field is one thin
-/// pointer: every idle connection's state carries a `Conn` (sometimes
-/// two), and a fat pointer there cost 8 bytes more each.
+/// The TLS layer (and the rare addresses received with the PROXY
+/// protocol) sit behind boxes so that the field is one thin pointer: every
+/// idle connection's state carries a `Conn` (sometimes two), and a fat
+/// pointer there cost 8 bytes more each.
 pub struct Conn {
     tcp: TcpStream,
-    tls: Option<Box<RefCell<Box<dyn TlsLayer>>>>,
+    ext: Option<Box<Ext>>,
+}
+
+/// What only some connections have.
+struct Ext {
+    tls: Option<RefCell<Box<dyn TlsLayer>>>,
+    /// `(source, destination)` received in a PROXY protocol header: what
+    /// [`Conn::peer_addr`] and [`Conn::local_addr`] return instead of the
+    /// socket's. Default is none.
+    proxied: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
 }
 
 impl Conn {
     /// A clear-text connection.
     pub fn plain(tcp: TcpStream) -> Conn {
-        Conn { tcp, tls: None }
+        Conn { tcp, ext: None }
+    }
+
+    /// The TLS layer, if any.
+    fn tls(&self) -> Option<&RefCell<Box<dyn TlsLayer>>> {
+        self.ext.as_ref()?.tls.as_ref()
+    }
+
+    /// Makes [`Conn::peer_addr`] and [`Conn::local_addr`] return the
+    /// addresses a PROXY protocol header carried (`accept-proxy`).
+    pub fn set_proxied_addrs(&mut self, src: std::net::SocketAddr, dst: std::net::SocketAddr) {
+        match &mut self.ext {
+            Some(e) => e.proxied = Some((src, dst)),
+            None => {
+                self.ext = Some(Box::new(Ext {
+                    tls: None,
+                    proxied: Some((src, dst)),
+                }))
+            }
+        }
     }
 
     /// A connection whose TLS handshake is complete.
     pub fn with_tls(tcp: TcpStream, tls: Box<dyn TlsLayer>) -> Conn {
         Conn {
             tcp,
-            tls: Some(Box::new(RefCell::new(tls))),
+            ext: Some(Box::new(Ext {
+                tls: Some(RefCell::new(tls)),
+                proxied: None,
+            })),
         }
     }
 
@@ -93,26 +125,25 @@ impl Conn {
     }
 
     pub fn is_tls(&self) -> bool {
-        self.tls.is_some()
+        self.tls().is_some()
     }
 
     /// What the TLS handshake negotiated; `None` on a clear connection.
     pub fn tls_info(&self) -> Option<TlsInfo> {
-        self.tls.as_ref().map(|t| t.borrow().info().clone())
+        self.tls().map(|t| t.borrow().info().clone())
     }
 
     /// What the TLS handshake negotiated, borrowed (no copy); `None` in
     /// clear. Never hold it across an `.await`: the connection's reads and
     /// writes borrow the same cell mutably.
     pub fn tls_info_ref(&self) -> Option<std::cell::Ref<'_, TlsInfo>> {
-        self.tls
-            .as_ref()
+        self.tls()
             .map(|t| std::cell::Ref::map(t.borrow(), |l| l.info()))
     }
 
     /// Bytes held by the TLS layer's buffers (0 on a clear connection).
     pub fn tls_buffered(&self) -> usize {
-        self.tls.as_ref().map_or(0, |t| t.borrow().buffered())
+        self.tls().map_or(0, |t| t.borrow().buffered())
     }
 
     /// Waits until [`Conn::try_read`] may make progress. Queued TLS output
@@ -120,7 +151,7 @@ impl Conn {
     /// not selected, so that this future (part of every idle connection's
     /// state) stays the size of one socket wait.
     pub async fn readable(&self) -> Result<()> {
-        if let Some(tls) = &self.tls {
+        if let Some(tls) = self.tls() {
             if tls.borrow().has_plain() {
                 return Ok(());
             }
@@ -140,7 +171,7 @@ impl Conn {
     /// nothing is ready. On a clear connection a short read also clears the
     /// socket's readiness (see [`crate::io::try_read_drain`]).
     pub fn try_read(&self, buf: &mut [u8]) -> Result<usize> {
-        match &self.tls {
+        match self.tls() {
             None => try_read_drain(&self.tcp, buf),
             Some(tls) => tls.borrow_mut().try_read(&self.tcp, buf),
         }
@@ -160,7 +191,7 @@ impl Conn {
     /// Writes all of `data`, trying the socket first and waiting for
     /// writability only when it is full. Each wait is bounded by `idle`.
     pub async fn write_all(&self, mut data: &[u8], idle: Option<Duration>) -> Result<()> {
-        let Some(tls) = &self.tls else {
+        let Some(tls) = self.tls() else {
             while !data.is_empty() {
                 match self.tcp.try_write(data) {
                     Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
@@ -188,7 +219,7 @@ impl Conn {
 
     /// Sends what the TLS layer still holds (nothing to do in clear).
     async fn flush(&self, idle: Option<Duration>) -> Result<()> {
-        let Some(tls) = &self.tls else {
+        let Some(tls) = self.tls() else {
             return Ok(());
         };
         loop {
@@ -207,7 +238,7 @@ impl Conn {
     /// one syscall when the socket has room, without copying them into one
     /// buffer; with TLS both are encrypted into the same queue first.
     pub async fn write_all2(&self, head: &[u8], body: &[u8], idle: Option<Duration>) -> Result<()> {
-        if let Some(tls) = &self.tls {
+        if let Some(tls) = self.tls() {
             // The head's record is queued and leaves with the body's first
             // one, in one send.
             let mut head = head;
@@ -245,7 +276,7 @@ impl Conn {
     /// Closes the write side: a TLS close_notify (best effort), then a FIN.
     /// Reads continue.
     pub fn shutdown_write(&self) {
-        if let Some(tls) = &self.tls {
+        if let Some(tls) = self.tls() {
             tls.borrow_mut().close(&self.tcp);
         }
         crate::shutdown_write(&self.tcp);
@@ -271,12 +302,22 @@ impl Conn {
         self.tcp.set_nodelay(on)
     }
 
+    /// The client's address: the socket's peer, or the source of a
+    /// received PROXY protocol header.
     pub fn peer_addr(&self) -> Result<std::net::SocketAddr> {
-        self.tcp.peer_addr()
+        match self.ext.as_ref().and_then(|e| e.proxied) {
+            Some((src, _)) => Ok(src),
+            None => self.tcp.peer_addr(),
+        }
     }
 
+    /// The address the client connected to: the socket's, or the
+    /// destination of a received PROXY protocol header.
     pub fn local_addr(&self) -> Result<std::net::SocketAddr> {
-        self.tcp.local_addr()
+        match self.ext.as_ref().and_then(|e| e.proxied) {
+            Some((_, dst)) => Ok(dst),
+            None => self.tcp.local_addr(),
+        }
     }
 }
 

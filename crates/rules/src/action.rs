@@ -124,6 +124,26 @@ pub enum Action {
     },
     SetLogLevel(Option<u8>),
     SetSrc(Expr),
+    /// `tcp-request connection expect-proxy layer4`: a PROXY protocol
+    /// header must start the connection.
+    ExpectProxy,
+    /// `track-scN <key> [table T]`.
+    TrackSc {
+        slot: usize,
+        key: Expr,
+        table: fairlead_stick::Table,
+        from: fairlead_stick::TrackFrom,
+    },
+    /// `sc-inc-gpc0(N)`, `sc-inc-gpc1(N)`.
+    ScIncGpc {
+        slot: usize,
+        which: fairlead_stick::Gpc,
+    },
+    /// `sc-set-gpt0(N) <expr>`.
+    ScSetGpt0 {
+        slot: usize,
+        value: Expr,
+    },
     RefEdit {
         op: RefEdit,
         target: Arc<PatRef>,
@@ -276,14 +296,8 @@ fn allowed(set: RuleSet) -> &'static [&'static str] {
 /// Actions HAProxy has that Fairlead does not implement yet, so the error
 /// says "not implemented" rather than "unknown".
 pub(crate) const KNOWN_NOT_YET: &[&str] = &[
-    "track-sc0",
-    "track-sc1",
-    "track-sc2",
     "sc-inc-gpc",
-    "sc-inc-gpc0",
-    "sc-inc-gpc1",
     "sc-set-gpt",
-    "sc-set-gpt0",
     "sc-clr-gpc",
     "sc-clr-gpc0",
     "sc-clr-gpc1",
@@ -309,7 +323,6 @@ pub(crate) const KNOWN_NOT_YET: &[&str] = &[
     "disable-l7-retry",
     "set-priority-class",
     "set-priority-offset",
-    "expect-proxy",
     "expect-netscaler-cip",
     "switch-mode",
     "set-fc-mark",
@@ -342,6 +355,20 @@ pub fn parse(words: &[String], cx: &mut ActionCtx<'_>) -> Result<Action, String>
     };
     let (name, _) = split_call(first).unwrap_or((first.as_str(), Vec::new()));
     let full = format!("{kw} {name}");
+    if let Some(a) = crate::stick_actions::parse(name, words, cx) {
+        return a.map_err(|e| format!("'{full}': {e}"));
+    }
+    if name == "expect-proxy" {
+        if set != RuleSet::TcpConnection {
+            return Err(format!(
+                "'{full}': this action is only valid in 'tcp-request connection' rules"
+            ));
+        }
+        if words.len() != 2 || words[1] != "layer4" {
+            return Err(format!("'{full}': expects 'layer4'"));
+        }
+        return Ok(Action::ExpectProxy);
+    }
     if !allowed(set).contains(&name) && !tcp_request_set_src(set, name) {
         if allowed(RuleSet::HttpRequest).contains(&name)
             || allowed(RuleSet::HttpResponse).contains(&name)
@@ -750,5 +777,19 @@ mod tests {
         };
         assert_eq!(a.status(), 403);
         assert!(!a.is_default);
+    }
+
+    #[test]
+    fn expect_proxy_only_in_connection_rules() {
+        assert!(matches!(
+            parse_in(RuleSet::TcpConnection, "expect-proxy layer4"),
+            Ok(Action::ExpectProxy)
+        ));
+        let e = parse_in(RuleSet::TcpConnection, "expect-proxy").unwrap_err();
+        assert!(e.contains("expects 'layer4'"), "{e}");
+        let e = parse_in(RuleSet::TcpConnection, "expect-proxy layer7").unwrap_err();
+        assert!(e.contains("expects 'layer4'"), "{e}");
+        let e = parse_in(RuleSet::TcpContent, "expect-proxy layer4").unwrap_err();
+        assert!(e.contains("only valid in 'tcp-request connection'"), "{e}");
     }
 }

@@ -385,6 +385,7 @@ fn accepted(name: &str, set: RuleSet) -> bool {
     list.contains(&name)
         || (name == "close" && set == RuleSet::TcpResponse)
         || action::tcp_request_set_src(set, name)
+        || (name == "expect-proxy" && set == RuleSet::TcpConnection)
 }
 
 /// Every supported action name, in catalog order.
@@ -570,6 +571,7 @@ mod tests {
             "capture" => vec![name.into(), "str(a)".into(), "id".into(), "0".into()],
             "set-log-level" => vec![name.into(), "silent".into()],
             "set-src" => vec![name.into(), "src".into()],
+            "expect-proxy" => vec![name.into(), "layer4".into()],
             "redirect" => vec![name.into(), "location".into(), "/".into()],
             "use-service" => vec![name.into(), "prometheus-exporter".into()],
             "set-map" => vec![format!("set-map({map})"), "k".into(), "v".into()],

@@ -47,6 +47,14 @@ pub trait Stream: Txn {
     /// `http-request capture ... len` slot given by the caller).
     fn capture(&mut self, _res: bool, _id: Option<usize>, _value: Vec<u8>) {}
     fn set_log_level(&mut self, _level: Option<u8>) {}
+    /// `expect-proxy layer4`: a PROXY protocol header must be read before
+    /// anything else.
+    fn expect_proxy(&mut self) {}
+    /// The stream's stick counter slots, for `track-scN` and the `sc-*`
+    /// actions; `None` where tracking is not wired (nothing happens).
+    fn trackers_mut(&mut self) -> Option<&mut fairlead_stick::Trackers> {
+        None
+    }
 }
 
 /// What a rule set decided.
@@ -171,6 +179,39 @@ fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
             }
         }
         Action::SetLogLevel(l) => s.set_log_level(*l),
+        Action::ExpectProxy => s.expect_proxy(),
+        Action::TrackSc {
+            slot,
+            key,
+            table,
+            from,
+        } => {
+            let v = key.eval(s).ok().flatten().map(Sample::into_owned);
+            if let Some(v) = v {
+                if let (Some(k), Some(t)) = (crate::stick::key_input(&v), s.trackers_mut()) {
+                    t.track(*slot, table, &k, *from, false, crate::stick::now_ms());
+                }
+            }
+        }
+        Action::ScIncGpc { slot, which } => {
+            if let Some(t) = s.trackers_mut() {
+                t.inc_gpc(*slot, *which, crate::stick::now_ms());
+            }
+        }
+        Action::ScSetGpt0 { slot, value } => {
+            let v = match value
+                .eval(s)
+                .ok()
+                .flatten()
+                .and_then(|v| v.cast(SmpType::Sint))
+            {
+                Some(Sample::Sint(v)) => Some(v),
+                _ => None,
+            };
+            if let (Some(v), Some(t)) = (v, s.trackers_mut()) {
+                t.set_gpt(*slot, fairlead_stick::Gpt::Gpt0, v, crate::stick::now_ms());
+            }
+        }
         Action::SetSrc(e) => {
             let ip = e.eval(s).ok().flatten().and_then(|v| v.cast(SmpType::Addr));
             match ip {

@@ -71,7 +71,11 @@ enum Kind {
     Query,
     UrlParam(String, u8),
     ReqVer,
-    Hdr { name: String, occ: i64, full: bool },
+    Hdr {
+        name: String,
+        occ: i64,
+        full: bool,
+    },
     HdrCnt(String),
     HdrNames,
     Cook(String),
@@ -90,7 +94,11 @@ enum Kind {
     WaitEnd,
     Status,
     ResVer,
-    ResHdr { name: String, occ: i64, full: bool },
+    ResHdr {
+        name: String,
+        occ: i64,
+        full: bool,
+    },
     ResHdrCnt(String),
     ResCook(String),
     Src,
@@ -120,6 +128,8 @@ enum Kind {
     Env(String),
     Date(i64),
     Pid,
+    /// `sc_*`, `scN_*`, `src_*`, `table_avl`, `table_cnt`.
+    Stick(Box<crate::stick::StickKind>),
 }
 
 /// A compiled fetch.
@@ -163,6 +173,15 @@ impl Fetch {
     /// Compiles `name(args)`. Userlists are looked up in `env`.
     pub fn parse(name: &str, args: &[String], env: &crate::Env) -> Result<Fetch, String> {
         let canon = canonical(name);
+        if let Some(k) = crate::stick::StickKind::parse(canon, args, env) {
+            let k = k?;
+            return Ok(Fetch {
+                out: k.out_type(),
+                kind: Kind::Stick(Box::new(k)),
+                usage: usage::L4,
+                multi: false,
+            });
+        }
         let Some(&(_, out, usage, _)) = FETCHES.iter().find(|f| f.0 == canon) else {
             return Err(unknown(name));
         };
@@ -562,6 +581,7 @@ impl Fetch {
                 Some(Sample::Sint(now.wrapping_add(*off)))
             }
             Kind::Pid => Some(Sample::Sint(std::process::id() as i64)),
+            Kind::Stick(k) => k.eval(txn),
             Kind::Hdr { .. }
             | Kind::ResHdr { .. }
             | Kind::Cook(_)

@@ -41,6 +41,8 @@ mod rand;
 pub mod redirect;
 pub mod reply;
 pub mod sample;
+pub mod stick;
+mod stick_actions;
 mod tlshello;
 pub mod txn;
 pub mod uniqueid;
@@ -61,4 +63,9 @@ pub struct Env {
     pub userlists: HashMap<String, Arc<userlist::Userlist>>,
     /// `http-errors` sections by name: status → raw response.
     pub http_errors: HashMap<String, HashMap<u16, Arc<[u8]>>>,
+    /// Stick tables by name (`track-sc... table T`, `sc_*`, `table_*`).
+    pub tables: HashMap<String, fairlead_stick::Table>,
+    /// The table of the section whose rules are being compiled: the
+    /// default of `track-sc` and `src_*`. Default is none.
+    pub own_table: Option<fairlead_stick::Table>,
 }

@@ -158,4 +158,8 @@ pub trait Txn {
     fn unique_id(&self) -> Option<&[u8]> {
         None
     }
+    /// The stream's stick counter slots (`track-scN`), if it has any.
+    fn trackers(&self) -> Option<&fairlead_stick::Trackers> {
+        None
+    }
 }

@@ -415,6 +415,13 @@ impl AdminApi for Admin {
         Ok(())
     }
 
+    fn table_command(&self, words: &[&str]) -> Option<Result<String, String>> {
+        // HAProxy lists its tables in reverse declaration order.
+        let tables: Vec<fairlead_stick::Table> =
+            self.hub.shared.tables.iter().rev().cloned().collect();
+        fairlead_stick::cli::table_command(&tables, words, crate::stick_now())
+    }
+
     fn pattern_refs(&self) -> Vec<PatRefInfo> {
         self.hub
             .shared

@@ -20,6 +20,7 @@ mod checks;
 pub mod inherit;
 pub mod master;
 pub mod os;
+mod proxy_accept;
 pub mod stats;
 mod worker;
 
@@ -88,6 +89,8 @@ pub struct FrontendRt {
     pub tls: Vec<(SocketAddr, Arc<fairlead_tls::BindContext>)>,
     /// TLS handshake outcomes on this frontend.
     pub tls_stats: TlsStats,
+    /// Listening addresses of `bind ... accept-proxy` lines.
+    pub accept_proxy: Vec<SocketAddr>,
 }
 
 /// TLS handshake counters of a frontend.
@@ -142,6 +145,14 @@ pub struct Shared {
     pub patterns: fairlead_rules::pattern::Registry,
     /// Where CLI edits of those files are saved for the next worker.
     pub pattern_state: admin::PatternState,
+    /// The stick tables, shared by every worker.
+    pub tables: Vec<fairlead_stick::Table>,
+}
+
+/// The clock of every stick table call (tracking, fetches, purge, CLI):
+/// milliseconds since the first call, monotonic.
+pub fn stick_now() -> u64 {
+    fairlead_rules::stick::now_ms()
 }
 
 impl Shared {
@@ -259,6 +270,12 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .iter()
             .flat_map(|b| b.addrs.iter().map(move |a| (*a, b.v6only)))
             .collect();
+        let accept_proxy = f
+            .binds
+            .iter()
+            .filter(|b| b.accept_proxy)
+            .flat_map(|b| b.addrs.iter().copied())
+            .collect();
         let mut tls = Vec::new();
         for b in &f.binds {
             let Some(t) = &b.tls else { continue };
@@ -326,6 +343,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             smax: AtomicU32::new(0),
             tls,
             tls_stats: TlsStats::default(),
+            accept_proxy,
         }));
     }
     Ok(Shared {
@@ -345,6 +363,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         },
         patterns: cfg.patterns.clone(),
         pattern_state: admin::PatternState::default(),
+        tables: cfg.tables.clone(),
     })
 }
 

@@ -5,7 +5,9 @@
 //! Each accepted connection first goes through the frontend's
 //! `tcp-request connection` rules (before any TLS handshake and before
 //! anything is read; a refused connection is reset at once, counted in
-//! `dcon` and not logged, as in HAProxy), then the handshake, then the
+//! `dcon` and not logged, as in HAProxy), then the PROXY protocol header
+//! when the listener has `accept-proxy` or a rule asked for it (see
+//! [`crate::proxy_accept`]), then the handshake, then the
 //! `tcp-request session` rules (`dses`), and only then is it a session:
 //! HAProxy's "Connect from" line, then the HTTP or TCP stream.
 
@@ -25,6 +27,10 @@ use tokio::sync::watch;
 /// Pause after accept() fails for lack of file descriptors. Default is
 /// 100 ms; a closing connection ends the pause earlier.
 const FD_EXHAUSTION_PAUSE: Duration = Duration::from_millis(100);
+
+/// How often expired stick table entries are purged. Default is 1 s (an
+/// expired entry is never returned by a lookup meanwhile).
+const STICK_PURGE_EVERY: Duration = Duration::from_secs(1);
 
 /// A frontend's local services (stats page, Prometheus exporter).
 pub(crate) type Service = Arc<dyn fairlead_l7::LocalService + Send + Sync>;
@@ -60,6 +66,20 @@ pub(crate) fn run(
                 fairlead_backend::idle::purge();
             }
         });
+        // Expired stick table entries go away on the first worker's timer.
+        if worker == 0 && !shared.tables.is_empty() {
+            let tables = shared.tables.clone();
+            tokio::task::spawn_local(async move {
+                let mut tick = tokio::time::interval(STICK_PURGE_EVERY);
+                loop {
+                    tick.tick().await;
+                    let now = crate::stick_now();
+                    for t in &tables {
+                        t.purge_expired(now);
+                    }
+                }
+            });
+        }
         let mut accepts = Vec::new();
         for (fe_idx, ls) in listeners.into_iter().enumerate() {
             for l in ls {
@@ -79,10 +99,16 @@ pub(crate) fn run(
                 shared.listeners_open.fetch_add(1, Ordering::SeqCst);
                 let shared2 = shared.clone();
                 let tls = l.local_addr().ok().and_then(|a| fe.tls_for(a));
+                let accept_proxy = l.local_addr().is_ok_and(|a| fe.accept_proxy.contains(&a));
                 accepts.push(tokio::task::spawn_local(Profiled::new(
                     TaskKind::Accept,
                     async move {
-                        accept_loop(shared2.clone(), fe, ctx, l, tls, worker, fe_idx).await;
+                        let lst = Listener {
+                            tcp: l,
+                            tls,
+                            accept_proxy,
+                        };
+                        accept_loop(shared2.clone(), fe, ctx, lst, worker, fe_idx).await;
                         // The listener is closed (dropped with the loop).
                         shared2.listeners_open.fetch_sub(1, Ordering::SeqCst);
                         shared2.freed.notify_waiters();
@@ -137,6 +163,40 @@ async fn handshake(
                     &fe.front.name,
                     &e.to_string(),
                 );
+            }
+            None
+        }
+    }
+}
+
+/// Reads the PROXY protocol header when the listener has `accept-proxy`
+/// or a `tcp-request connection expect-proxy layer4` rule matched. Returns
+/// the client address from now on and the carried `(src, dst)`, or `None`
+/// when the connection must be closed (the reason is logged).
+async fn proxy_header(
+    tcp: &tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    fe: &FrontendRt,
+    sess: &SessState,
+) -> Option<(
+    std::net::SocketAddr,
+    Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+)> {
+    if !sess.expect_proxy {
+        return Some((peer, None));
+    }
+    let t = &fe.front.timeouts;
+    let timeout = match fe.front.mode {
+        Mode::Http => t.http_request.or(t.client),
+        Mode::Tcp => t.client,
+    };
+    match crate::proxy_accept::read_header(tcp, timeout).await {
+        Ok(Some((src, dst))) => Some((src, Some((src, dst)))),
+        Ok(None) => Some((peer, None)),
+        Err(reason) => {
+            if let Some(l) = fe.front.log.as_deref() {
+                let local = tcp.local_addr().ok();
+                fairlead_l7::logging::emit_conn_error(l, peer, local, &fe.front.name, reason);
             }
             None
         }
@@ -222,15 +282,28 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     }
 }
 
+/// One listening socket and what its `bind` line asks of each
+/// connection.
+struct Listener {
+    tcp: TcpListener,
+    tls: Option<Arc<fairlead_tls::BindContext>>,
+    /// `accept-proxy`.
+    accept_proxy: bool,
+}
+
 async fn accept_loop(
     shared: Arc<Shared>,
     fe: Arc<FrontendRt>,
     ctx: Rc<HttpCtx>,
-    listener: TcpListener,
-    tls: Option<Arc<fairlead_tls::BindContext>>,
+    listener: Listener,
     worker: usize,
     fe_idx: usize,
 ) {
+    let Listener {
+        tcp: listener,
+        tls,
+        accept_proxy,
+    } = listener;
     let stop = ctx.stop.clone();
     let account = Rc::new((shared.clone(), fe.clone()));
     let mut burst = 0usize;
@@ -258,6 +331,7 @@ async fn accept_loop(
                 // A refused connection is dropped (reset) at the end of
                 // this arm; it still counts in the accept burst.
                 if admit(&fe, &stream, peer, &mut sess) {
+                    sess.expect_proxy |= accept_proxy;
                     shared.global.cur.fetch_add(1, Ordering::Relaxed);
                     let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
                     fe.smax.fetch_max(cur, Ordering::Relaxed);
@@ -321,9 +395,15 @@ fn spawn_session(
             let ctx = ctx.clone();
             tokio::task::spawn_local(Profiled::new(TaskKind::HttpSession, async move {
                 let _guard = guard;
-                let Some(conn) = handshake(stream, peer, &fe, tls).await else {
+                let Some((peer, proxied)) = proxy_header(&stream, peer, &fe, &sess).await else {
                     return;
                 };
+                let Some(mut conn) = handshake(stream, peer, &fe, tls).await else {
+                    return;
+                };
+                if let Some((src, dst)) = proxied {
+                    conn.set_proxied_addrs(src, dst);
+                }
                 if !open_session(&fe, &conn, peer, &mut sess) {
                     return;
                 }
@@ -335,9 +415,15 @@ fn spawn_session(
         }
         Mode::Tcp => tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {
             let _guard = guard;
-            let Some(stream) = handshake(stream, peer, &fe, tls).await else {
+            let Some((peer, proxied)) = proxy_header(&stream, peer, &fe, &sess).await else {
                 return;
             };
+            let Some(mut stream) = handshake(stream, peer, &fe, tls).await else {
+                return;
+            };
+            if let Some((src, dst)) = proxied {
+                stream.set_proxied_addrs(src, dst);
+            }
             if !open_session(&fe, &stream, peer, &mut sess) {
                 return;
             }

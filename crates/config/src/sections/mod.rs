@@ -118,6 +118,8 @@ pub(crate) struct Draft {
     pub rule_lines: Vec<(Location, Vec<String>)>,
     /// Error page lines (`errorfile`, `errorloc`, `http-error`, ...).
     pub error_lines: Vec<(Location, Vec<String>)>,
+    /// `stick-table`: this proxy's table, named after it.
+    pub stick_table: Option<(Location, fairlead_stick::TableSpec)>,
 }
 
 impl Draft {
@@ -148,6 +150,7 @@ impl Draft {
             prometheus_loc: None,
             rule_lines: Vec::new(),
             error_lines: Vec::new(),
+            stick_table: None,
         }
     }
 
@@ -495,7 +498,8 @@ impl<'a> Parser<'a> {
             finish_http_only(d, &mut self.diags);
             finish_tls(d, &self.global, &self.tls, &mut self.diags);
         }
-        let env = rules::build_env(&self.others, self.global.bufsize, &mut self.diags);
+        let mut env = rules::build_env(&self.others, self.global.bufsize, &mut self.diags);
+        let tables = rules::build_tables(&self.proxies, &mut env, &mut self.diags);
         // A defaults section's rules are checked once on their own (its
         // proxies compile copies of them; duplicates are merged below).
         for d in self.defaults.iter_mut() {
@@ -518,6 +522,7 @@ impl<'a> Parser<'a> {
         let mut config = Config {
             global: self.global.clone(),
             patterns: env.patterns.clone(),
+            tables,
             other_sections: std::mem::take(&mut self.others),
             ..Config::default()
         };

@@ -169,6 +169,18 @@ fn implemented(
         d.error_lines.push((loc.clone(), words.to_vec()));
         return Ok(());
     }
+    if name == "stick-table" {
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        let (spec, warnings) = fairlead_stick::TableSpec::parse(&d.name, &args, false)?;
+        for w in warnings {
+            diags.warn(loc, w);
+        }
+        if d.stick_table.is_some() {
+            return Err("only one stick-table per proxy section".into());
+        }
+        d.stick_table = Some((loc.clone(), spec));
+        return Ok(());
+    }
     let o = &mut d.opts;
     match name {
         "mode" => match args(words, 1, 1)?[0].as_str() {

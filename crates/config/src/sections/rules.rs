@@ -12,6 +12,36 @@ use fairlead_rules::Env;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// One shared [`fairlead_stick::Table`] per `stick-table` declaration,
+/// named after its proxy, in declaration order; also registered in `env`
+/// so that rules find them by name.
+pub(crate) fn build_tables(
+    proxies: &[Draft],
+    env: &mut Env,
+    diags: &mut Diags,
+) -> Vec<fairlead_stick::Table> {
+    let mut tables = Vec::new();
+    for d in proxies {
+        let Some((loc, spec)) = &d.stick_table else {
+            continue;
+        };
+        if env.tables.contains_key(&spec.name) {
+            diags.alert(
+                loc,
+                format!(
+                    "'stick-table': a table named '{}' is already declared",
+                    spec.name
+                ),
+            );
+            continue;
+        }
+        let t = fairlead_stick::Table::new(spec.clone());
+        env.tables.insert(spec.name.clone(), t.clone());
+        tables.push(t);
+    }
+    tables
+}
+
 /// Keywords whose lines go to [`ProxyRules::add`].
 pub(crate) fn is_rule_keyword(name: &str) -> bool {
     fairlead_rules::proxy::KEYWORDS.contains(&name)
@@ -72,6 +102,17 @@ pub(crate) fn compile(
     max_reply: usize,
     diags: &mut Diags,
 ) -> Arc<ProxyRules> {
+    // The section's own table is the default of `track-sc` and `src_*`.
+    let with_own;
+    let env = match &d.stick_table {
+        Some((_, spec)) => {
+            let mut e = env.clone();
+            e.own_table = env.tables.get(&spec.name).cloned();
+            with_own = e;
+            &with_own
+        }
+        None => env,
+    };
     let sec = SectionInfo {
         frontend: d.kind.is_frontend() || d.kind == Kind::Defaults,
         backend: d.kind.is_backend() || d.kind == Kind::Defaults,

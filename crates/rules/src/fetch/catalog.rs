@@ -384,5 +384,5 @@ pub fn canonical(name: &str) -> &str {
 /// Whether `name` (or its alias) is a known fetch.
 pub fn exists(name: &str) -> bool {
     let n = canonical(name);
-    FETCHES.iter().any(|f| f.0 == n)
+    FETCHES.iter().any(|f| f.0 == n) || fairlead_stick::fetch::parse_fetch(n).is_some()
 }

@@ -1,0 +1,276 @@
+//! The PROXY protocol on the real binary: `bind ... accept-proxy` (v1 and
+//! v2; the carried source reaches `X-Forwarded-For` and the log line, a
+//! bad header closes the connection and is logged), `tcp-request
+//! connection expect-proxy layer4`, and `server ... send-proxy` /
+//! `send-proxy-v2`, alone against an origin that parses the header and
+//! chained into a second instance with `accept-proxy`.
+
+mod common;
+use common::*;
+use std::io::{BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::{Arc, Mutex};
+
+fn syslog(ip: IpAddr) -> (UdpSocket, SocketAddr) {
+    let s = UdpSocket::bind((ip, 0)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let a = s.local_addr().unwrap();
+    (s, a)
+}
+
+/// The first log line that contains `needle` (the readiness probes of
+/// `Proxy::start` log their own missing headers first).
+fn log_with(s: &UdpSocket, needle: &str) -> String {
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = s.recv(&mut buf).expect("a log datagram");
+        let line = String::from_utf8_lossy(&buf[..n]).trim_end().to_string();
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+/// An origin that answers with the request head it received as the body.
+fn echo(ip: IpAddr) -> SocketAddr {
+    let (addr, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut w = s;
+        while let Some(head) = read_head(&mut r) {
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{head}",
+                head.len()
+            );
+            if w.write_all(resp.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+fn defaults() -> &'static str {
+    "defaults\n    mode http\n    timeout connect 2s\n    timeout client 5s\n    timeout server 5s\n"
+}
+
+/// Sends `prefix` then a GET, returns the echoed request head.
+fn get_with_prefix(bind: SocketAddr, prefix: &[u8]) -> String {
+    let mut s = connect(bind);
+    let mut req = prefix.to_vec();
+    req.extend_from_slice(b"GET /pp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    s.write_all(&req).unwrap();
+    let mut r = BufReader::new(s);
+    let resp = read_response(&mut r, false).expect("a response");
+    assert_eq!(resp.status, 200);
+    resp.body_str()
+}
+
+#[test]
+fn accept_proxy_v1_and_v2_set_the_client_address() {
+    let ip = test_ip();
+    let o = echo(ip);
+    let (sock, log_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "{}frontend fe\n    bind {bind} accept-proxy\n    log {log_addr} local0\n    option httplog\n\
+    option forwardfor\n    http-request set-header X-Src %[src]:%[src_port]\n\
+    http-request set-header X-Dst %[dst]:%[dst_port]\n    default_backend b\n\
+backend b\n    server s {o}\n",
+        defaults()
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+
+    let head = get_with_prefix(bind, b"PROXY TCP4 192.0.2.7 198.51.100.9 5555 8080\r\n");
+    assert!(head.contains("X-Forwarded-For: 192.0.2.7\r\n"), "{head}");
+    assert!(head.contains("X-Src: 192.0.2.7:5555\r\n"), "{head}");
+    assert!(head.contains("X-Dst: 198.51.100.9:8080\r\n"), "{head}");
+    let line = log_with(&sock, "GET /pp");
+    assert!(line.contains("192.0.2.7:5555 ["), "{line}");
+
+    let mut v2 = Vec::new();
+    let src: SocketAddr = "[2001:db8::5]:4242".parse().unwrap();
+    let dst: SocketAddr = "[2001:db8::80]:443".parse().unwrap();
+    fairlead_proxyproto::encode_v2(
+        fairlead_proxyproto::Command::Proxy,
+        Some((src, dst)),
+        &Default::default(),
+        &mut v2,
+    );
+    let head = get_with_prefix(bind, &v2);
+    assert!(head.contains("X-Forwarded-For: 2001:db8::5\r\n"), "{head}");
+    assert!(head.contains("X-Dst: 2001:db8::80:443\r\n"), "{head}");
+    let line = log_with(&sock, "GET /pp");
+    assert!(line.contains("2001:db8::5:4242 ["), "{line}");
+
+    // v2 LOCAL keeps the real addresses.
+    let mut local = Vec::new();
+    fairlead_proxyproto::encode_v2(
+        fairlead_proxyproto::Command::Local,
+        None,
+        &Default::default(),
+        &mut local,
+    );
+    let head = get_with_prefix(bind, &local);
+    assert!(
+        head.contains(&format!("X-Dst: {}:{}\r\n", bind.ip(), bind.port())),
+        "{head}"
+    );
+
+    // No header: closed without a response, and logged.
+    let mut s = connect(bind);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(got.is_empty(), "{}", String::from_utf8_lossy(&got));
+    let line = log_with(&sock, "does not look like a PROXY protocol header");
+    assert!(line.contains(&format!("fe/{bind}")), "{line}");
+}
+
+#[test]
+fn expect_proxy_layer4_only_when_the_rule_matches() {
+    let ip = test_ip();
+    let o = echo(ip);
+    let bind = free_addr(ip);
+    // Only clients from 127.0.0.1 must send a header; connections from
+    // the test's own address are served as they are.
+    let cfg = format!(
+        "{}frontend fe\n    bind {bind}\n    option forwardfor\n\
+    tcp-request connection expect-proxy layer4 if {{ src 127.0.0.1 }}\n    default_backend b\n\
+backend b\n    server s {o}\n",
+        defaults()
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    // From 127.0.0.1: the header is read.
+    let head = get_with_prefix(bind, b"PROXY TCP4 203.0.113.4 198.51.100.9 1000 80\r\n");
+    assert!(head.contains("X-Forwarded-For: 203.0.113.4\r\n"), "{head}");
+    // From the test address: no header expected.
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&SocketAddr::new(ip, 0).into()).unwrap();
+    s.connect_timeout(&bind.into(), DEADLINE).unwrap();
+    let mut s: TcpStream = s.into();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s.write_all(b"GET /direct HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let resp = read_response(&mut BufReader::new(s), false).expect("a response");
+    assert_eq!(resp.status, 200);
+    assert!(
+        resp.body_str()
+            .contains(&format!("X-Forwarded-For: {ip}\r\n")),
+        "{}",
+        resp.body_str()
+    );
+}
+
+/// An origin that records the PROXY header of each connection (parsed
+/// with the crate under test's parser), then answers one request.
+fn pp_origin(ip: IpAddr) -> (SocketAddr, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let (addr, _) = raw_origin(ip, move |mut s| {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 1024];
+        let used = loop {
+            match fairlead_proxyproto::parse(&buf) {
+                Ok(fairlead_proxyproto::Parsed::Done(_, used)) => break used,
+                Ok(fairlead_proxyproto::Parsed::Incomplete) => {}
+                Err(_) => return,
+            }
+            let n = s.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        seen2.lock().unwrap().push(buf[..used].to_vec());
+        let rest = buf[used..].to_vec();
+        let mut r = BufReader::new(std::io::Cursor::new(rest).chain(s.try_clone().unwrap()));
+        if read_head(&mut r).is_some() {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        }
+    });
+    (addr, seen)
+}
+
+/// A client connection from `from` (any port).
+fn connect_from(from: IpAddr, to: SocketAddr) -> TcpStream {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&SocketAddr::new(from, 0).into()).unwrap();
+    s.connect_timeout(&to.into(), DEADLINE).unwrap();
+    let s: TcpStream = s.into();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s
+}
+
+#[test]
+fn send_proxy_v1_and_v2_carry_the_client() {
+    let ip = test_ip();
+    let client_ip = test_ip();
+    let (o, seen) = pp_origin(ip);
+    let (b1, b2) = (free_addr(ip), free_addr(ip));
+    let cfg = format!(
+        "{}frontend f1\n    bind {b1}\n    default_backend v1\n\
+frontend f2\n    bind {b2}\n    default_backend v2\n\
+backend v1\n    server s {o} send-proxy\n\
+backend v2\n    server s {o} send-proxy-v2\n",
+        defaults()
+    );
+    let _p = Proxy::start(&cfg, &[b1, b2]);
+    for (bind, v2) in [(b1, false), (b2, true)] {
+        let mut s = connect_from(client_ip, bind);
+        let cport = s.local_addr().unwrap().port();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let resp = read_response(&mut BufReader::new(s), false).expect("a response");
+        assert_eq!(resp.status, 200);
+        let hdr = seen.lock().unwrap().pop().expect("a header");
+        let parsed = match fairlead_proxyproto::parse(&hdr).unwrap() {
+            fairlead_proxyproto::Parsed::Done(h, n) => {
+                assert_eq!(n, hdr.len());
+                h
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(parsed.src(), Some(SocketAddr::new(client_ip, cport)));
+        assert_eq!(parsed.dst(), Some(bind));
+        if v2 {
+            assert_eq!(parsed.version, fairlead_proxyproto::Version::V2);
+        } else {
+            let want = format!(
+                "PROXY TCP4 {client_ip} {} {cport} {}\r\n",
+                bind.ip(),
+                bind.port()
+            );
+            assert_eq!(String::from_utf8_lossy(&hdr), want);
+        }
+    }
+}
+
+#[test]
+fn send_proxy_into_accept_proxy_chain() {
+    let ip = test_ip();
+    let client_ip = test_ip();
+    let o = echo(ip);
+    let (edge, inner) = (free_addr(ip), free_addr(ip));
+    let inner_cfg = format!(
+        "{}frontend inner\n    bind {inner} accept-proxy\n    option forwardfor\n    default_backend b\n\
+backend b\n    server s {o}\n",
+        defaults()
+    );
+    let _i = Proxy::start(&inner_cfg, &[inner]);
+    let edge_cfg = format!(
+        "{}frontend edge\n    bind {edge}\n    default_backend b\n\
+backend b\n    server s {inner} send-proxy-v2\n",
+        defaults()
+    );
+    let _e = Proxy::start(&edge_cfg, &[edge]);
+    let mut s = connect_from(client_ip, edge);
+    s.write_all(b"GET /chain HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let resp = read_response(&mut BufReader::new(s), false).expect("a response");
+    assert_eq!(resp.status, 200);
+    let body = resp.body_str();
+    assert!(
+        body.contains(&format!("X-Forwarded-For: {client_ip}\r\n")),
+        "{body}"
+    );
+}
