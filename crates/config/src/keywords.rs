@@ -347,7 +347,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("tcp-response", DLB, I),
     kw!("stick-table", FLB, I, "the 2.x form; 'peers' is accepted but nothing is synchronised yet"),
     kw!("stick", LB, N),
-    kw!("stats http-request", FLB, N),
+    kw!("stats http-request", FLB, I),
     kw!("stats show-desc", P, N),
     kw!("stats show-modules", P, N),
     kw!("dynamic-cookie-key", DLB, N),

@@ -46,12 +46,22 @@ pub struct ServiceRequest<'a> {
     pub uri: &'a [u8],
     pub authorization: Option<&'a [u8]>,
     pub client: std::net::IpAddr,
-    /// The result of the proxy's `stats admin` conditions for this
-    /// request (`None`: the section has none).
-    pub admin: Option<bool>,
+    /// What the proxy's `stats admin` and `stats http-request` rules
+    /// decided for this request.
+    pub stats: StatsDecision,
     /// The request body, when it has a `Content-Length` and fits in the
     /// buffer with the head (the stats page's admin form); else empty.
     pub body: &'a [u8],
+}
+
+/// What a proxy's stats rules decided for one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatsDecision {
+    /// The `stats admin` conditions' result (`None`: the section has
+    /// none).
+    pub admin: Option<bool>,
+    /// The first matching `stats http-request` rule, if any.
+    pub rule: Option<fairlead_rules::proxy::StatsRule>,
 }
 
 /// The response of a local service.

@@ -281,12 +281,13 @@ impl Session {
     }
 
     /// The frontend's `stats admin` conditions for this request (`None`
-    /// when it has none).
-    pub(crate) fn stats_admin(&self, m: &mut Model) -> Option<bool> {
+    /// when it has none), and the first matching `stats http-request`
+    /// rule (`None`: no rule matched, or none exists).
+    pub(crate) fn stats_rules(&self, m: &mut Model) -> crate::StatsDecision {
         let ctx = self.ctx.clone();
         let fe = &ctx.front.routes.fe_rules;
-        if fe.stats_admin.is_empty() {
-            return None;
+        if fe.stats_admin.is_empty() && fe.stats_http.is_empty() {
+            return crate::StatsDecision::default();
         }
         let tls = self.client.tls_info_ref();
         let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
@@ -307,11 +308,17 @@ impl Session {
             req_body: None,
             uid_ctx: None,
         };
-        Some(
-            fe.stats_admin
+        let pass = |c: &fairlead_rules::cond::Cond| {
+            c.eval(&fe.acls, &tx) == fairlead_rules::acl::Tri::Pass
+        };
+        crate::StatsDecision {
+            admin: (!fe.stats_admin.is_empty()).then(|| fe.stats_admin.iter().any(pass)),
+            rule: fe
+                .stats_http
                 .iter()
-                .any(|c| c.eval(&fe.acls, &tx) == fairlead_rules::acl::Tri::Pass),
-        )
+                .find(|r| r.cond.as_ref().is_none_or(pass))
+                .map(|r| r.action.clone()),
+        }
     }
 
     /// Sends a response the proxy made itself, after `http-after-response`.

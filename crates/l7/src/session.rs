@@ -354,7 +354,7 @@ impl Session {
         rl: &mut ReqLog,
     ) -> Option<Next> {
         let svc = self.ctx.service.clone()?;
-        let admin = model.and_then(|m| self.stats_admin(m));
+        let stats = model.map(|m| self.stats_rules(m)).unwrap_or_default();
         // A small body with a length (an admin form) is read and passed
         // on; any other body is not used: close afterwards rather than
         // parse it.
@@ -370,7 +370,7 @@ impl Session {
             uri: &buf[head.uri.0..head.uri.1],
             authorization: fairlead_http::cookie::header_value(buf, head.head_len, "authorization"),
             client: self.peer.ip(),
-            admin,
+            stats,
             body,
         };
         let resp = svc.handle(&req)?;

@@ -11,6 +11,17 @@ use crate::redirect::Redirect;
 use crate::txn::Txn;
 use std::time::Duration;
 
+/// What a `stats http-request` rule does to a stats page request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatsRule {
+    /// Serve the page, without `stats auth`.
+    Allow,
+    /// Answer 403.
+    Deny,
+    /// Ask for credentials (401) in `realm` (default: `stats realm`).
+    Auth { realm: Option<String> },
+}
+
 /// A rule: something to do and an optional condition.
 #[derive(Debug)]
 pub struct Rule<A> {
@@ -88,6 +99,10 @@ pub struct ProxyRules {
     /// `stats admin if|unless <cond>`: the stats page's admin actions are
     /// allowed when any holds.
     pub stats_admin: Vec<Cond>,
+    /// `stats http-request allow|deny|auth [realm R] [if|unless <cond>]`:
+    /// the first matching rule decides a stats page request; `stats auth`
+    /// applies after them, as HAProxy's implicit last rule.
+    pub stats_http: Vec<Rule<StatsRule>>,
     /// Error pages (`errorfile`, `errorloc`, `errorfiles`, `http-error`).
     pub errors: crate::reply::ErrorPages,
     /// The `%[...]` sample expressions of the frontend's `log-format`
@@ -255,6 +270,24 @@ impl ProxyRules {
                     return Err("'option http-buffer-request' takes no argument".into());
                 }
                 self.buffer_request = true;
+            }
+            "stats" if words.get(1).map(String::as_str) == Some("http-request") => {
+                let (body, cond) = split_cond(&words[2..]);
+                let action = match body {
+                    [a] if a == "allow" => StatsRule::Allow,
+                    [a] if a == "deny" => StatsRule::Deny,
+                    [a] if a == "auth" => StatsRule::Auth { realm: None },
+                    [a, r, realm] if a == "auth" && r == "realm" => StatsRule::Auth {
+                        realm: Some(realm.clone()),
+                    },
+                    _ => {
+                        return Err(
+                            "'stats http-request' expects 'allow', 'deny' or 'auth [realm <realm>]', then an optional condition".into(),
+                        )
+                    }
+                };
+                let cond = self.cond(cond, RuleSet::HttpRequest, &mut warnings, env)?;
+                self.stats_http.push(Rule { action, cond });
             }
             "stats" if words.get(1).map(String::as_str) == Some("admin") => {
                 let (_, cond) = split_cond(&words[2..]);
@@ -480,6 +513,7 @@ impl ProxyRules {
             || self.unique_id.is_some()
             || self.monitor_uri.is_some()
             || !self.stats_admin.is_empty()
+            || !self.stats_http.is_empty()
     }
 }
 

@@ -457,18 +457,32 @@ impl LocalService for Services {
             }
         }
         let base = self.stats.as_ref()?;
-        // `stats admin if <cond>`: decided per request by the rules.
-        let adjusted;
-        let cfg = match req.admin {
-            Some(a) if a != base.admin => {
-                adjusted = fairlead_stats::StatsConfig {
-                    admin: a,
-                    ..base.clone()
-                };
-                &adjusted
+        if !fairlead_stats::matches_stats_uri(req.uri, &base.uri) {
+            return None;
+        }
+        // `stats http-request` (first matching rule), then `stats admin if
+        // <cond>`: decided per request by the rules.
+        use fairlead_rules::proxy::StatsRule;
+        let mut cfg = std::borrow::Cow::Borrowed(base);
+        match &req.stats.rule {
+            Some(StatsRule::Deny) => return Some(forbidden()),
+            Some(StatsRule::Auth { realm }) => {
+                let r = fairlead_stats::unauthorized(realm.as_deref().unwrap_or(&base.realm));
+                return Some(ServiceResponse {
+                    status: r.status,
+                    content_type: r.content_type,
+                    headers: r.headers,
+                    body: r.body,
+                });
             }
-            _ => base,
-        };
+            // `allow` skips `stats auth`, HAProxy's implicit last rule.
+            Some(StatsRule::Allow) => cfg.to_mut().users.clear(),
+            None => {}
+        }
+        if let Some(a) = req.stats.admin.filter(|&a| a != base.admin) {
+            cfg.to_mut().admin = a;
+        }
+        let cfg = &*cfg;
         let r = fairlead_stats::handle_stats_request(
             &fairlead_stats::StatsRequest {
                 method: req.method,
@@ -485,6 +499,16 @@ impl LocalService for Services {
             headers: r.headers,
             body: r.body,
         })
+    }
+}
+
+/// The 403 a `stats http-request deny` rule answers.
+fn forbidden() -> ServiceResponse {
+    ServiceResponse {
+        status: 403,
+        content_type: "text/html",
+        headers: vec![("Cache-Control", "no-cache".into())],
+        body: b"<html><body><h1>403 Forbidden</h1>\nRequest forbidden by administrative rules.\n</body></html>\n".to_vec(),
     }
 }
 

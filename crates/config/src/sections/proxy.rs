@@ -310,7 +310,7 @@ fn implemented(
             for w in parse_stats(st, words)? {
                 diags.warn(loc, format!("'{name}': {w}"));
             }
-            if name == "stats admin" {
+            if name == "stats admin" || name == "stats http-request" {
                 // The condition is compiled with the section's ACLs.
                 d.rule_lines.push((loc.clone(), words.to_vec()));
             }
@@ -544,6 +544,15 @@ fn parse_stats(st: &mut StatsConfig, words: &[String]) -> Result<Vec<String>, St
             // The condition (`if LOCALHOST`, `if { src 10.0.0.0/8 }`, any
             // ACL) is compiled with the rules and decided per request.
             st.admin = true;
+        }
+        "http-request" => {
+            // The rule is compiled with the section's ACLs.
+            if !matches!(
+                words.get(2).map(String::as_str),
+                Some("allow" | "deny" | "auth")
+            ) {
+                return Err("'stats http-request' expects 'allow', 'deny' or 'auth'".into());
+            }
         }
         "show-node" => {
             let node = match words.len() {
