@@ -41,6 +41,10 @@ pub struct Config {
     /// The pattern and map files the rules use, shared by path (the
     /// runtime API edits them).
     pub patterns: fairlead_rules::pattern::Registry,
+    /// The `resolvers` sections, in configuration order (plus HAProxy's
+    /// implicit `default` section when a server names it and none is
+    /// configured). Default is none.
+    pub resolvers: Vec<fairlead_dns::ResolversSection>,
 }
 
 impl Config {
@@ -828,6 +832,27 @@ pub struct Server {
     /// `check-sni`: the SNI sent by TLS checks. Default is none (the
     /// server's fixed `sni`, if any).
     pub check_sni: Option<String>,
+    /// `resolvers`, `resolve-prefer`, `resolve-net`, `resolve-opts` and
+    /// `init-addr`. Default is none set (resolved once at start-up).
+    pub dns: fairlead_dns::ServerDnsOptions,
+    /// The `server-template` line this server is a slot of. Default is
+    /// none (a `server` line).
+    pub template: Option<ServerTemplate>,
+}
+
+/// The `server-template PREFIX N[-M] FQDN[:PORT]` a server is a slot of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTemplate {
+    /// The prefix of the slot names (`PREFIX1`, `PREFIX2`, ...).
+    pub prefix: String,
+    /// The first and last slot numbers.
+    pub range: (u32, u32),
+    /// The name resolved: an SRV label when it starts with `_`.
+    pub fqdn: String,
+    /// The port of A/AAAA slots; SRV slots take the records' ports.
+    pub port: Option<u16>,
+    /// This slot's number.
+    pub slot: u32,
 }
 
 impl Server {
@@ -871,6 +896,8 @@ impl Server {
             tls: None,
             check_ssl: None,
             check_sni: None,
+            dns: fairlead_dns::ServerDnsOptions::default(),
+            template: None,
         }
     }
 }
