@@ -201,6 +201,9 @@ impl AdminApi for Admin {
                         if s.admin.drain.load(Ordering::Relaxed) {
                             admin |= admin_flags::FDRAIN;
                         }
+                        if s.admin.dns_maint.load(Ordering::Relaxed) {
+                            admin |= admin_flags::RMAINT;
+                        }
                         ServerInfo {
                             id: s.conf.puid,
                             name: s.conf.name.clone(),
@@ -260,10 +263,8 @@ impl AdminApi for Admin {
             ServerChange::Maxconn(n) => s.admin.maxconn.store(n, Ordering::Relaxed),
             ServerChange::Addr { ip, port } => {
                 let old = **s.admin.addr.load();
-                s.admin.addr.store(Arc::new(std::net::SocketAddr::new(
-                    ip,
-                    port.unwrap_or(old.port()),
-                )));
+                s.admin
+                    .set_addr(std::net::SocketAddr::new(ip, port.unwrap_or(old.port())));
             }
             ServerChange::Health(_) | ServerChange::Agent { .. } => {
                 return Err(
@@ -273,6 +274,19 @@ impl AdminApi for Admin {
         }
         be.refresh_weights();
         Ok(())
+    }
+
+    fn show_resolvers(&self, name: Option<&str>) -> Result<String, String> {
+        crate::dns::show(name)
+    }
+
+    fn set_server_fqdn(&self, target: &ServerRef, fqdn: &str) -> Result<String, String> {
+        crate::dns::set_fqdn(
+            &self.hub.shared,
+            target.backend_idx,
+            target.server_idx,
+            fqdn,
+        )
     }
 
     fn sessions(&self) -> Vec<SessionInfo> {
