@@ -465,3 +465,36 @@ fn hold_keeps_the_address_then_maintenance_then_back() {
         p.stderr()
     );
 }
+
+#[test]
+fn health_checks_follow_the_new_address() {
+    let Some(bin) = require_dnsmasq("health_checks_follow_the_new_address") else {
+        return;
+    };
+    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
+    let (mut ta, a) = origin(ip_a, 0, "A");
+    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let dns = Dnsmasq::start(
+        &bin,
+        &test_ip().to_string(),
+        &format!("{ip_a} app.test\n"),
+        &[],
+    );
+    let bind = free_addr(ip);
+    let sock = sock_path("checks");
+    let servers = format!(
+        "    server s1 app.test:{} resolvers mydns resolve-prefer ipv4 init-addr {ip_a} check inter 100ms fall 2 rise 1",
+        a.port()
+    );
+    let p = Proxy::start(&dns_cfg(&dns, &sock, "", bind, &servers), &[bind]);
+    wait_served_by(bind, "A", &p);
+    dns.set_hosts(&format!("{ip_b} app.test\n"));
+    wait_served_by(bind, "B", &p);
+    // A goes away: checks go to B, so the server stays up
+    ta.stop();
+    let stable = std::time::Instant::now() + std::time::Duration::from_millis(800);
+    while std::time::Instant::now() < stable {
+        assert_eq!(served_by(bind), Ok("B".to_string()), "{}", p.stderr());
+    }
+    assert!(!p.stderr().contains("is DOWN"), "{}", p.stderr());
+}

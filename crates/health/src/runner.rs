@@ -166,9 +166,8 @@ impl Task {
                     _ = self.wake.notified() => {}
                 }
             }
-            let o = probe
-                .run(self.t.addr, &self.limits, self.t.tls.as_ref())
-                .await;
+            let addr = self.t.addr_source.as_ref().map_or(self.t.addr, |f| f());
+            let o = probe.run(addr, &self.limits, self.t.tls.as_ref()).await;
             self.t.health.set_status(o.status_text());
             let was_maint = self.maint();
             if let Some(c) = self.core.borrow_mut().check.as_mut() {

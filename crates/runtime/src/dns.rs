@@ -146,11 +146,15 @@ fn warn(quiet: bool, at: &str, warning: Option<String>) {
     }
 }
 
+/// Per followed server (backend, server): the name it resolves, and how
+/// to change it.
+type Names = HashMap<(usize, usize), (String, watch::Sender<String>)>;
+
 /// The DNS state the runtime API reads.
 struct DnsState {
     resolvers: Vec<Resolvers>,
     /// The name each followed server resolves, and how to change it.
-    names: Mutex<HashMap<(usize, usize), (String, watch::Sender<String>)>>,
+    names: Mutex<Names>,
 }
 
 static STATE: OnceLock<Arc<DnsState>> = OnceLock::new();
