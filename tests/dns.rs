@@ -310,6 +310,9 @@ fn server_template_from_srv_records() {
     assert_eq!(w1[6], "0", "{state}");
     // the third slot has no record: in maintenance because of DNS (RMAINT)
     assert_eq!(w3[6], "32", "{state}");
+    let stat = ask(&sock, "show stat");
+    let web3 = stat.lines().find(|l| l.starts_with("bk,web3,")).unwrap();
+    assert_eq!(web3.split(',').nth(17), Some("MAINT"), "{stat}");
     let err = p.stderr();
     assert!(
         err.contains("changed its FQDN from (null) to a1.test"),
@@ -398,6 +401,15 @@ fn runtime_api_show_resolvers_and_set_fqdn() {
         ask(&sock, "show resolvers nope"),
         "Can't find that resolvers section\n\n"
     );
+    // srv_fqdn (field 17) of `show servers state`
+    let fqdn_of = |name: &str| {
+        ask(&sock, "show servers state bk")
+            .lines()
+            .find(|l| l.split_whitespace().nth(3) == Some(name))
+            .and_then(|l| l.split_whitespace().nth(17).map(str::to_string))
+    };
+    assert_eq!(fqdn_of("s1").as_deref(), Some("one.test"));
+    assert_eq!(fqdn_of("s2").as_deref(), Some("-"));
     let out = ask(&sock, "set server bk/s1 fqdn two.test");
     assert_eq!(out, "bk/s1 changed its FQDN from one.test to two.test\n\n");
     wait_served_by(bind, "B", &p);
@@ -405,6 +417,7 @@ fn runtime_api_show_resolvers_and_set_fqdn() {
         &p,
         &format!("bk/s1 changed its IP from {ip_a} to {ip_b} by mydns/dns1."),
     );
+    assert_eq!(fqdn_of("s1").as_deref(), Some("two.test"));
     let out = ask(&sock, "set server bk/s2 fqdn two.test");
     assert_eq!(
         out,
@@ -497,4 +510,28 @@ fn health_checks_follow_the_new_address() {
         assert_eq!(served_by(bind), Ok("B".to_string()), "{}", p.stderr());
     }
     assert!(!p.stderr().contains("is DOWN"), "{}", p.stderr());
+}
+
+#[test]
+fn init_addr_without_a_working_method_stops_the_start() {
+    let ip = test_ip();
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "defaults\n    mode http\n    timeout connect 1s\n    timeout client 1s\n    timeout server 1s\n\
+frontend fe\n    bind {bind}\n    default_backend bk\n\
+backend bk\n    server s1 nowhere.invalid:80 init-addr last\n"
+    );
+    let path = write_cfg(&cfg);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fairlead"))
+        .arg("-f")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(":10: server bk/s1: no method found to resolve address 'nowhere.invalid'."),
+        "{err}"
+    );
 }

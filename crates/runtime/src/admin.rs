@@ -228,7 +228,7 @@ impl AdminApi for Admin {
                                 0
                             },
                             agent_state: 0,
-                            fqdn: None,
+                            fqdn: crate::dns::fqdn_of(bi, s.conf.idx),
                             use_ssl: false,
                             check_port: 0,
                             check_addr: None,

@@ -170,6 +170,14 @@ pub(crate) fn show(name: Option<&str>) -> std::result::Result<String, String> {
     fairlead_dns::show_resolvers(sections, name)
 }
 
+/// The name a followed server resolves (`show servers state`'s
+/// `srv_fqdn`); none for other servers.
+pub(crate) fn fqdn_of(be: usize, idx: usize) -> Option<String> {
+    let state = STATE.get()?;
+    let names = lock(&state.names);
+    names.get(&(be, idx)).map(|(name, _)| name.clone())
+}
+
 /// `set server be/s fqdn NAME`: the server resolves `fqdn` from now on.
 /// Returns HAProxy's reply ("be/s changed its FQDN from A to B").
 pub(crate) fn set_fqdn(
