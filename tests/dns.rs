@@ -534,3 +534,40 @@ backend bk\n    server s1 nowhere.invalid:80 init-addr last\n"
         "{err}"
     );
 }
+
+#[test]
+fn resolve_prefer_picks_the_family() {
+    let Some(bin) = require_dnsmasq("resolve_prefer_picks_the_family") else {
+        return;
+    };
+    let v6: IpAddr = "::1".parse().unwrap();
+    let (ip_a, ip) = (test_ip(), test_ip());
+    // one port free on both addresses
+    let (_t6, b) = origin(v6, 0, "B6");
+    let Ok((_ta, _)) = std::panic::catch_unwind(|| origin(ip_a, b.port(), "A4")) else {
+        eprintln!(
+            "SKIP resolve_prefer_picks_the_family: port {} taken on {ip_a}",
+            b.port()
+        );
+        return;
+    };
+    let dns = Dnsmasq::start(
+        &bin,
+        &test_ip().to_string(),
+        &format!("{ip_a} dual.test\n::1 dual.test\n"),
+        &[],
+    );
+    for (prefer, want) in [("ipv6", "B6"), ("ipv4", "A4")] {
+        let bind = free_addr(ip);
+        let sock = sock_path(&format!("prefer-{prefer}"));
+        let servers = format!(
+            "    server s1 dual.test:{} resolvers mydns resolve-prefer {prefer} init-addr none",
+            b.port()
+        );
+        let p = start(&dns_cfg(&dns, &sock, "", bind, &servers), bind, &sock);
+        wait_served_by(bind, want, &p);
+        for _ in 0..5 {
+            assert_eq!(served_by(bind), Ok(want.to_string()));
+        }
+    }
+}
