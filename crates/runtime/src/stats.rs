@@ -80,18 +80,19 @@ fn check_info(text: &str) -> CheckInfo {
 }
 
 fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
-    let state =
-        if s.admin.maint.load(Ordering::Relaxed) || s.admin.dns_maint.load(Ordering::Relaxed) {
-            ServerState::Maint
-        } else if s.admin.drain.load(Ordering::Relaxed) || s.health.is_drain() {
-            ServerState::Drain
-        } else if !checked {
-            ServerState::NoCheck
-        } else if s.health.is_up() {
-            ServerState::Up
-        } else {
-            ServerState::Down
-        };
+    // the operator's maintenance or DNS's
+    let maint = s.admin.maint.load(Ordering::Relaxed) || s.admin.dns_maint.load(Ordering::Relaxed);
+    let state = if maint {
+        ServerState::Maint
+    } else if s.admin.drain.load(Ordering::Relaxed) || s.health.is_drain() {
+        ServerState::Drain
+    } else if !checked {
+        ServerState::NoCheck
+    } else if s.health.is_up() {
+        ServerState::Up
+    } else {
+        ServerState::Down
+    };
     let mut c = counters(&s.metrics.counters);
     c.scur = u64::from(s.metrics.cur.load(Ordering::Relaxed));
     c.qcur = be.queue.server_len(s.conf.idx) as u64;
