@@ -493,6 +493,24 @@ pub trait AdminApi: Send + Sync {
         Vec::new()
     }
 
+    /// `show resolvers [NAME]`: the counters of every `resolvers` section
+    /// (or of the one named); `Err` holds the reply for an unknown name.
+    /// Default is "No resolvers found".
+    fn show_resolvers(&self, name: Option<&str>) -> Result<String, String> {
+        let _ = name;
+        Ok("No resolvers found\n".into())
+    }
+
+    /// `set server be/s fqdn NAME`: the server resolves NAME from now on.
+    /// `Ok` holds the reply. Default is an error: no resolution.
+    fn set_server_fqdn(&self, target: &ServerRef, fqdn: &str) -> Result<String, String> {
+        let _ = fqdn;
+        Err(format!(
+            "set server {}/{} fqdn failed because no resolution is configured.",
+            target.backend, target.server
+        ))
+    }
+
     /// Every pattern reference (ACL `-f` files, map files), in id order.
     /// Default is none.
     fn pattern_refs(&self) -> Vec<PatRefInfo> {

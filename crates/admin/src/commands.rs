@@ -83,6 +83,13 @@ pub(crate) static COMMANDS: &[Command] = &[
         show_stat
     ),
     cmd!(
+        &["show", "resolvers"],
+        "show resolvers [<id>]",
+        "dumps counters from all resolvers section and associated name servers",
+        User,
+        crate::dns::show_resolvers
+    ),
+    cmd!(
         &["show", "servers", "state"],
         "show servers state [<backend>]",
         "dump volatile server information (all or for a single backend)",
@@ -688,8 +695,9 @@ fn set_server(s: &mut Session, w: &[String]) -> String {
             }
         }
         "addr" => set_addr(s, &f, w),
+        "fqdn" => crate::dns::set_fqdn(s, &f.target, value),
         sub @ ("agent-addr" | "agent-port" | "agent-send" | "check-addr" | "check-port"
-        | "fqdn" | "name" | "ssl") => {
+        | "name" | "ssl") => {
             format!("'set server <srv> {sub}' is not supported by Fairlead.\n")
         }
         _ => "usage: set server <backend>/<server> addr | agent | health | state | weight\n".into(),

@@ -21,6 +21,7 @@
 
 pub mod api;
 mod commands;
+mod dns;
 mod listen;
 mod maps;
 pub mod render;

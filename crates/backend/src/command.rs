@@ -91,7 +91,7 @@ impl Backend {
             ServerCommand::Addr { ip, port } => {
                 let old = **a.addr.load();
                 let new = std::net::SocketAddr::new(ip, port.unwrap_or(old.port()));
-                a.addr.store(Arc::new(new));
+                a.set_addr(new);
                 new != old
             }
             ServerCommand::ForceHealth => {

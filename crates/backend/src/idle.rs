@@ -45,6 +45,19 @@ pub fn take(id: usize, sni: Option<&str>) -> Option<Conn> {
     })
 }
 
+/// Like [`take`], keeping only a connection that `fits` (for a server whose
+/// address changed: one made to its current address, see
+/// [`crate::ServerAdmin::conn_fits`]); the others are closed as they are
+/// met, never reused.
+pub fn take_fitting(id: usize, sni: Option<&str>, fits: impl Fn(&Conn) -> bool) -> Option<Conn> {
+    loop {
+        let c = take(id, sni)?;
+        if fits(&c) {
+            return Some(c);
+        }
+    }
+}
+
 /// Returns a connection to the idle pool of server `id`.
 pub fn put(id: usize, stream: Conn) {
     IDLE.with(|m| {
@@ -86,4 +99,37 @@ pub fn purge() -> usize {
 /// Drops every idle connection of this thread (used at soft stop).
 pub fn clear() {
     IDLE.with(|m| m.borrow_mut().clear());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_to_an_old_address_are_dropped_when_taken() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let old = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let new = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let (a_old, a_new) = (old.local_addr().unwrap(), new.local_addr().unwrap());
+            let c_old = tokio::net::TcpStream::connect(a_old).await.unwrap();
+            let _s_old = old.accept().await.unwrap();
+            let c_new = tokio::net::TcpStream::connect(a_new).await.unwrap();
+            let _s_new = new.accept().await.unwrap();
+            // most recently parked first: the old one is met first
+            put(9101, Conn::plain(c_new));
+            put(9101, Conn::plain(c_old));
+            assert_eq!(count(9101), 2);
+            let got = take_fitting(9101, None, |c| c.peer_addr().ok() == Some(a_new))
+                .expect("the connection to the new address");
+            assert_eq!(got.peer_addr().unwrap(), a_new);
+            assert_eq!(count(9101), 0, "the stale connection was closed");
+            put(9101, got);
+            assert!(take_fitting(9101, None, |c| c.peer_addr().ok() == Some(a_old)).is_none());
+            assert_eq!(count(9101), 0);
+        });
+    }
 }

@@ -65,6 +65,33 @@ pub struct ServerAdmin {
     /// Administratively draining (`set server state drain`): up, but no new
     /// traffic.
     pub drain: AtomicBool,
+    /// In maintenance because of DNS (HAProxy's RMAINT): no address yet
+    /// (`init-addr none`, a free `server-template` slot), or the name's
+    /// resolution failed past its `hold` period. Kept apart from `maint`,
+    /// which belongs to the operator. Default is false.
+    pub dns_maint: AtomicBool,
+    /// The address changed at least once since start-up (DNS or the
+    /// runtime API): reused connections are checked against it. Default
+    /// is false.
+    pub addr_moved: AtomicBool,
+}
+
+impl ServerAdmin {
+    /// Changes the address new connections go to. Connections in use
+    /// finish where they are; pooled ones to the old address are no
+    /// longer reused ([`Self::conn_fits`]).
+    pub fn set_addr(&self, addr: SocketAddr) {
+        self.addr.store(Arc::new(addr));
+        self.addr_moved.store(true, Ordering::Release);
+    }
+
+    /// Whether an established connection may carry a new request: always
+    /// while the address never changed (no system call), else when it
+    /// goes to the current address.
+    pub fn conn_fits(&self, conn: &fairlead_net::Conn) -> bool {
+        !self.addr_moved.load(Ordering::Acquire)
+            || conn.peer_addr().ok() == Some(**self.addr.load())
+    }
 }
 
 /// What the traffic did.
@@ -127,15 +154,19 @@ impl Server {
                 maxconn: AtomicU32::new(s.maxconn),
                 maint: AtomicBool::new(s.disabled),
                 drain: AtomicBool::new(false),
+                dns_maint: AtomicBool::new(false),
+                addr_moved: AtomicBool::new(false),
             },
             health: Arc::new(ServerHealth::new(true)),
             metrics: ServerMetrics::default(),
         }
     }
 
-    /// Up and not in maintenance.
+    /// Up and not in maintenance (the operator's or DNS's).
     pub fn is_up(&self) -> bool {
-        !self.admin.maint.load(Ordering::Relaxed) && self.health.is_up()
+        !self.admin.maint.load(Ordering::Relaxed)
+            && !self.admin.dns_maint.load(Ordering::Relaxed)
+            && self.health.is_up()
     }
 
     /// Effective weight for the balancer: configured weight scaled by the

@@ -370,7 +370,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("source", DLB, N),
     kw!("rate-limit", DFL, N),
     kw!("email-alert", P, N),
-    kw!("server-template", LB, N),
+    kw!("server-template", LB, I),
     kw!("server-state-file-name", DLB, N),
     kw!("load-server-state-from-file", DLB, N),
     kw!("unique-id-format", DFL, I, "HTTP mode; TCP streams have no unique id yet"),

@@ -8,12 +8,16 @@
 //! (`.if` blocks), [`units`] (times and sizes), `keywords` (the catalog of
 //! HAProxy 2.6 keywords and what Fairlead does with each), `sections`
 //! (section driver, `global`, proxies), `bind`, `server` and `tls` (TLS
-//! options of both, and the global TLS defaults).
+//! options of both, and the global TLS defaults), `dns` (`resolvers`
+//! sections and `server-template`, through `fairlead-dns`; its
+//! `parse-resolv-conf` reads `/etc/resolv.conf`, the one exception to the
+//! no-I/O rule).
 #![forbid(unsafe_code)]
 
 mod bind;
 mod cond;
 mod diag;
+mod dns;
 mod keywords;
 pub mod lexer;
 pub mod model;
@@ -23,6 +27,7 @@ mod tls;
 pub mod units;
 
 pub use cond::COMPAT_VERSION;
+pub use dns::MAX_TEMPLATE_SLOTS;
 pub use keywords::{keyword_support, KeywordInfo, Support};
 pub use model::*;
 pub use units::{parse_size, parse_time};

@@ -45,6 +45,10 @@ pub struct Config {
     /// sections), one per declaration, shared by every worker. Default is
     /// none.
     pub tables: Vec<fairlead_stick::Table>,
+    /// The `resolvers` sections, in configuration order (plus HAProxy's
+    /// implicit `default` section when a server names it and none is
+    /// configured). Default is none.
+    pub resolvers: Vec<fairlead_dns::ResolversSection>,
 }
 
 impl Config {
@@ -843,6 +847,27 @@ pub struct Server {
     /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
     /// written right after connecting, before TLS. Default is none (0).
     pub send_proxy: u8,
+    /// `resolvers`, `resolve-prefer`, `resolve-net`, `resolve-opts` and
+    /// `init-addr`. Default is none set (resolved once at start-up).
+    pub dns: fairlead_dns::ServerDnsOptions,
+    /// The `server-template` line this server is a slot of. Default is
+    /// none (a `server` line).
+    pub template: Option<ServerTemplate>,
+}
+
+/// The `server-template PREFIX N[-M] FQDN[:PORT]` a server is a slot of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerTemplate {
+    /// The prefix of the slot names (`PREFIX1`, `PREFIX2`, ...).
+    pub prefix: String,
+    /// The first and last slot numbers.
+    pub range: (u32, u32),
+    /// The name resolved: an SRV label when it starts with `_`.
+    pub fqdn: String,
+    /// The port of A/AAAA slots; SRV slots take the records' ports.
+    pub port: Option<u16>,
+    /// This slot's number.
+    pub slot: u32,
 }
 
 impl Server {
@@ -887,6 +912,8 @@ impl Server {
             check_ssl: None,
             check_sni: None,
             send_proxy: 0,
+            dns: fairlead_dns::ServerDnsOptions::default(),
+            template: None,
         }
     }
 }

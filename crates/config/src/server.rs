@@ -59,6 +59,8 @@ enum Opt {
     Impl,
     /// An implemented TLS option (see [`crate::tls::ServerDraft`]).
     Tls,
+    /// A DNS option (see [`fairlead_dns::ServerDnsOptions`]).
+    Dns,
     /// Accepted with this warning.
     Warn(&'static str),
     /// Rejected as not implemented yet (with a remark, or none).
@@ -140,7 +142,7 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("ssl-reuse", 0, Opt::Tls),
     ("no-ssl-reuse", 0, Opt::Tls),
     ("allow-0rtt", 0, NY),
-    ("init-addr", 1, NY),
+    ("init-addr", 1, Opt::Dns),
     ("log-proto", 1, NY),
     ("max-reuse", 1, NY),
     ("namespace", 1, NY),
@@ -158,10 +160,10 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("pool-purge-delay", 1, NY),
     ("proto", 1, NY),
     ("redir", 1, NY),
-    ("resolve-net", 1, NY),
-    ("resolve-opts", 1, NY),
-    ("resolve-prefer", 1, NY),
-    ("resolvers", 1, NY),
+    ("resolve-net", 1, Opt::Dns),
+    ("resolve-opts", 1, Opt::Dns),
+    ("resolve-prefer", 1, Opt::Dns),
+    ("resolvers", 1, Opt::Dns),
     ("send-proxy", 0, Opt::Impl),
     ("send-proxy-v2", 0, Opt::Impl),
     ("send-proxy-v2-ssl", 0, NY),
@@ -182,7 +184,7 @@ pub(crate) fn server_option_support() -> Vec<(&'static str, Support, &'static st
     SERVER_OPTIONS
         .iter()
         .map(|(name, _, opt)| match (opt, *name) {
-            (Opt::Impl | Opt::Tls, _) => (*name, Support::Implemented, ""),
+            (Opt::Impl | Opt::Tls | Opt::Dns, _) => (*name, Support::Implemented, ""),
             (Opt::Warn(note), _) => (*name, Support::Warning, *note),
             (Opt::NotYet(note), _) => (*name, Support::NotYet, *note),
         })
@@ -416,6 +418,7 @@ fn apply_options(
                 }
                 tmpl.tls.apply(name, arg)
             }
+            Opt::Dns => tmpl.srv.dns.parse_keyword(name, Some(arg)).map(|_| ()),
             Opt::Warn(note) => {
                 diags.warn(loc, format!("{label}: '{name}' {note}"));
                 Ok(())

@@ -273,7 +273,9 @@ fn stats_errors_name_the_line() {
         ("    stats nope\n", "t.cfg:4: unknown stats parameter 'nope', expects 'admin', 'uri'"),
         ("    stats\n", "t.cfg:4: missing keyword in 'stats', expects 'admin'"),
         ("    stats show-desc hello\n", "t.cfg:4: 'stats show-desc' is not implemented yet in Fairlead"),
-        ("    stats http-request deny\n", "t.cfg:4: 'stats http-request' is not implemented yet in Fairlead"),
+        ("    stats http-request frobnicate\n", "t.cfg:4: 'stats http-request': 'stats http-request' expects 'allow', 'deny' or 'auth'"),
+        ("    stats http-request deny if NOPE\n", "t.cfg:4: 'stats': no such ACL : 'NOPE'"),
+        ("    stats http-request auth realm\n", "t.cfg:4: 'stats http-request' expects 'allow', 'deny' or 'auth [realm <realm>]', then an optional condition"),
         ("    no stats enable\n", "t.cfg:4: 'no' is not supported for 'stats enable'"),
     ];
     for (line, want) in cases {

@@ -14,6 +14,7 @@ const SEEDS: &[&str] = &[
     "listen l\n bind 127.0.0.1:8000-8002\n balance roundrobin\n server a [::1]:80\n",
     ".if defined(HOME) && streq(\"$HOME\",x) || !feature(X)\n.elif version_atleast(2.4)\n.else\n.endif\n",
     "defaults d\ndefaults e from d\nfrontend x from e\n bind \"${PORT-80}\"\n",
+    "resolvers r\n nameserver a 127.0.0.1:53\n hold nx 3s\n timeout retry 1s\nbackend b\n server s app.test:80 resolvers r resolve-prefer ipv4 resolve-net 10.0.0.0/8 init-addr last,none\n server-template w 2-4 _http._tcp.app.test resolvers r\n",
 ];
 
 /// Tokens spliced in by the mutator: the lexer's special characters and
@@ -52,6 +53,9 @@ const TOKENS: &[&str] = &[
     ".alert ",
     "bind ",
     "server ",
+    "server-template ",
+    "resolvers ",
+    "init-addr ",
     "frontend ",
     "backend ",
     "listen ",

@@ -148,6 +148,10 @@ pub struct CheckTarget {
     pub on_change: Arc<dyn Fn() + Send + Sync>,
     /// TLS for the checks (not the agent). Default is none: clear text.
     pub tls: Option<CheckTls>,
+    /// Where active checks connect, asked before each check, for a server
+    /// whose address changes at run time (DNS, the runtime API). Default
+    /// is none: `addr`.
+    pub addr_source: Option<Arc<dyn Fn() -> SocketAddr + Send + Sync>>,
 }
 
 impl CheckTarget {
@@ -180,6 +184,7 @@ impl CheckTarget {
             health,
             on_change: Arc::new(|| {}),
             tls: None,
+            addr_source: None,
         }
     }
 
@@ -229,6 +234,7 @@ impl CheckTarget {
             health,
             on_change: Arc::new(|| {}),
             tls: None,
+            addr_source: None,
         })
     }
 }

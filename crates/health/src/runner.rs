@@ -177,9 +177,8 @@ impl Task {
                     _ = self.wake.notified() => {}
                 }
             }
-            let mut o = probe
-                .run(self.t.addr, &self.limits, self.t.tls.as_ref())
-                .await;
+            let addr = self.t.addr_source.as_ref().map_or(self.t.addr, |f| f());
+            let mut o = probe.run(addr, &self.limits, self.t.tls.as_ref()).await;
             // `disable-on-404`: a 404 from an UP server is a conditional
             // pass (NOLB); a DOWN server stays down on 404s.
             if probe.disable_404() && o.code == Some(404) && self.core.borrow().published_up {

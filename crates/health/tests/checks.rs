@@ -176,6 +176,32 @@ fn tcp_check_goes_down_and_up() {
 }
 
 #[test]
+fn checks_follow_an_address_that_changes() {
+    let first = Fake::start("127.0.0.5:0", |_c| {});
+    let second = Fake::start("127.0.0.5:0", |_c| {});
+    let current = Arc::new(Mutex::new(first.addr));
+    let mut t = target(first.addr, HealthCheck::Tcp, true);
+    let cur = current.clone();
+    t.addr_source = Some(Arc::new(move || *cur.lock().unwrap()));
+    let h = t.health.clone();
+    let (_checker, _events) = run(vec![t], 0);
+    assert!(wait_for(2000 * MS, || h
+        .status_text()
+        .starts_with("L4OK in ")));
+    // the server moved: checks go to the new address, and the old one
+    // may disappear without the server going down
+    *current.lock().unwrap() = second.addr;
+    first.close();
+    let stable = Instant::now() + 400 * MS;
+    while Instant::now() < stable {
+        assert!(h.is_up(), "{}", h.status_text());
+        thread::sleep(5 * MS);
+    }
+    second.close();
+    assert!(wait_for(3000 * MS, || !h.is_up()));
+}
+
+#[test]
 fn timeout_check_marks_down_with_l7tout() {
     // Accepts and never answers.
     let server = Fake::start("127.0.0.1:0", |c| {

@@ -319,6 +319,7 @@ impl Session {
             if a.idx as usize == idx
                 && a.srv_id as usize == be.servers[idx].conf.id
                 && a.stream.idle_alive()
+                && be.servers[idx].admin.conn_fits(&a.stream)
             {
                 return Ok((a, slot, true));
             }
@@ -482,7 +483,7 @@ fn pooled(
         Some(fairlead_tls::ServerName::DnsName(d)) => Some(d.as_ref()),
         _ => None,
     };
-    idle::take(server.conf.id, sni)
+    idle::take_fitting(server.conf.id, sni, |c| server.admin.conn_fits(c))
 }
 
 /// The request body's copy failed: the client's fault, or its framing's.

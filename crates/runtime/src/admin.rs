@@ -201,6 +201,9 @@ impl AdminApi for Admin {
                         if s.admin.drain.load(Ordering::Relaxed) {
                             admin |= admin_flags::FDRAIN;
                         }
+                        if s.admin.dns_maint.load(Ordering::Relaxed) {
+                            admin |= admin_flags::RMAINT;
+                        }
                         ServerInfo {
                             id: s.conf.puid,
                             name: s.conf.name.clone(),
@@ -225,7 +228,7 @@ impl AdminApi for Admin {
                                 0
                             },
                             agent_state: 0,
-                            fqdn: None,
+                            fqdn: crate::dns::fqdn_of(bi, s.conf.idx),
                             use_ssl: false,
                             check_port: 0,
                             check_addr: None,
@@ -260,6 +263,19 @@ impl AdminApi for Admin {
         be.apply(s.conf.id, cmd)
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    fn show_resolvers(&self, name: Option<&str>) -> Result<String, String> {
+        crate::dns::show(name)
+    }
+
+    fn set_server_fqdn(&self, target: &ServerRef, fqdn: &str) -> Result<String, String> {
+        crate::dns::set_fqdn(
+            &self.hub.shared,
+            target.backend_idx,
+            target.server_idx,
+            fqdn,
+        )
     }
 
     fn sessions(&self) -> Vec<SessionInfo> {

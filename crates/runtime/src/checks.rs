@@ -58,6 +58,20 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
             if scfg.check_uses_tls() {
                 t.tls = Some(check_tls(scfg, srv)?);
             }
+            // Checks follow the server's address (DNS, `set server addr`),
+            // with `addr`/`port` still applied.
+            let (srv_weak, check_ip, check_port) =
+                (Arc::downgrade(srv), scfg.check_addr, scfg.check_port);
+            let fixed = t.addr;
+            t.addr_source = Some(Arc::new(move || {
+                srv_weak.upgrade().map_or(fixed, |s| {
+                    let a = **s.admin.addr.load();
+                    std::net::SocketAddr::new(
+                        check_ip.unwrap_or(a.ip()),
+                        check_port.unwrap_or(a.port()),
+                    )
+                })
+            }));
             let weak = Arc::downgrade(be);
             t.on_change = Arc::new(move || {
                 if let Some(b) = weak.upgrade() {

@@ -17,6 +17,7 @@
 
 pub mod admin;
 mod checks;
+mod dns;
 pub mod inherit;
 pub mod master;
 pub mod os;
@@ -569,8 +570,10 @@ pub fn setup_limits(cfg: &Config) -> u32 {
 
 /// Runs the proxy until it is stopped. Returns when a soft stop completed;
 /// SIGTERM exits the process directly.
-pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
+pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     let maxconn = setup_limits(&cfg);
+    // `init-addr` and server-template slots: the start-up addresses.
+    let dns_plan = dns::prepare(&mut cfg, opts.quiet)?;
     let mut shared = build(&cfg, opts.quiet, maxconn)?;
     // A worker of a reload starts with the map and ACL edits of the
     // previous one, before it serves anything.
@@ -630,6 +633,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> Result<()> {
         os::drop_privileges(uid, gid)?;
     }
     let _checker = checks::start(&cfg, &shared)?;
+    dns::start(&cfg, &shared, dns_plan)?;
     let hub = Arc::new(stats::Hub {
         shared: shared.clone(),
         facts: stats::ProcessFacts {

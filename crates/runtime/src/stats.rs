@@ -80,7 +80,9 @@ fn check_info(text: &str) -> CheckInfo {
 }
 
 fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
-    let state = if s.admin.maint.load(Ordering::Relaxed) {
+    // the operator's maintenance or DNS's
+    let maint = s.admin.maint.load(Ordering::Relaxed) || s.admin.dns_maint.load(Ordering::Relaxed);
+    let state = if maint {
         ServerState::Maint
     } else if s.health.is_nolb() && !s.admin.drain.load(Ordering::Relaxed) {
         ServerState::NoLb

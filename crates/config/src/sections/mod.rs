@@ -344,8 +344,9 @@ impl<'a> Parser<'a> {
                 self.cur = Cur::Global;
             }
             "defaults" | "frontend" | "backend" | "listen" => self.start_proxy(&words, loc),
-            "userlist" | "http-errors" => {
-                // Compiled with the rules once the whole file is read.
+            "userlist" | "http-errors" | "resolvers" => {
+                // Compiled with the rules (`resolvers`: by
+                // `crate::dns::build_resolvers`) once the whole file is read.
                 self.others.push(OtherSection {
                     kind: kw.to_string(),
                     name: words.get(1).cloned().unwrap_or_default(),
@@ -554,6 +555,8 @@ impl<'a> Parser<'a> {
                 });
             }
         }
+        config.resolvers = crate::dns::build_resolvers(&config.other_sections, &mut self.diags);
+        crate::dns::check_servers(&config.backends, &mut config.resolvers, &mut self.diags);
         // Cross checks.
         for d in &self.proxies {
             let sec = d.kind.word();

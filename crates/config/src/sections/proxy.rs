@@ -218,6 +218,20 @@ fn implemented(
                 d.server_tls.push(tls);
             }
         }
+        "server-template" => {
+            if let Some(slots) = crate::dns::parse_template(words, &d.server_defaults, loc, diags) {
+                for (s, tls) in slots {
+                    if let Some(prev) = d.servers.iter().find(|x| x.name == s.name) {
+                        return Err(format!(
+                            "server name '{}' is already used by the server declared at {}",
+                            s.name, prev.location
+                        ));
+                    }
+                    d.servers.push(s);
+                    d.server_tls.push(tls);
+                }
+            }
+        }
         "default-server" => crate::server::parse_default_server(words, &mut d.server_defaults, loc, diags),
         "default_backend" => {
             let b = &args(words, 1, 1)?[0];
