@@ -727,6 +727,11 @@ pub struct Bind {
     pub addrs: Vec<SocketAddr>,
     /// `v6only` / `v4v6`. Default is the system's setting.
     pub v6only: Option<bool>,
+    /// `proto h2`: connections speak HTTP/2 only (prior knowledge, h2c,
+    /// or over TLS whatever ALPN chose). Default is false: HTTP/1.1, or
+    /// HTTP/2 when ALPN selects `h2` or the client sends the HTTP/2
+    /// preface.
+    pub proto_h2: bool,
     /// `ssl` and its options: this listener terminates TLS. Default is none.
     pub tls: Option<BindTls>,
     pub location: Location,

@@ -445,7 +445,7 @@ struct Target<'a> {
 
 /// An idle connection to server `idx` from this thread's pool, when the
 /// `http-reuse` mode allows one for this request.
-fn pooled(
+pub(crate) fn pooled(
     be: &Backend,
     idx: usize,
     eff: Effective,
@@ -491,7 +491,7 @@ fn request_body_error(e: BodyError) -> Option<ProxyError> {
 
 /// Counts a request's final failure once: response errors (`eresp`) on the
 /// backend and server, client aborts (`cli_abrt`) on all three.
-fn count_failure(
+pub(crate) fn count_failure(
     fe: &fairlead_backend::counters::Counters,
     be: &Backend,
     server: &Server,
@@ -531,6 +531,6 @@ pub(crate) fn host_without_port(h: &[u8]) -> &[u8] {
 
 /// Responses that count as errors for `observe layer7`: 5xx except 501
 /// and 505, as HAProxy.
-fn is_server_error(status: u16) -> bool {
+pub(crate) fn is_server_error(status: u16) -> bool {
     (500..600).contains(&status) && status != 501 && status != 505
 }

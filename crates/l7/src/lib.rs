@@ -25,6 +25,7 @@
 
 mod body;
 mod forward;
+pub mod h2;
 mod key;
 mod local;
 pub mod logging;

@@ -57,6 +57,9 @@ pub(crate) struct Session {
 /// While the connection waits for a request, its task holds only the small
 /// [`Session`] and the wait state; the request phase runs in a pooled slot.
 pub async fn serve_http(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>) {
+    if crate::h2::selected(&client, &ctx) {
+        return Box::pin(crate::h2::serve_h2(client, peer, ctx, IoBuf::new())).await;
+    }
     let _ = client.set_nodelay(true);
     let eff = Effective {
         conn_mode: ctx
@@ -81,6 +84,12 @@ pub async fn serve_http(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>) {
     loop {
         if !s.wait().await {
             break;
+        }
+        if s.first && crate::h2::sniff(&mut s.cbuf, &s.client, s.accepted_at, &s.ctx).await {
+            let Session {
+                client, cbuf, ctx, ..
+            } = s;
+            return Box::pin(crate::h2::serve_h2(client, peer, ctx, cbuf)).await;
         }
         let (back, next) = fairlead_net::reuse::run_pooled(|| request_phase(s)).await;
         s = back;

@@ -667,11 +667,6 @@ fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags
     for (b, t) in d.binds.iter_mut().zip(&d.bind_tls) {
         let mut out = Vec::new();
         b.tls = t.resolve(g, &defaults.bind, &mut out);
-        if let Some(tls) = &b.tls {
-            if http && tls.protocol.alpn.iter().any(|p| p == "h2") {
-                out.push((true, crate::tls::NO_H2.to_string()));
-            }
-        }
         let label = format!("'bind {}'", t.list);
         crate::tls::report(out, &label, &b.location, diags);
     }

@@ -1,0 +1,400 @@
+//! HTTP/2 end to end against the real binary: h2c with prior knowledge
+//! (`bind ... proto h2`), preface detection on a clear bind, ALPN `h2`
+//! over TLS, streams forwarded to HTTP/1 origins with bodies, trailers,
+//! rules and logs. The client is the `h2` crate (and curl where it has
+//! HTTP/2).
+
+mod common;
+use common::*;
+
+use bytes::Bytes;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+
+type Client = h2::client::SendRequest<Bytes>;
+
+/// Runs `f` on a current-thread runtime with the test deadline.
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(DEADLINE, f)
+            .await
+            .expect("HTTP/2 test deadline")
+    })
+}
+
+/// An h2c connection with prior knowledge.
+async fn h2c(addr: SocketAddr) -> Client {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
+
+/// A finished exchange.
+struct Answer {
+    status: u16,
+    headers: http::HeaderMap,
+    body: Vec<u8>,
+    trailers: Option<http::HeaderMap>,
+}
+
+/// Sends one request (with `body` unless empty) and reads everything.
+async fn exchange(client: &Client, method: &str, path: &str, body: &[u8]) -> Answer {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(format!("http://test{path}"))
+        .body(())
+        .unwrap();
+    let mut client = client.clone().ready().await.expect("ready");
+    let (resp, mut send) = client
+        .send_request(req, body.is_empty())
+        .expect("send_request");
+    if !body.is_empty() {
+        send_body(&mut send, body).await;
+    }
+    read_answer(resp).await
+}
+
+/// Sends `body` within the flow-control windows, then END_STREAM.
+async fn send_body(send: &mut h2::SendStream<Bytes>, body: &[u8]) {
+    let mut rest = Bytes::copy_from_slice(body);
+    while !rest.is_empty() {
+        send.reserve_capacity(rest.len().min(64 * 1024));
+        let cap = std::future::poll_fn(|cx| send.poll_capacity(cx))
+            .await
+            .expect("capacity")
+            .expect("capacity ok");
+        let chunk = rest.split_to(cap.min(rest.len()));
+        send.send_data(chunk, false).expect("send_data");
+    }
+    send.send_data(Bytes::new(), true).expect("end");
+}
+
+async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
+    let resp = resp.await.expect("response");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let mut recv = resp.into_body();
+    let mut body = Vec::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk.expect("data");
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        body.extend_from_slice(&chunk);
+    }
+    let trailers = recv.trailers().await.expect("trailers");
+    Answer {
+        status,
+        headers,
+        body,
+        trailers,
+    }
+}
+
+fn h2_cfg(bind: &str, servers: &str, fe_extra: &str) -> String {
+    format!(
+        "global\n    nbthread 1\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n{fe_extra}    default_backend bk\n\
+backend bk\n{servers}\n"
+    )
+}
+
+/// Reads an HTTP/1 request body as the origin: content-length or chunked
+/// (trailers returned as text). Returns (framing, body, trailers).
+fn read_body(r: &mut BufReader<TcpStream>, head: &str) -> (String, Vec<u8>, String) {
+    let lower = head.to_ascii_lowercase();
+    if let Some(l) = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+    {
+        let n: usize = l.trim().parse().unwrap();
+        let mut body = vec![0; n];
+        r.read_exact(&mut body).unwrap();
+        return ("length".into(), body, String::new());
+    }
+    if !lower.contains("transfer-encoding: chunked") {
+        return ("none".into(), Vec::new(), String::new());
+    }
+    let mut body = Vec::new();
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        let size = usize::from_str_radix(line.trim(), 16).unwrap();
+        if size == 0 {
+            let mut trailers = String::new();
+            loop {
+                let mut t = String::new();
+                r.read_line(&mut t).unwrap();
+                if t == "\r\n" {
+                    return ("chunked".into(), body, trailers);
+                }
+                trailers.push_str(&t);
+            }
+        }
+        let at = body.len();
+        body.resize(at + size, 0);
+        r.read_exact(&mut body[at..]).unwrap();
+        let mut crlf = [0; 2];
+        r.read_exact(&mut crlf).unwrap();
+    }
+}
+
+/// An origin that echoes each request's body, with the framing it came
+/// with in `x-framing`, its request line in `x-line` and its trailers
+/// in `x-trailers`. `/chunked` answers chunked with gRPC-like trailers.
+fn echo_origin(ip: std::net::IpAddr) -> SocketAddr {
+    let (addr, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut w = s;
+        while let Some(head) = read_head(&mut r) {
+            let line = head.lines().next().unwrap_or("").to_string();
+            let (framing, body, trailers) = read_body(&mut r, &head);
+            let trailers = trailers.trim_end().replace("\r\n", "|");
+            let resp = if line.contains("/chunked") {
+                let mut out = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\ntransfer-encoding: chunked\r\nx-line: {line}\r\n\r\n"
+                );
+                for part in [&b"hello "[..], b"world"] {
+                    out.push_str(&format!("{:x}\r\n", part.len()));
+                    out.push_str(std::str::from_utf8(part).unwrap());
+                    out.push_str("\r\n");
+                }
+                out.push_str("0\r\ngrpc-status: 0\r\ngrpc-message: fine\r\n\r\n");
+                out.into_bytes()
+            } else {
+                let mut out = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nx-framing: {framing}\r\nx-line: {line}\r\nx-trailers: {trailers}\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                out.extend_from_slice(&body);
+                out
+            };
+            if w.write_all(&resp).is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+/// `bind ... proto h2`: h2c with prior knowledge, GET to fairlead-term,
+/// and 1 MiB up (content-length and chunked framing) and down,
+/// byte-exact, on one connection.
+#[test]
+fn h2c_prior_knowledge_to_http1_origins() {
+    let ip = test_ip();
+    let (_t, term_addr) = term(ip, "t1");
+    let echo = echo_origin(ip);
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {term_addr}\nbackend echo\n    server e1 {echo}\n"),
+        "    use_backend echo if { path_beg /echo }\n",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let direct = get(term_addr, "/?s=1m").body;
+    assert_eq!(direct.len(), 1 << 20);
+    run(async {
+        let c = h2c(bind).await;
+        let a = exchange(&c, "GET", "/", &[]).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body, b"t1\n");
+        assert_eq!(a.headers.get("x-served-by").unwrap(), "t1");
+        // 1 MiB down, byte-exact.
+        let a = exchange(&c, "GET", "/?s=1m", &[]).await;
+        assert_eq!(a.status, 200);
+        assert!(a.body == direct, "1 MiB body differs");
+        // Chunked down too.
+        let a = exchange(&c, "GET", "/?s=300k&k=1", &[]).await;
+        assert_eq!(a.body.len(), 300 * 1024);
+        // 1 MiB up without content-length: chunked to the origin.
+        let up = pattern(1 << 20, 7);
+        let a = exchange(&c, "POST", "/echo/up", &up).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.headers.get("x-framing").unwrap(), "chunked");
+        assert_eq!(a.headers.get("x-line").unwrap(), "POST /echo/up HTTP/1.1");
+        assert!(a.body == up, "1 MiB upload differs");
+        // With the client's content-length: forwarded as is.
+        let req = http::Request::builder()
+            .method("PUT")
+            .uri("http://test/echo/len")
+            .header("content-length", "100000")
+            .body(())
+            .unwrap();
+        let mut cl = c.clone().ready().await.unwrap();
+        let (resp, mut send) = cl.send_request(req, false).unwrap();
+        let up = pattern(100_000, 3);
+        send_body(&mut send, &up).await;
+        let a = read_answer(resp).await;
+        assert_eq!(a.headers.get("x-framing").unwrap(), "length");
+        assert!(a.body == up);
+    });
+}
+
+/// Request trailers go to the server after a chunked body; response
+/// trailers from a chunked response become HTTP/2 trailers.
+#[test]
+fn trailers_both_ways_grpc_status_survives() {
+    let ip = test_ip();
+    let echo = echo_origin(ip);
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server e1 {echo}"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let c = h2c(bind).await;
+        let a = exchange(&c, "GET", "/chunked", &[]).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body, b"hello world");
+        let t = a.trailers.expect("response trailers");
+        assert_eq!(t.get("grpc-status").unwrap(), "0");
+        assert_eq!(t.get("grpc-message").unwrap(), "fine");
+        assert!(a.headers.get("transfer-encoding").is_none());
+        // Request trailers.
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("http://test/up")
+            .body(())
+            .unwrap();
+        let mut cl = c.clone().ready().await.unwrap();
+        let (resp, mut send) = cl.send_request(req, false).unwrap();
+        send.send_data(Bytes::from_static(b"abc"), false).unwrap();
+        let mut t = http::HeaderMap::new();
+        t.insert("x-checksum", "42".parse().unwrap());
+        send.send_trailers(t).unwrap();
+        let a = read_answer(resp).await;
+        assert_eq!(a.body, b"abc");
+        assert_eq!(a.headers.get("x-framing").unwrap(), "chunked");
+        assert_eq!(a.headers.get("x-trailers").unwrap(), "x-checksum: 42");
+    });
+}
+
+/// A clear bind without `proto`: HTTP/2 by its preface, HTTP/1 as ever.
+#[test]
+fn preface_detection_on_clear_bind() {
+    let ip = test_ip();
+    let (_t, term_addr) = term(ip, "pd");
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(&bind.to_string(), &format!("    server s1 {term_addr}"), "");
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let c = h2c(bind).await;
+        let a = exchange(&c, "GET", "/?s=10", &[]).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body.len(), 10);
+    });
+    let r = get(bind, "/");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body_str(), "pd\n");
+    // curl with prior knowledge, where curl has HTTP/2.
+    let out = std::process::Command::new("curl")
+        .args(["-s", "--http2-prior-knowledge", "-w", "##%{http_version}"])
+        .arg(format!("http://{bind}/?s=5"))
+        .output()
+        .expect("curl");
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.ends_with("##2"), "{out}");
+}
+
+/// 100 concurrent streams on one connection, each answered right.
+#[test]
+fn hundred_concurrent_streams_one_connection() {
+    let ip = test_ip();
+    let (_t, term_addr) = term(ip, "cc");
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {term_addr}"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let c = h2c(bind).await;
+        let mut pending = Vec::new();
+        for i in 0..100usize {
+            let req = http::Request::builder()
+                .uri(format!("http://test/?s={}&t=20", 1000 + i))
+                .body(())
+                .unwrap();
+            let mut cl = c.clone().ready().await.unwrap();
+            let (resp, _) = cl.send_request(req, true).unwrap();
+            pending.push((i, resp));
+        }
+        for (i, resp) in pending {
+            let a = read_answer(resp).await;
+            assert_eq!(a.status, 200);
+            assert_eq!(a.body.len(), 1000 + i);
+        }
+    });
+}
+
+fn syslog(ip: std::net::IpAddr) -> (UdpSocket, SocketAddr) {
+    let s = UdpSocket::bind((ip, 0)).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let a = s.local_addr().unwrap();
+    (s, a)
+}
+
+/// Logs show `HTTP/2.0`; `HTTP_2.0` and `req.ver` work in rules, and
+/// `http-request return` answers on the stream.
+#[test]
+fn logs_acl_and_rules_see_http2() {
+    let ip = test_ip();
+    let (_t, term_addr) = term(ip, "lg");
+    let (sink, sink_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {term_addr}"),
+        &format!(
+            "    log {sink_addr} local0\n    option httplog\n\
+    http-request return status 203 content-type text/plain string denied-h1 if !HTTP_2.0\n\
+    http-request return status 202 content-type text/plain string local if {{ path /local }}\n\
+    http-response set-header x-ver %[req.ver]\n"
+        ),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let c = h2c(bind).await;
+        let a = exchange(&c, "GET", "/x?s=3", &[]).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.headers.get("x-ver").unwrap(), "2.0");
+        let a = exchange(&c, "GET", "/local", &[]).await;
+        assert_eq!(a.status, 202);
+        assert_eq!(a.body, b"local");
+    });
+    let mut lines = Vec::new();
+    let mut buf = [0u8; 8192];
+    while lines.len() < 2 {
+        let n = sink.recv(&mut buf).expect("a log line");
+        lines.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    assert!(
+        lines.iter().any(|l| l.contains("fe bk/s1 ")
+            && l.contains(" 200 ")
+            && l.contains("\"GET /x?s=3 HTTP/2.0\"")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" 202 ") && l.contains("\"GET /local HTTP/2.0\"")),
+        "{lines:?}"
+    );
+}
