@@ -398,3 +398,188 @@ fn logs_acl_and_rules_see_http2() {
         "{lines:?}"
     );
 }
+
+/// The frame types in `bytes` (a server's output), in order.
+fn frame_types(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while rest.len() >= 9 {
+        let len = (usize::from(rest[0]) << 16) | (usize::from(rest[1]) << 8) | usize::from(rest[2]);
+        if rest.len() < 9 + len {
+            break;
+        }
+        out.push((rest[3], rest[9..9 + len].to_vec()));
+        rest = &rest[9 + len..];
+    }
+    out
+}
+
+/// `bind ... ssl crt ... alpn h2,http/1.1`: curl gets HTTP/2 by ALPN,
+/// and HTTP/1.1 when it asks for it.
+#[test]
+fn alpn_h2_over_tls_with_curl() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "tl");
+    let bind = free_addr(ip);
+    let pki = tls::Pki::new("h2alpn");
+    let ca = pki.ca("ca");
+    let pem = pki.server(&ca, "www", "h2.example");
+    let cfg = h2_cfg(
+        &format!("{bind} ssl crt {} alpn h2,http/1.1", pem.display()),
+        &format!("    server s1 {o}"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let res = tls::resolve("h2.example", bind);
+    let url = tls::https_url("h2.example", bind, "/?s=70000");
+    let cacert = ca.cert.display().to_string();
+    for (flag, want) in [("--http2", "2"), ("--http1.1", "1.1")] {
+        let r = tls::curl(&[
+            flag,
+            "--cacert",
+            &cacert,
+            "--resolve",
+            &res,
+            &url,
+            "-w",
+            "##%{http_code} %{http_version}",
+        ]);
+        assert!(r.ok(), "{r:?}");
+        let (body, w) = r.stdout.rsplit_once("##").unwrap();
+        assert_eq!(w, format!("200 {want}"), "{r:?}");
+        assert_eq!(body.len(), 70000);
+    }
+}
+
+/// With no stream open, `timeout http-request` (before any request) and
+/// `timeout http-keep-alive` (after one) close the connection with
+/// GOAWAY NO_ERROR.
+#[test]
+fn idle_timeouts_close_with_goaway() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "to");
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {o}"),
+        "    timeout http-request 300ms\n    timeout http-keep-alive 300ms\n",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    // Before any request: the preface and SETTINGS, then nothing.
+    let mut s = connect(bind);
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .unwrap();
+    let start = std::time::Instant::now();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(start.elapsed() >= std::time::Duration::from_millis(250));
+    let frames = frame_types(&got);
+    let goaway = frames.iter().find(|(t, _)| *t == 7).expect("GOAWAY");
+    assert_eq!(&goaway.1[4..8], &[0, 0, 0, 0], "NO_ERROR");
+    // After a request: the connection ends gracefully on its own.
+    run(async {
+        let tcp = tokio::net::TcpStream::connect(bind).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let _ = tx.send(conn.await.map_err(|e| e.to_string()));
+        });
+        let a = exchange(&client, "GET", "/", &[]).await;
+        assert_eq!(a.status, 200);
+        let r = rx.await.unwrap();
+        assert!(r.is_ok(), "{r:?}");
+    });
+}
+
+/// A soft stop (reload) finishes the streams in flight, sends GOAWAY,
+/// and the process exits once they are done.
+#[test]
+fn soft_stop_drains_streams_with_goaway() {
+    let ip = test_ip();
+    let (t, o) = term(ip, "ss");
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {o}"),
+        "",
+    );
+    let mut p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let c = h2c(bind).await;
+        let req = http::Request::builder()
+            .uri("http://test/?t=1000&s=7")
+            .body(())
+            .unwrap();
+        let mut cl = c.clone().ready().await.unwrap();
+        let (slow, _) = cl.send_request(req, true).unwrap();
+        let slow = tokio::spawn(read_answer(slow));
+        let end = std::time::Instant::now() + DEADLINE;
+        while t.requests() < 1 {
+            assert!(std::time::Instant::now() < end, "request at the origin");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        p.signal("USR1");
+        let a = slow.await.unwrap();
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body.len(), 7);
+        // No new stream is served after the GOAWAY.
+        let refused = match c.clone().ready().await {
+            Err(_) => true,
+            Ok(mut cl) => {
+                let req = http::Request::builder()
+                    .uri("http://test/")
+                    .body(())
+                    .unwrap();
+                match cl.send_request(req, true) {
+                    Err(_) => true,
+                    Ok((r, _)) => r.await.is_err(),
+                }
+            }
+        };
+        assert!(refused);
+    });
+    assert!(p.wait_exit().success());
+}
+
+/// Idle HTTP/2 connections hold no I/O buffer (`show pools`).
+#[test]
+fn idle_h2_connections_hold_no_buffers() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "id");
+    let bind = free_addr(ip);
+    let sock = std::env::temp_dir().join(format!("fl-h2-idle-{}.sock", std::process::id()));
+    let cfg = format!(
+        "global\n    nbthread 1\n    stats socket {} level admin\n{}",
+        sock.display(),
+        h2_cfg(
+            &format!("{bind} proto h2"),
+            &format!("    server s1 {o}"),
+            ""
+        )
+        .trim_start_matches("global\n    nbthread 1\n")
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    wait_until("admin socket", || sock.exists());
+    run(async {
+        let mut clients = Vec::new();
+        for _ in 0..20 {
+            let c = h2c(bind).await;
+            let a = exchange(&c, "GET", "/?s=20000", &[]).await;
+            assert_eq!(a.body.len(), 20000);
+            clients.push(c);
+        }
+        let end = std::time::Instant::now() + DEADLINE;
+        loop {
+            let pools = tls::ask(&sock, "show pools");
+            if tls::pool_used(&pools, "buffer").is_some_and(|u| u <= 2) {
+                break;
+            }
+            assert!(std::time::Instant::now() < end, "{pools}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        // The connections are still usable.
+        let a = exchange(&clients[0], "GET", "/", &[]).await;
+        assert_eq!(a.status, 200);
+    });
+    let _ = std::fs::remove_file(&sock);
+}

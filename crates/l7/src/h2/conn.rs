@@ -59,6 +59,25 @@ impl Shared {
     pub fn stream(&mut self, id: u32) -> Option<&mut StreamIo> {
         self.streams.iter_mut().find(|s| s.id == id)
     }
+
+    /// Makes sure the output is a pooled vector before the codec writes.
+    pub fn out_ready(&mut self) {
+        if self.out.capacity() == 0 {
+            self.out = pool::take_out();
+        }
+    }
+
+    /// After the codec ran: an empty output goes back to the pool (an
+    /// idle connection holds none). True when there is something to write.
+    pub fn out_settle(&mut self) -> bool {
+        if !self.out.is_empty() {
+            return true;
+        }
+        if self.out.capacity() > 0 {
+            pool::give_out(std::mem::take(&mut self.out));
+        }
+        false
+    }
 }
 
 /// One HTTP/2 client connection.
@@ -88,11 +107,9 @@ impl ConnCx {
     pub fn with<R>(&self, f: impl FnOnce(&mut Codec, &mut Vec<u8>) -> R) -> R {
         let mut sh = self.sh.borrow_mut();
         let sh = &mut *sh;
-        if sh.out.capacity() == 0 {
-            sh.out = pool::take_out();
-        }
+        sh.out_ready();
         let r = f(&mut sh.codec, &mut sh.out);
-        if !sh.out.is_empty() {
+        if sh.out_settle() {
             self.wr.notify_one();
         }
         r
@@ -284,9 +301,7 @@ fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<St
     loop {
         let mut sh = cx.sh.borrow_mut();
         let sh = &mut *sh;
-        if sh.out.capacity() == 0 {
-            sh.out = pool::take_out();
-        }
+        sh.out_ready();
         let r = sh.codec.recv(cbuf.filled_mut(), &mut sh.out);
         let consumed = match r {
             Err(_) => {
@@ -309,7 +324,7 @@ fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<St
         };
         cbuf.consume(consumed);
     }
-    if !cx.sh.borrow().out.is_empty() {
+    if cx.sh.borrow_mut().out_settle() {
         cx.wr.notify_one();
     }
     true

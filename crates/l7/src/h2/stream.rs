@@ -73,9 +73,7 @@ fn keep_captures(st: &mut TxnState, rl: &mut ReqLog) {
 fn finish(cx: &ConnCx, id: u32, completed: bool) {
     let mut sh = cx.sh.borrow_mut();
     let sh = &mut *sh;
-    if sh.out.capacity() == 0 {
-        sh.out = pool::take_out();
-    }
+    sh.out_ready();
     if let Some(pos) = sh.streams.iter().position(|s| s.id == id) {
         let s = sh.streams.swap_remove(pos);
         if !s.body.is_empty() {
@@ -97,7 +95,7 @@ fn finish(cx: &ConnCx, id: u32, completed: bool) {
     if sh.streams.is_empty() {
         cx.idle_since.set(Instant::now());
     }
-    if !sh.out.is_empty() {
+    if sh.out_settle() {
         cx.wr.notify_one();
     }
     cx.ev.notify_one();
