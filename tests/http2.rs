@@ -583,3 +583,107 @@ fn idle_h2_connections_hold_no_buffers() {
     });
     let _ = std::fs::remove_file(&sock);
 }
+
+/// An HTTP/2 (h2c) origin built on the `h2` crate, on its own thread:
+/// it answers each request with its body echoed, `x-path` and
+/// `x-method`, then trailers `grpc-status: 0`. Returns its address and
+/// a count of the connections it accepted.
+fn h2_origin(ip: std::net::IpAddr) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicU32>) {
+    let l = std::net::TcpListener::bind((ip, 0)).unwrap();
+    let addr = l.local_addr().unwrap();
+    l.set_nonblocking(true).unwrap();
+    let conns = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let count = conns.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(l).unwrap();
+            loop {
+                let Ok((s, _)) = l.accept().await else {
+                    continue;
+                };
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(s).await else {
+                        return;
+                    };
+                    while let Some(Ok((req, mut respond))) = conn.accept().await {
+                        tokio::spawn(async move {
+                            let path = req.uri().path().to_string();
+                            let method = req.method().to_string();
+                            let mut body = req.into_body();
+                            let mut got = Vec::new();
+                            while let Some(Ok(c)) = body.data().await {
+                                let _ = body.flow_control().release_capacity(c.len());
+                                got.extend_from_slice(&c);
+                            }
+                            let resp = http::Response::builder()
+                                .status(200)
+                                .header("x-path", path)
+                                .header("x-method", method)
+                                .body(())
+                                .unwrap();
+                            let Ok(mut send) = respond.send_response(resp, false) else {
+                                return;
+                            };
+                            send_body_open(&mut send, &got).await;
+                            let mut t = http::HeaderMap::new();
+                            t.insert("grpc-status", "0".parse().unwrap());
+                            let _ = send.send_trailers(t);
+                        });
+                    }
+                });
+            }
+        });
+    });
+    (addr, conns)
+}
+
+/// Sends `body` within the windows without ending the stream.
+async fn send_body_open(send: &mut h2::SendStream<Bytes>, body: &[u8]) {
+    let mut rest = Bytes::copy_from_slice(body);
+    while !rest.is_empty() {
+        send.reserve_capacity(rest.len().min(64 * 1024));
+        let Some(Ok(cap)) = std::future::poll_fn(|cx| send.poll_capacity(cx)).await else {
+            return;
+        };
+        let chunk = rest.split_to(cap.min(rest.len()));
+        if send.send_data(chunk, false).is_err() {
+            return;
+        }
+    }
+}
+
+/// `server ... proto h2`: h2 → h2 with a 300 KiB body both ways and the
+/// trailers, one server connection per request.
+#[test]
+fn h2_to_h2_server_proto_h2() {
+    let ip = test_ip();
+    let (origin, conns) = h2_origin(ip);
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let c = h2c(bind).await;
+        let a = exchange(&c, "GET", "/hello", &[]).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.headers.get("x-path").unwrap(), "/hello");
+        assert_eq!(a.headers.get("x-method").unwrap(), "GET");
+        assert!(a.body.is_empty());
+        assert_eq!(a.trailers.unwrap().get("grpc-status").unwrap(), "0");
+        let up = pattern(300 * 1024, 9);
+        let a = exchange(&c, "POST", "/echo", &up).await;
+        assert_eq!(a.status, 200);
+        assert_eq!(a.headers.get("x-method").unwrap(), "POST");
+        assert!(a.body == up, "300 KiB echo differs");
+        assert_eq!(a.trailers.unwrap().get("grpc-status").unwrap(), "0");
+    });
+    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 2);
+}

@@ -47,6 +47,8 @@ pub struct ServerConf {
     /// The SNI sent to this server depends on the request (`sni ssl_fc_sni`
     /// or `sni req.hdr(host)`): pooled connections are matched by name.
     pub tls_sni_varies: bool,
+    /// `proto h2`: the server speaks clear-text HTTP/2 (h2c).
+    pub proto_h2: bool,
 }
 
 /// What operators change at run time.
@@ -116,6 +118,7 @@ impl Server {
                 observe: s.observe,
                 tls,
                 tls_sni_varies,
+                proto_h2: s.proto_h2,
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),

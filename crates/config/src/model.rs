@@ -833,6 +833,9 @@ pub struct Server {
     /// `check-sni`: the SNI sent by TLS checks. Default is none (the
     /// server's fixed `sni`, if any).
     pub check_sni: Option<String>,
+    /// `proto h2`: requests go to this server over clear-text HTTP/2
+    /// (h2c, prior knowledge). Default is false (HTTP/1.1).
+    pub proto_h2: bool,
 }
 
 impl Server {
@@ -876,6 +879,7 @@ impl Server {
             tls: None,
             check_ssl: None,
             check_sni: None,
+            proto_h2: false,
         }
     }
 }

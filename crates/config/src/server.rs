@@ -156,7 +156,7 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("pool-low-conn", 1, NY),
     ("pool-max-conn", 1, NY),
     ("pool-purge-delay", 1, NY),
-    ("proto", 1, NY),
+    ("proto", 1, Opt::Impl),
     ("redir", 1, NY),
     ("resolve-net", 1, NY),
     ("resolve-opts", 1, NY),
@@ -293,6 +293,13 @@ fn apply_one(
         "no-check-ssl" => s.check_ssl = Some(false),
         "check-ssl" => s.check_ssl = Some(true),
         "check-sni" => s.check_sni = Some(arg.to_string()),
+        "proto" => {
+            s.proto_h2 = match arg {
+                "h2" => true,
+                "h1" => false,
+                _ => return Err(format!("unknown protocol '{arg}' (h1 and h2 are supported)")),
+            }
+        }
         "inter" => s.inter = interval(arg, name, label)?,
         "fastinter" => s.fastinter = Some(interval(arg, name, label)?),
         "downinter" => s.downinter = Some(interval(arg, name, label)?),

@@ -198,6 +198,20 @@ fn alpn_h2_on_http_binds() {
     let p = ok("frontend f\n mode http\n bind :80 proto h2\n bind :81 proto h1\n");
     assert!(p.config.frontends[0].binds[0].proto_h2);
     assert!(!p.config.frontends[0].binds[1].proto_h2);
+    // `server ... proto h2`: clear-text only.
+    let p = ok("backend b\n mode http\n server s 1.1.1.1:80 proto h2\n server t 1.1.1.1:81\n");
+    assert!(p.config.backends[0].servers[0].proto_h2);
+    assert!(!p.config.backends[0].servers[1].proto_h2);
+    let e = alerts("backend b\n mode http\n server s 1.1.1.1:443 ssl verify none proto h2\n");
+    assert!(
+        has(
+            &e,
+            "server 'b/s': HTTP/2 is not implemented yet in Fairlead for TLS servers"
+        ),
+        "{e:?}"
+    );
+    let e = alerts("backend b\n mode http\n server s 1.1.1.1:80 proto h9\n");
+    assert!(has(&e, "unknown protocol 'h9'"), "{e:?}");
     let e = alerts("frontend f\n mode http\n bind :80 proto h3\n");
     assert!(
         has(&e, "'bind :80': 'proto': unknown protocol 'h3'"),

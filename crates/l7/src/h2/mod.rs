@@ -67,6 +67,7 @@ mod conn;
 mod resp;
 mod rules;
 mod stream;
+mod upstream;
 
 pub use conn::serve_h2;
 

@@ -351,6 +351,11 @@ async fn forward(
         Ok(a) => a,
         Err(e) => return fail(cx, id, sig, &be, e, rl).await,
     };
+    let Some(resp) = resp else {
+        let timeout = be.options.timeouts.server;
+        let r = super::upstream::run(cx, id, sig, &conn, head, end, timeout, rl, st).await;
+        return upstream_end(cx, id, sig, &be, slot, r, rl).await;
+    };
     let server = slot.server().clone();
     for c in [&ctx.front.counters, &be.counters, &server.metrics.counters] {
         c.add(C::Bin, link.sent.get());
@@ -381,6 +386,57 @@ async fn forward(
         }
     }
     true
+}
+
+/// Counts and logs how an exchange with an HTTP/2 server ended.
+async fn upstream_end(
+    cx: &ConnCx,
+    id: u32,
+    sig: &Signals,
+    be: &Arc<Backend>,
+    slot: ServerSlot,
+    r: super::upstream::Ended,
+    rl: &mut ReqLog,
+) -> bool {
+    use super::upstream::Ended;
+    let srv = slot.server().clone();
+    drop(slot);
+    let counters = [&cx.ctx.front.counters, &be.counters, &srv.metrics.counters];
+    match r {
+        Ended::Done { out, sent } => {
+            srv.observe(true, !rl.status.is_some_and(is_server_error));
+            be.counters.inc(C::ReqTot);
+            srv.metrics.counters.inc(C::ReqTot);
+            rl.bytes_in = sent;
+            rl.bytes_out = out;
+            for c in counters {
+                c.add(C::Bin, sent);
+                c.add(C::Bout, out);
+                if let Some(st) = rl.status {
+                    c.status(st);
+                }
+            }
+            true
+        }
+        Ended::Early(e) => {
+            srv.observe(true, false);
+            count_failure(&cx.ctx.front.counters, be, &srv, &e);
+            fail(cx, id, sig, be, e, rl).await
+        }
+        Ended::Cut(who) => {
+            rl.end(who, Phase::Data);
+            let c = if who == Who::Client {
+                C::CliAbrt
+            } else {
+                C::SrvAbrt
+            };
+            for x in counters {
+                x.inc(c);
+            }
+            false
+        }
+        Ended::Answered => true,
+    }
 }
 
 fn idempotent(method: &[u8]) -> bool {
@@ -491,7 +547,9 @@ async fn pump(
     }
 }
 
-type Answered = (Rc<Conn>, ServerSlot, ResponseHead, IoBuf);
+/// The server connection, its slot, and the response head with the
+/// buffer it is in (`None`: an HTTP/2 server, nothing sent yet).
+type Answered = (Rc<Conn>, ServerSlot, Option<ResponseHead>, IoBuf);
 
 /// Connect and send the head until a response head arrives, retrying as
 /// the backend's policy says.
@@ -512,7 +570,13 @@ async fn attempts(
         rl.queue_done = Some(Instant::now());
         let idx = slot.idx();
         rl.server = Some(idx);
-        let (conn, slot, reused) = match pooled(be, idx, eff, false, prep.names) {
+        let h2 = be.servers.get(idx).is_some_and(|s| s.conf.proto_h2);
+        let idle = if h2 {
+            None
+        } else {
+            pooled(be, idx, eff, false, prep.names)
+        };
+        let (conn, slot, reused) = match idle {
             Some(c) => (c, slot, true),
             None => {
                 let c = connect_server(be, slot, &prep.key, &mut attempts, prep.names).await;
@@ -528,6 +592,10 @@ async fn attempts(
             server.metrics.counters.inc(C::ConnReused);
         }
         let conn = Rc::new(conn);
+        if slot.server().conf.proto_h2 {
+            // HTTP/2 server: the whole exchange is the upstream loop's.
+            return Ok((conn, slot, None, IoBuf::new()));
+        }
         let mut sbuf = IoBuf::new();
         let result = send_and_read(cx, &conn, prep, link, &mut sbuf, be).await;
         let trigger = match &result {
@@ -563,7 +631,7 @@ async fn attempts(
         return match result {
             Ok(resp) => {
                 rl.response_done = Some(Instant::now());
-                Ok((conn, slot, resp, sbuf))
+                Ok((conn, slot, Some(resp), sbuf))
             }
             Err(e) => {
                 count_failure(&cx.ctx.front.counters, be, &server, &e);
