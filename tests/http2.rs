@@ -687,3 +687,64 @@ fn h2_to_h2_server_proto_h2() {
     });
     assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+/// `server ... proto h2` behind an HTTP/1 client (h1 → h2): bodies with
+/// content-length and chunked (with trailers) go up as DATA; the
+/// response comes back chunked with the server's trailers (HTTP/1.1),
+/// close-delimited for HTTP/1.0; keep-alive works across requests.
+#[test]
+fn http1_client_to_h2_server() {
+    let ip = test_ip();
+    let (origin, conns) = h2_origin(ip);
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &bind.to_string(),
+        &format!("    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    // Two requests on one keep-alive connection.
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    w.write_all(b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        .unwrap();
+    let a = read_response(&mut r, false).expect("first response");
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("x-path"), Some("/one"));
+    assert_eq!(a.header("x-method"), Some("POST"));
+    assert_eq!(a.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(a.body, b"hello");
+    let up = pattern(200_000, 5);
+    let mut req = b"PUT /two HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for part in up.chunks(70_000) {
+        req.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
+        req.extend_from_slice(part);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\nx-sum: 1\r\n\r\n");
+    w.write_all(&req).unwrap();
+    let a = read_response(&mut r, false).expect("second response");
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("x-method"), Some("PUT"));
+    assert!(a.body == up, "200 kB echo differs");
+    // The trailers, as HTTP/1.1 chunked trailers.
+    let mut s = connect(bind);
+    s.write_all(b"GET /t HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let raw = read_all(&mut s);
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    assert!(raw.ends_with("0\r\ngrpc-status: 0\r\n\r\n"), "{raw:?}");
+    // HTTP/1.0: close-delimited.
+    let mut s = connect(bind);
+    s.write_all(b"GET /old HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let raw = read_all(&mut s);
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    assert!(
+        !raw.to_ascii_lowercase().contains("transfer-encoding"),
+        "{raw}"
+    );
+    assert!(raw.contains("x-path: /old"), "{raw}");
+    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 4);
+}

@@ -66,6 +66,9 @@ struct Answered {
     slot: ServerSlot,
     resp: ResponseHead,
     sbuf: IoBuf,
+    /// A `proto h2` server: nothing was sent yet (`resp` is empty); the
+    /// exchange is `exchange_h2_server`'s.
+    h2: bool,
 }
 
 impl Session {
@@ -92,10 +95,20 @@ impl Session {
             .attempts(be, head, &prep, &mut framer, &req_bytes, prefer, rl)
             .await;
         let Prepared { out, persist, .. } = prep;
-        pool::give_out(out);
         let a = match answered {
-            Ok(a) => a,
+            Ok(a) if a.h2 => {
+                let r = self
+                    .exchange_h2_server(head, &out, a.conn.stream, a.slot, rl)
+                    .await;
+                pool::give_out(out);
+                return r;
+            }
+            Ok(a) => {
+                pool::give_out(out);
+                a
+            }
             Err(e) => {
+                pool::give_out(out);
                 let (who, phase) = e.termination();
                 rl.end(who, phase);
                 if let Some(status) = e.status() {
@@ -241,6 +254,15 @@ impl Session {
             let (conn, slot, reused) = self.connect(be, &key, target, &mut attempts, rl).await?;
             rl.connect_done = Some(Instant::now());
             rl.server = Some(slot.idx());
+            if slot.server().conf.proto_h2 {
+                return Ok(Answered {
+                    conn,
+                    slot,
+                    resp: crate::h2::no_response(),
+                    sbuf: IoBuf::new(),
+                    h2: true,
+                });
+            }
             let server = slot.server().clone();
             if reused {
                 server.metrics.counters.inc(C::ConnReused);
@@ -288,6 +310,7 @@ impl Session {
                         slot,
                         resp,
                         sbuf,
+                        h2: false,
                     })
                 }
                 Err(e) => {

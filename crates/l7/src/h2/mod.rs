@@ -64,6 +64,7 @@
 //! last one is done.
 
 mod conn;
+mod h1_up;
 mod resp;
 mod rules;
 mod stream;
@@ -135,6 +136,20 @@ pub(crate) async fn sniff(
             // Let the HTTP/1 path answer what it got.
             return false;
         }
+    }
+}
+
+/// The empty response head of an exchange handed to the HTTP/2 server
+/// path before anything was sent.
+pub(crate) fn no_response() -> fairlead_http::ResponseHead {
+    fairlead_http::ResponseHead {
+        head_len: 0,
+        status: 0,
+        reason: (0, 0),
+        minor_version: 1,
+        body: fairlead_http::BodyKind::None,
+        conn: Default::default(),
+        keep_alive: false,
     }
 }
 
