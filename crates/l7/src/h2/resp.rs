@@ -218,7 +218,7 @@ mod tests {
         let mut data = Vec::new();
         assert_eq!(
             d.feed(b"3\r\nabc\r\n0\r\n\r\n", &mut data).unwrap(),
-            (15, true)
+            (13, true)
         );
         assert_eq!(data, b"abc");
         assert!(d.trailers().is_none());
