@@ -748,3 +748,58 @@ fn http1_client_to_h2_server() {
     assert!(raw.contains("x-path: /old"), "{raw}");
     assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 4);
 }
+
+/// A client that never opens its stream window cannot make the proxy
+/// buffer the response: with a 64 MiB response stalled, the proxy's
+/// peak memory stays far below the body's size, and another client is
+/// served meanwhile.
+#[test]
+fn zero_window_client_is_backpressure() {
+    let ip = test_ip();
+    let (t, o) = term(ip, "zw");
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {o}"),
+        "",
+    );
+    let p = Proxy::start(&cfg, &[bind]);
+    let before = p.peak_rss_kib();
+    run(async {
+        let tcp = tokio::net::TcpStream::connect(bind).await.unwrap();
+        let (client, conn) = h2::client::Builder::new()
+            .initial_window_size(0)
+            .handshake::<_, Bytes>(tcp)
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let req = http::Request::builder()
+            .uri("http://test/?s=64m")
+            .body(())
+            .unwrap();
+        let mut cl = client.ready().await.unwrap();
+        let (resp, _) = cl.send_request(req, true).unwrap();
+        let resp = resp.await.expect("response head");
+        assert_eq!(resp.status(), 200);
+        // The origin got the request and is blocked on its socket.
+        let end = std::time::Instant::now() + DEADLINE;
+        while t.requests() < 1 {
+            assert!(std::time::Instant::now() < end);
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // Another client meanwhile.
+        let other = h2c(bind).await;
+        let a = exchange(&other, "GET", "/?s=1000", &[]).await;
+        assert_eq!(a.body.len(), 1000);
+        // Give the stalled transfer time to buffer if it would.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        drop(resp);
+    });
+    let grew = p.peak_rss_kib().saturating_sub(before);
+    assert!(
+        grew < 16 * 1024,
+        "proxy grew {grew} KiB for a stalled 64 MiB body"
+    );
+}

@@ -139,6 +139,46 @@ pub(crate) async fn sniff(
     }
 }
 
+/// For the fuzz target (`fuzz/fuzz_targets/h2_dechunk.rs`): de-frames a
+/// chunked response `body` as the HTTP/2 relay does, in one piece and
+/// split at `split`, and checks both give the same data, end and
+/// trailers (never panics on any input).
+#[doc(hidden)]
+pub fn dechunk_split_invariant(body: &[u8], split: usize) {
+    /// Data, bytes used (`usize::MAX`: not ended), trailer fields.
+    type Decoded = (Vec<u8>, usize, Vec<(Vec<u8>, Vec<u8>)>);
+    fn once(parts: &[&[u8]]) -> Option<Decoded> {
+        let mut d = resp::Dechunk::new();
+        let mut data = Vec::new();
+        let mut used = 0;
+        for p in parts {
+            let (n, done) = d.feed(p, &mut data).ok()?;
+            used += n;
+            if done {
+                let t = d.trailers();
+                let fields = t.as_ref().map_or(Vec::new(), |t| {
+                    t.view(&[])
+                        .headers()
+                        .map(|(_, n, v)| (n.to_vec(), v.to_vec()))
+                        .collect()
+                });
+                if let Some(t) = t {
+                    fairlead_http::msg::give(t);
+                }
+                return Some((data, used, fields));
+            }
+        }
+        Some((data, usize::MAX, Vec::new()))
+    }
+    let at = split.min(body.len());
+    let whole = once(&[body]);
+    let split = once(&[&body[..at], &body[at..]]);
+    assert_eq!(
+        whole, split,
+        "de-chunking depends on how the input is split"
+    );
+}
+
 /// The empty response head of an exchange handed to the HTTP/2 server
 /// path before anything was sent.
 pub(crate) fn no_response() -> fairlead_http::ResponseHead {
@@ -156,6 +196,22 @@ pub(crate) fn no_response() -> fairlead_http::ResponseHead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dechunking_does_not_depend_on_splits() {
+        let inputs: [&[u8]; 5] = [
+            b"5\r\nhello\r\n0\r\ngrpc-status: 0\r\n\r\nrest",
+            b"3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n",
+            b"zz\r\n",
+            b"5\r\nhel",
+            b"0\r\nbad trailer\r\n\r\n",
+        ];
+        for body in inputs {
+            for split in 0..=body.len() {
+                dechunk_split_invariant(body, split);
+            }
+        }
+    }
 
     #[test]
     fn preface_detection() {
