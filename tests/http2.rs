@@ -803,3 +803,75 @@ fn zero_window_client_is_backpressure() {
         "proxy grew {grew} KiB for a stalled 64 MiB body"
     );
 }
+
+/// One raw HTTP/2 frame.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// The client preface and an empty SETTINGS.
+fn preface() -> Vec<u8> {
+    let mut v = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    v.extend(frame(4, 0, 0, &[]));
+    v
+}
+
+/// Sends `bytes` raw, then reads until the proxy closes; returns the
+/// error codes of the GOAWAY frames it sent.
+fn goaway_codes(bind: SocketAddr, bytes: &[u8]) -> Vec<u32> {
+    let mut s = connect(bind);
+    let _ = s.write_all(bytes);
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    frame_types(&got)
+        .into_iter()
+        .filter(|(t, p)| *t == 7 && p.len() >= 8)
+        .map(|(_, p)| u32::from_be_bytes([p[4], p[5], p[6], p[7]]))
+        .collect()
+}
+
+/// Rapid reset (CVE-2023-44487) and a CONTINUATION flood each end with
+/// GOAWAY ENHANCE_YOUR_CALM, and another client is served meanwhile.
+#[test]
+fn rapid_reset_and_continuation_flood_are_refused() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "rr");
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {o}"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    // :method GET, :scheme http, :path /?t=2000, :authority x (literals
+    // without indexing).
+    let mut block = vec![0x82, 0x86, 0x04, 8];
+    block.extend_from_slice(b"/?t=2000");
+    block.extend_from_slice(&[0x01, 0x01, b'x']);
+    let mut flood = preface();
+    for i in 0..400u32 {
+        let id = 2 * i + 1;
+        flood.extend(frame(1, 0x5, id, &block));
+        flood.extend(frame(3, 0, id, &8u32.to_be_bytes()));
+    }
+    let codes = goaway_codes(bind, &flood);
+    assert_eq!(codes.last(), Some(&0xb), "{codes:?}");
+    // CONTINUATION frames past the header block limit.
+    let mut cont = preface();
+    cont.extend(frame(1, 0x1, 1, &block));
+    for _ in 0..10 {
+        cont.extend(frame(9, 0, 1, &[0u8; 4000]));
+    }
+    let codes = goaway_codes(bind, &cont);
+    assert_eq!(codes.last(), Some(&0xb), "{codes:?}");
+    // Still serving.
+    run(async {
+        let c = h2c(bind).await;
+        let a = exchange(&c, "GET", "/?s=10", &[]).await;
+        assert_eq!(a.body.len(), 10);
+    });
+}

@@ -251,8 +251,15 @@ async fn reader(cx: &Rc<ConnCx>, mut cbuf: IoBuf, set: &RefCell<FuturesUnordered
     let stop = cx.ctx.stop.clone();
     let mut stopping = false;
     loop {
-        if !cbuf.is_empty() && !dispatch(cx, &mut cbuf, set) {
-            return;
+        if !cbuf.is_empty() {
+            match dispatch(cx, &mut cbuf, set) {
+                Pass::Failed => return,
+                Pass::Capped => {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                Pass::Done => {}
+            }
         }
         cbuf.release_if_empty();
         let (done, idle) = {
@@ -295,10 +302,31 @@ fn idle_deadline(cx: &ConnCx) -> Option<Instant> {
     d.map(|d| cx.idle_since.get() + d)
 }
 
-/// Feeds the buffered input to the codec and acts on its events. False:
-/// a connection error (its GOAWAY is queued).
-fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<StreamFut>>) -> bool {
+/// What one [`dispatch`] pass did.
+#[derive(PartialEq, Eq)]
+enum Pass {
+    /// All buffered input was processed.
+    Done,
+    /// It stopped at [`NEW_STREAMS_PER_PASS`] new streams: let them run
+    /// before going on (rapid-reset and stream-flood defence).
+    Capped,
+    /// A connection error (its GOAWAY is queued).
+    Failed,
+}
+
+/// New streams one read pass may open, about twice the concurrency limit
+/// (the streams that end at once free their places).
+const NEW_STREAMS_PER_PASS: usize = 200;
+
+/// Feeds the buffered input to the codec and acts on its events.
+fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<StreamFut>>) -> Pass {
+    let mut opened = 0;
+    let mut pass = Pass::Done;
     loop {
+        if opened >= NEW_STREAMS_PER_PASS {
+            pass = Pass::Capped;
+            break;
+        }
         let mut sh = cx.sh.borrow_mut();
         let sh = &mut *sh;
         sh.out_ready();
@@ -306,7 +334,7 @@ fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<St
         let consumed = match r {
             Err(_) => {
                 cx.wr.notify_one();
-                return false;
+                return Pass::Failed;
             }
             Ok(Recv {
                 consumed: 0,
@@ -317,6 +345,7 @@ fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<St
                     if let Some(fut) = on_event(cx, sh, e) {
                         set.borrow_mut().push(fut);
                         cx.spawned.notify_one();
+                        opened += 1;
                     }
                 }
                 consumed
@@ -327,7 +356,7 @@ fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<St
     if cx.sh.borrow_mut().out_settle() {
         cx.wr.notify_one();
     }
-    true
+    pass
 }
 
 /// One codec event; a new request gives a stream future to run.
