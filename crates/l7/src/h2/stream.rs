@@ -281,55 +281,9 @@ async fn forward(
         conn_mode: ctx.front.conn_mode.max(be.options.http_conn_mode),
         reuse: be.options.http_reuse,
     };
-    let chunked = !end && !head.view(&[]).has(b"content-length");
-    if chunked {
-        // The codec's own call: rules may not add framing fields.
-        head.append_field(b"transfer-encoding", b"chunked");
-    }
     let ip = st.fx.src.unwrap_or(cx.peer.ip());
-    let mut out = pool::take_out();
-    {
-        let ff = ctx.front.forwardfor.as_ref().and_then(|ff| {
-            let excepted = ff.except.is_some_and(|n| n.contains(ip));
-            let present = ff.if_none && head.view(&[]).has(ff.header.as_bytes());
-            (!excepted && !present).then_some((ff.header.as_str(), ip))
-        });
-        let conn_hdr = if eff.conn_mode == HttpConnMode::KeepAlive {
-            ConnHeader::None
-        } else {
-            ConnHeader::Close
-        };
-        head.write_request_h1(&[], conn_hdr, ff, &mut out);
-    }
-    let v = head.view(&[]);
-    let needs = be.lb_needs();
-    let host = be
-        .tls_host_sni
-        .then(|| std::str::from_utf8(host_without_port(v.authority())).ok())
-        .flatten();
-    let prep = Prepared {
-        out,
-        key: RequestKey {
-            src: needs.src.then_some(ip),
-            uri: needs.uri.then_some(v.target()),
-            header: needs
-                .header
-                .as_ref()
-                .and_then(|h| v.get_last(h.as_bytes()))
-                .filter(|x| !x.is_empty()),
-            url_param: needs
-                .url_param
-                .as_ref()
-                .and_then(|p| crate::key::url_param(v.target(), p)),
-        },
-        names: TlsNames {
-            client_sni: None,
-            host,
-        },
-        replayable: end && idempotent(v.method()),
-        no_body: end,
-        is_head: v.method() == b"HEAD",
-    };
+    let (out, chunked) = serialise(cx, head, end, eff, ip);
+    let prep = prepared(head, out, &be, ip, end);
     let link = Link::default();
     link.done.set(end);
     let pump = pump(cx, id, sig, &link, chunked, be.options.timeouts.server);
@@ -436,6 +390,75 @@ async fn upstream_end(
             false
         }
         Ended::Answered => true,
+    }
+}
+
+/// The HTTP/1 head sent to the server (framing, `Connection`, `option
+/// forwardfor`); whether the body goes chunked.
+fn serialise(
+    cx: &ConnCx,
+    head: &mut Head,
+    end: bool,
+    eff: Effective,
+    ip: std::net::IpAddr,
+) -> (Vec<u8>, bool) {
+    let chunked = !end && !head.view(&[]).has(b"content-length");
+    if chunked {
+        // The codec's own call: rules may not add framing fields.
+        head.append_field(b"transfer-encoding", b"chunked");
+    }
+    let mut out = pool::take_out();
+    let ff = cx.ctx.front.forwardfor.as_ref().and_then(|ff| {
+        let excepted = ff.except.is_some_and(|n| n.contains(ip));
+        let present = ff.if_none && head.view(&[]).has(ff.header.as_bytes());
+        (!excepted && !present).then_some((ff.header.as_str(), ip))
+    });
+    let conn_hdr = if eff.conn_mode == HttpConnMode::KeepAlive {
+        ConnHeader::None
+    } else {
+        ConnHeader::Close
+    };
+    head.write_request_h1(&[], conn_hdr, ff, &mut out);
+    (out, chunked)
+}
+
+/// The balancing key and TLS names of a request, and whether it may be
+/// replayed.
+fn prepared<'h>(
+    head: &'h Head,
+    out: Vec<u8>,
+    be: &'h Backend,
+    ip: std::net::IpAddr,
+    end: bool,
+) -> Prepared<'h> {
+    let v = head.view(&[]);
+    let needs = be.lb_needs();
+    let host = be
+        .tls_host_sni
+        .then(|| std::str::from_utf8(host_without_port(v.authority())).ok())
+        .flatten();
+    Prepared {
+        out,
+        key: RequestKey {
+            src: needs.src.then_some(ip),
+            uri: needs.uri.then_some(v.target()),
+            header: needs
+                .header
+                .as_ref()
+                .and_then(|h| v.get_last(h.as_bytes()))
+                .filter(|x| !x.is_empty()),
+            url_param: needs
+                .url_param
+                .as_ref()
+                .and_then(|p| crate::key::url_param(v.target(), p)),
+        },
+        names: TlsNames {
+            client_sni: None,
+            host,
+        },
+        replayable: end && idempotent(v.method()),
+        no_body: end,
+        is_head: v.method() == b"HEAD",
     }
 }
 
