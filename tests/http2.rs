@@ -875,3 +875,49 @@ fn rapid_reset_and_continuation_flood_are_refused() {
         assert_eq!(a.body.len(), 10);
     });
 }
+
+/// A soft stop closes an idle connection whose client never answers the
+/// shutdown PING within a short grace (not `timeout client`), with
+/// GOAWAY NO_ERROR, and the process exits.
+#[test]
+fn soft_stop_closes_silent_idle_connections() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "sq");
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {o}"),
+        "    timeout client 60s\n",
+    );
+    let mut p = Proxy::start(&cfg, &[bind]);
+    let mut s = connect(bind);
+    s.write_all(&preface()).unwrap();
+    // The server's SETTINGS arrive: the connection is up and idle.
+    let mut first = [0u8; 9];
+    s.read_exact(&mut first).unwrap();
+    assert_eq!(first[3], 4, "SETTINGS first");
+    let len = (usize::from(first[0]) << 16) | (usize::from(first[1]) << 8) | usize::from(first[2]);
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    let start = std::time::Instant::now();
+    p.signal("USR1");
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(8),
+        "closed after {:?}",
+        start.elapsed()
+    );
+    let frames = frame_types(&got);
+    let codes: Vec<u32> = frames
+        .iter()
+        .filter(|(t, p)| *t == 7 && p.len() >= 8)
+        .map(|(_, p)| u32::from_be_bytes([p[4], p[5], p[6], p[7]]))
+        .collect();
+    assert!(
+        !codes.is_empty() && codes.iter().all(|&c| c == 0),
+        "{codes:?}"
+    );
+    assert!(frames.iter().any(|(t, _)| *t == 6), "the shutdown PING");
+    assert!(p.wait_exit().success());
+}

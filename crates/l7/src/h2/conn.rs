@@ -22,6 +22,10 @@ use tokio::time::Instant;
 /// into a reset that could destroy the GOAWAY in flight.
 const LINGER: Duration = Duration::from_millis(500);
 
+/// On a soft stop, how long an idle connection waits for the answer to
+/// the shutdown PING before it closes anyway.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
 /// A stream's signals from the connection.
 #[derive(Default)]
 pub(crate) struct Signals {
@@ -249,7 +253,7 @@ async fn drive(cx: &ConnCx, set: &RefCell<FuturesUnordered<StreamFut>>) {
 /// Reads and dispatches until the connection must close.
 async fn reader(cx: &Rc<ConnCx>, mut cbuf: IoBuf, set: &RefCell<FuturesUnordered<StreamFut>>) {
     let stop = cx.ctx.stop.clone();
-    let mut stopping = false;
+    let mut stopped_at: Option<Instant> = None;
     loop {
         if !cbuf.is_empty() {
             match dispatch(cx, &mut cbuf, set) {
@@ -269,7 +273,13 @@ async fn reader(cx: &Rc<ConnCx>, mut cbuf: IoBuf, set: &RefCell<FuturesUnordered
         if done && idle {
             return;
         }
-        let deadline = if idle { idle_deadline(cx) } else { None };
+        let mut deadline = if idle { idle_deadline(cx) } else { None };
+        if let (true, Some(at)) = (idle, stopped_at) {
+            // Stopping and idle: the client has this long to answer the
+            // shutdown PING (or send what crossed our GOAWAY).
+            let end = at + STOP_GRACE;
+            deadline = Some(deadline.map_or(end, |d| d.min(end)));
+        }
         let read = until(deadline, "client timeout", async {
             cbuf.read_from(&cx.client, usize::MAX).await
         });
@@ -283,8 +293,8 @@ async fn reader(cx: &Rc<ConnCx>, mut cbuf: IoBuf, set: &RefCell<FuturesUnordered
                 _ => return,
             },
             _ = cx.ev.notified() => {}
-            _ = stop.wait(), if !stopping => {
-                stopping = true;
+            _ = stop.wait(), if stopped_at.is_none() => {
+                stopped_at = Some(Instant::now());
                 cx.with(|c, o| c.shutdown(o));
             }
         }
