@@ -148,6 +148,24 @@ async fn exchange(
     if let Some(sent) = local_service(cx, id, sig, head, rl).await {
         return sent;
     }
+    if head.view(&[]).method() == b"CONNECT" {
+        // Tunnels over HTTP/2 (CONNECT, RFC 8441) are not supported yet.
+        let page = process::error_page(&ctx, rl.backend, 501);
+        return send_local(
+            cx,
+            id,
+            sig,
+            Local::Send {
+                bytes: page,
+                status: 501,
+                close: false,
+                tarpit: false,
+                denied: false,
+            },
+            rl,
+        )
+        .await;
+    }
     forward(cx, id, head, end, sig, prefer, rl, st).await
 }
 
