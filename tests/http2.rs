@@ -933,3 +933,43 @@ fn soft_stop_closes_silent_idle_connections() {
     assert!(frames.iter().any(|(t, _)| *t == 6), "the shutdown PING");
     assert!(p.wait_exit().success());
 }
+
+/// Streams of a connection that goes away are logged as client aborts.
+#[test]
+fn streams_of_a_closed_connection_are_logged() {
+    let ip = test_ip();
+    let (t, o) = term(ip, "cl");
+    let (sink, sink_addr) = syslog(ip);
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {o}"),
+        &format!("    log {sink_addr} local0\n    option httplog\n"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let tcp = tokio::net::TcpStream::connect(bind).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        let task = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let req = http::Request::builder()
+            .uri("http://test/?t=3000")
+            .body(())
+            .unwrap();
+        let mut cl = client.ready().await.unwrap();
+        let (_resp, _) = cl.send_request(req, true).unwrap();
+        let end = std::time::Instant::now() + DEADLINE;
+        while t.requests() < 1 {
+            assert!(std::time::Instant::now() < end);
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        // The connection goes away with the stream in flight.
+        task.abort();
+    });
+    let mut buf = [0u8; 8192];
+    let n = sink.recv(&mut buf).expect("a log line");
+    let line = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(line.contains("\"GET /?t=3000 HTTP/2.0\""), "{line}");
+    assert!(line.contains(" CD"), "{line}");
+}

@@ -31,26 +31,57 @@ use tokio::time::Instant;
 /// Runs one stream to its end, logs it and forgets it.
 pub(crate) async fn run(cx: Rc<ConnCx>, id: u32, mut head: Head, end: bool, sig: Rc<Signals>) {
     let now = Instant::now();
-    let mut rl = ReqLog::new(now);
-    rl.first_byte = Some(now);
-    rl.head_done = Some(now);
-    let mut st = TxnState::default();
+    let mut rec = Record {
+        cx: cx.clone(),
+        rl: ReqLog::new(now),
+        st: TxnState::default(),
+        logged: false,
+    };
+    rec.rl.first_byte = Some(now);
+    rec.rl.head_done = Some(now);
     let completed = {
-        let ex = exchange(&cx, id, &mut head, end, &sig, &mut rl, &mut st);
+        let ex = exchange(&cx, id, &mut head, end, &sig, &mut rec.rl, &mut rec.st);
         tokio::select! {
             c = ex => c,
             _ = sig.cancel.notified() => {
-                rl.end(Who::Client, Phase::Data);
+                rec.rl.end(Who::Client, Phase::Data);
                 cx.ctx.front.counters.inc(C::CliAbrt);
                 false
             }
         }
     };
     msg::give(head);
-    keep_captures(&mut st, &mut rl);
-    record_latency(&cx, &rl);
-    log(&cx, &rl);
+    rec.emit();
     finish(&cx, id, completed);
+}
+
+/// A stream's log record: written when the stream ends, or when its
+/// future is dropped because the connection went away (then as a client
+/// abort, as HAProxy logs the streams of a closed connection).
+struct Record {
+    cx: Rc<ConnCx>,
+    rl: ReqLog,
+    st: TxnState,
+    logged: bool,
+}
+
+impl Record {
+    fn emit(&mut self) {
+        self.logged = true;
+        keep_captures(&mut self.st, &mut self.rl);
+        record_latency(&self.cx, &self.rl);
+        log(&self.cx, &self.rl);
+    }
+}
+
+impl Drop for Record {
+    fn drop(&mut self) {
+        if !self.logged {
+            self.rl.end(Who::Client, Phase::Data);
+            self.cx.ctx.front.counters.inc(C::CliAbrt);
+            self.emit();
+        }
+    }
 }
 
 /// What rules left for the log line.
