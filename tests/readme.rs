@@ -65,8 +65,9 @@ fn corpus_block() -> String {
     format!(
         "Current result: **{accepted} of {} accepted**; every other file is rejected \
 with a `file:line` message for each unsupported line. ACLs, `http-request` \
-rules and content switching are in; what is left is mostly DNS discovery \
-(`resolvers`, `init-addr`), stick tables, compression, the PROXY protocol and \
+rules, content switching, HTTP/2, DNS discovery, stick tables and the PROXY \
+protocol are in; what is left is mostly compression, `tcp-request` tracking, \
+the health checks of other protocols (`pgsql-check`, `external-check`) and \
 files the corpus does not ship (error pages, maps), which HAProxy needs too; \
 the TLS lines left are options rustls has no equivalent for, such as `curves` \
 or `ca-verify-file`. No file crashes or hangs the parser.\n",

@@ -50,6 +50,8 @@ pub struct ServerConf {
     /// `send-proxy` (1) / `send-proxy-v2` (2): a PROXY protocol header
     /// goes first on each new connection. Default is 0 (none).
     pub send_proxy: u8,
+    /// `proto h2`: the server speaks clear-text HTTP/2 (h2c).
+    pub proto_h2: bool,
 }
 
 /// What operators change at run time.
@@ -147,6 +149,7 @@ impl Server {
                 tls,
                 tls_sni_varies,
                 send_proxy: s.send_proxy,
+                proto_h2: s.proto_h2,
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),

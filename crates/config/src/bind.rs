@@ -92,7 +92,7 @@ const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
     ("namespace", true, NY),
     ("nice", true, NY),
     ("process", true, NY),
-    ("proto", true, NY),
+    ("proto", true, Opt::Impl),
     ("quic-cc-algo", true, NY),
     ("quic-force-retry", false, NY),
     ("shards", true, NY),
@@ -292,6 +292,7 @@ pub(crate) fn parse_bind(
     };
     let mut v6only = None;
     let mut accept_proxy = false;
+    let mut proto_h2 = false;
     let mut tls = BindDraft {
         list: list.clone(),
         ..BindDraft::default()
@@ -321,6 +322,17 @@ pub(crate) fn parse_bind(
         let arg = if takes_arg { words[i + 1].as_str() } else { "" };
         match kind {
             Opt::Impl if name == "accept-proxy" => accept_proxy = true,
+            Opt::Impl if name == "proto" => match arg {
+                "h2" => proto_h2 = true,
+                "h1" => proto_h2 = false,
+                _ => {
+                    diags.alert(
+                        loc,
+                        format!("'bind {list}': 'proto': unknown protocol '{arg}' (h1 and h2 are supported)"),
+                    );
+                    ok = false;
+                }
+            },
             Opt::Impl => v6only = Some(name == "v6only"),
             Opt::Tls => {
                 if let Err(e) = tls.apply(name, arg) {
@@ -371,6 +383,7 @@ pub(crate) fn parse_bind(
             Bind {
                 addrs,
                 v6only,
+                proto_h2,
                 tls: None,
                 accept_proxy,
                 location: loc.clone(),

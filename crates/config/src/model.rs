@@ -739,6 +739,11 @@ pub struct Bind {
     pub addrs: Vec<SocketAddr>,
     /// `v6only` / `v4v6`. Default is the system's setting.
     pub v6only: Option<bool>,
+    /// `proto h2`: connections speak HTTP/2 only (prior knowledge, h2c,
+    /// or over TLS whatever ALPN chose). Default is false: HTTP/1.1, or
+    /// HTTP/2 when ALPN selects `h2` or the client sends the HTTP/2
+    /// preface.
+    pub proto_h2: bool,
     /// `ssl` and its options: this listener terminates TLS. Default is none.
     pub tls: Option<BindTls>,
     /// `accept-proxy`: every connection starts with a PROXY protocol
@@ -844,6 +849,9 @@ pub struct Server {
     /// `check-sni`: the SNI sent by TLS checks. Default is none (the
     /// server's fixed `sni`, if any).
     pub check_sni: Option<String>,
+    /// `proto h2`: requests go to this server over clear-text HTTP/2
+    /// (h2c, prior knowledge). Default is false (HTTP/1.1).
+    pub proto_h2: bool,
     /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
     /// written right after connecting, before TLS. Default is none (0).
     pub send_proxy: u8,
@@ -911,6 +919,7 @@ impl Server {
             tls: None,
             check_ssl: None,
             check_sni: None,
+            proto_h2: false,
             send_proxy: 0,
             dns: fairlead_dns::ServerDnsOptions::default(),
             template: None,

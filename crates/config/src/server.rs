@@ -158,7 +158,7 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("pool-low-conn", 1, NY),
     ("pool-max-conn", 1, NY),
     ("pool-purge-delay", 1, NY),
-    ("proto", 1, NY),
+    ("proto", 1, Opt::Impl),
     ("redir", 1, NY),
     ("resolve-net", 1, Opt::Dns),
     ("resolve-opts", 1, Opt::Dns),
@@ -298,6 +298,13 @@ fn apply_one(
         "send-proxy" => s.send_proxy = 1,
         "send-proxy-v2" => s.send_proxy = 2,
         "no-send-proxy" | "no-send-proxy-v2" => s.send_proxy = 0,
+        "proto" => {
+            s.proto_h2 = match arg {
+                "h2" => true,
+                "h1" => false,
+                _ => return Err(format!("unknown protocol '{arg}' (h1 and h2 are supported)")),
+            }
+        }
         "inter" => s.inter = interval(arg, name, label)?,
         "fastinter" => s.fastinter = Some(interval(arg, name, label)?),
         "downinter" => s.downinter = Some(interval(arg, name, label)?),

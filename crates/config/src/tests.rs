@@ -323,7 +323,6 @@ fn error_messages() {
         ("frontend f\n bind :1\n option nosuch\n", "unknown option 'nosuch' in 'frontend' section"),
         ("frontend f\n bind :1\n option httplogg\n", "did you mean 'option httplog'?"),
         ("frontend f\n bind :1\n frobnicate\n", "unknown keyword 'frobnicate' in 'frontend' section"),
-        ("frontend f\n mode http\n bind :443 ssl crt /x.pem alpn h2\n", "t.cfg:3: 'bind :443': HTTP/2 is not implemented yet in Fairlead"),
         ("frontend f\n bind :80 accept-netscaler-cip 1\n", "option 'accept-netscaler-cip' is not implemented yet in Fairlead"),
         ("frontend f\n bind :80 bogus\n", "unknown keyword 'bogus'"),
         ("frontend f\n bind\n", "'bind' expects"),

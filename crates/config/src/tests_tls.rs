@@ -187,15 +187,34 @@ frontend f
 }
 
 #[test]
-fn alpn_h2_needs_mode_tcp() {
-    let e = alerts("frontend f\n mode http\n bind :443 ssl crt a.pem alpn h2,http/1.1\n");
-    assert!(has(&e, "[ALERT] t.cfg:3: 'bind :443': HTTP/2 is not implemented yet in Fairlead; use 'alpn http/1.1' (h2 is fine in mode tcp, where the stream is forwarded as is)"), "{e:?}");
-    // Mode inherited from defaults, and a listen section.
-    let e = alerts(
-        "defaults\n mode http\nlisten l\n bind :443 ssl crt a.pem alpn h2\n server s 1.1.1.1:80\n",
+fn alpn_h2_on_http_binds() {
+    // HTTP/2 by ALPN on an HTTP bind is accepted.
+    let p = ok("frontend f\n mode http\n bind :443 ssl crt a.pem alpn h2,http/1.1\n");
+    assert_eq!(
+        bind_tls(&p, 0, 0).unwrap().protocol.alpn,
+        ["h2", "http/1.1"]
     );
+    // `proto h2` (h2c prior knowledge), `proto h1`, and a bad name.
+    let p = ok("frontend f\n mode http\n bind :80 proto h2\n bind :81 proto h1\n");
+    assert!(p.config.frontends[0].binds[0].proto_h2);
+    assert!(!p.config.frontends[0].binds[1].proto_h2);
+    // `server ... proto h2`: clear-text only.
+    let p = ok("backend b\n mode http\n server s 1.1.1.1:80 proto h2\n server t 1.1.1.1:81\n");
+    assert!(p.config.backends[0].servers[0].proto_h2);
+    assert!(!p.config.backends[0].servers[1].proto_h2);
+    let e = alerts("backend b\n mode http\n server s 1.1.1.1:443 ssl verify none proto h2\n");
     assert!(
-        has(&e, "t.cfg:4: 'bind :443': HTTP/2 is not implemented yet"),
+        has(
+            &e,
+            "server 'b/s': HTTP/2 is not implemented yet in Fairlead for TLS servers"
+        ),
+        "{e:?}"
+    );
+    let e = alerts("backend b\n mode http\n server s 1.1.1.1:80 proto h9\n");
+    assert!(has(&e, "unknown protocol 'h9'"), "{e:?}");
+    let e = alerts("frontend f\n mode http\n bind :80 proto h3\n");
+    assert!(
+        has(&e, "'bind :80': 'proto': unknown protocol 'h3'"),
         "{e:?}"
     );
     // Mode tcp: forwarded as is.

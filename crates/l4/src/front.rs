@@ -44,6 +44,9 @@ pub struct Frontend {
     pub denied_conn: AtomicU64,
     /// Sessions refused by `tcp-request session` rules (`dses`).
     pub denied_sess: AtomicU64,
+    /// Listening addresses of `bind ... proto h2` lines: connections
+    /// accepted there speak HTTP/2 only. Default is none.
+    pub h2_only: Vec<std::net::SocketAddr>,
 }
 
 /// The last invalid request a frontend received, for `show errors`.

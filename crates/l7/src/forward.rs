@@ -67,6 +67,9 @@ struct Answered {
     slot: ServerSlot,
     resp: ResponseHead,
     sbuf: IoBuf,
+    /// A `proto h2` server: nothing was sent yet (`resp` is empty); the
+    /// exchange is `exchange_h2_server`'s.
+    h2: bool,
 }
 
 impl Session {
@@ -93,10 +96,20 @@ impl Session {
             .attempts(be, head, &prep, &mut framer, &req_bytes, prefer, rl)
             .await;
         let Prepared { out, persist, .. } = prep;
-        pool::give_out(out);
         let a = match answered {
-            Ok(a) => a,
+            Ok(a) if a.h2 => {
+                let r = self
+                    .exchange_h2_server(head, &out, a.conn.stream, a.slot, rl)
+                    .await;
+                pool::give_out(out);
+                return r;
+            }
+            Ok(a) => {
+                pool::give_out(out);
+                a
+            }
             Err(e) => {
+                pool::give_out(out);
                 let (who, phase) = e.termination();
                 rl.end(who, phase);
                 if let Some(status) = e.status() {
@@ -242,6 +255,15 @@ impl Session {
             let (conn, slot, reused) = self.connect(be, &key, target, &mut attempts, rl).await?;
             rl.connect_done = Some(Instant::now());
             rl.server = Some(slot.idx());
+            if slot.server().conf.proto_h2 {
+                return Ok(Answered {
+                    conn,
+                    slot,
+                    resp: crate::h2::no_response(),
+                    sbuf: IoBuf::new(),
+                    h2: true,
+                });
+            }
             let server = slot.server().clone();
             if reused {
                 server.metrics.counters.inc(C::ConnReused);
@@ -289,6 +311,7 @@ impl Session {
                         slot,
                         resp,
                         sbuf,
+                        h2: false,
                     })
                 }
                 Err(e) => {
@@ -451,7 +474,7 @@ struct Target<'a> {
 
 /// An idle connection to server `idx` from this thread's pool, when the
 /// `http-reuse` mode allows one for this request.
-fn pooled(
+pub(crate) fn pooled(
     be: &Backend,
     idx: usize,
     eff: Effective,
@@ -502,7 +525,7 @@ fn request_body_error(e: BodyError) -> Option<ProxyError> {
 
 /// Counts a request's final failure once: response errors (`eresp`) on the
 /// backend and server, client aborts (`cli_abrt`) on all three.
-fn count_failure(
+pub(crate) fn count_failure(
     fe: &fairlead_backend::counters::Counters,
     be: &Backend,
     server: &Server,
@@ -542,6 +565,6 @@ pub(crate) fn host_without_port(h: &[u8]) -> &[u8] {
 
 /// Responses that count as errors for `observe layer7`: 5xx except 501
 /// and 505, as HAProxy.
-fn is_server_error(status: u16) -> bool {
+pub(crate) fn is_server_error(status: u16) -> bool {
     (500..600).contains(&status) && status != 501 && status != 505
 }

@@ -21,10 +21,16 @@
 //!
 //! Bodies are never buffered whole: they move through one pooled buffer at
 //! a time, and the framing bytes are forwarded unmodified.
+//!
+//! HTTP/2 client connections (ALPN `h2`, `bind ... proto h2`, or the
+//! HTTP/2 preface on a clear bind) are served by [`h2`]: one task per
+//! connection multiplexing its streams, each forwarded with the same
+//! rules, balancing, retries and logs.
 #![forbid(unsafe_code)]
 
 mod body;
 mod forward;
+pub mod h2;
 mod key;
 mod local;
 pub mod logging;

@@ -280,45 +280,12 @@ impl Session {
         self.cbuf.len().min(want).saturating_sub(head_len)
     }
 
-    /// The frontend's `stats admin` conditions for this request (`None`
-    /// when it has none), and the first matching `stats http-request`
-    /// rule (`None`: no rule matched, or none exists).
+    /// The frontend's stats rules for this request ([`stats_decision`]).
     pub(crate) fn stats_rules(&self, m: &mut Model) -> crate::StatsDecision {
         let ctx = self.ctx.clone();
-        let fe = &ctx.front.routes.fe_rules;
-        if fe.stats_admin.is_empty() && fe.stats_http.is_empty() {
-            return crate::StatsDecision::default();
-        }
         let tls = self.client.tls_info_ref();
         let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
-        let nb = |_: Option<&str>| -> Option<i64> { None };
-        let tx = HttpTxn {
-            req: HeadBuf {
-                head: &mut m.head,
-                buf: self.cbuf.filled(),
-            },
-            res: None,
-            conn: &facts,
-            vars: &mut m.st.vars,
-            fx: &mut m.st.fx,
-            backend: None,
-            server: None,
-            server_id: None,
-            nbsrv: &nb,
-            req_body: None,
-            uid_ctx: None,
-        };
-        let pass = |c: &fairlead_rules::cond::Cond| {
-            c.eval(&fe.acls, &tx) == fairlead_rules::acl::Tri::Pass
-        };
-        crate::StatsDecision {
-            admin: (!fe.stats_admin.is_empty()).then(|| fe.stats_admin.iter().any(pass)),
-            rule: fe
-                .stats_http
-                .iter()
-                .find(|r| r.cond.as_ref().is_none_or(pass))
-                .map(|r| r.action.clone()),
-        }
+        stats_decision(&ctx, &facts, &mut m.head, self.cbuf.filled(), &mut m.st)
     }
 
     /// Sends a response the proxy made itself, after `http-after-response`.
@@ -679,4 +646,44 @@ fn capture_response_headers(fe: &ProxyRules, tx: &mut HttpTxn<'_>) {
                 .map(|x| x[..x.len().min(c.len)].to_vec())
         })
         .collect();
+}
+
+/// The frontend's `stats admin` conditions for this request (`None` when
+/// it has none), and the first matching `stats http-request` rule (`None`:
+/// no rule matched, or none exists), for HTTP/1 and HTTP/2 requests alike.
+pub(crate) fn stats_decision(
+    ctx: &crate::HttpCtx,
+    facts: &crate::txn::ConnFacts<'_>,
+    head: &mut Head,
+    buf: &[u8],
+    st: &mut TxnState,
+) -> crate::StatsDecision {
+    let fe = &ctx.front.routes.fe_rules;
+    if fe.stats_admin.is_empty() && fe.stats_http.is_empty() {
+        return crate::StatsDecision::default();
+    }
+    let nb = |_: Option<&str>| -> Option<i64> { None };
+    let tx = HttpTxn {
+        req: HeadBuf { head, buf },
+        res: None,
+        conn: facts,
+        vars: &mut st.vars,
+        fx: &mut st.fx,
+        backend: None,
+        server: None,
+        server_id: None,
+        nbsrv: &nb,
+        req_body: None,
+        uid_ctx: None,
+    };
+    let pass =
+        |c: &fairlead_rules::cond::Cond| c.eval(&fe.acls, &tx) == fairlead_rules::acl::Tri::Pass;
+    crate::StatsDecision {
+        admin: (!fe.stats_admin.is_empty()).then(|| fe.stats_admin.iter().any(pass)),
+        rule: fe
+            .stats_http
+            .iter()
+            .find(|r| r.cond.as_ref().is_none_or(pass))
+            .map(|r| r.action.clone()),
+    }
 }

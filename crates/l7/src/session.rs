@@ -73,6 +73,9 @@ pub async fn serve_http_with(
     ctx: Rc<HttpCtx>,
     sess: fairlead_rules::vars::SessVars,
 ) {
+    if crate::h2::selected(&client, &ctx) {
+        return Box::pin(crate::h2::serve_h2(client, peer, ctx, IoBuf::new())).await;
+    }
     let _ = client.set_nodelay(true);
     let eff = Effective {
         conn_mode: ctx
@@ -98,6 +101,20 @@ pub async fn serve_http_with(
         if !s.wait().await {
             break;
         }
+        // HTTP/2 preface detection; boxed, so that this rare wait stays
+        // out of every idle connection's task.
+        if s.first
+            && crate::h2::preface_state(s.cbuf.filled()) != Some(false)
+            && Box::pin(crate::h2::sniff(
+                &mut s.cbuf,
+                &s.client,
+                s.accepted_at,
+                &s.ctx,
+            ))
+            .await
+        {
+            return into_h2(s).await;
+        }
         let (back, next) = fairlead_net::reuse::run_pooled(|| request_phase(s)).await;
         s = back;
         if let Next::Close = next {
@@ -108,6 +125,19 @@ pub async fn serve_http_with(
     if let Some(a) = s.attached.take() {
         park(a, s.eff);
     }
+}
+
+/// The connection turned out to be HTTP/2: its task goes on as the
+/// HTTP/2 connection task (boxed: only its pointer stays in this task).
+fn into_h2(s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> {
+    let Session {
+        client,
+        peer,
+        cbuf,
+        ctx,
+        ..
+    } = s;
+    Box::pin(crate::h2::serve_h2(client, peer, ctx, cbuf))
 }
 
 /// Phases 2 to 6 of one request, owning the session meanwhile.

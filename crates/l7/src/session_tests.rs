@@ -45,6 +45,7 @@ fn idle_connection_state_is_small() {
                 feconn: Default::default(),
                 denied_conn: Default::default(),
                 denied_sess: Default::default(),
+                h2_only: Vec::new(),
             }),
             stop: std::rc::Rc::new(fairlead_net::Stop::new()),
         });

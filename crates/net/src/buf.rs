@@ -29,6 +29,15 @@ impl IoBuf {
         }
     }
 
+    /// The unconsumed bytes, writable (a decoder that works in place, such
+    /// as the HTTP/2 header block reassembly).
+    pub fn filled_mut(&mut self) -> &mut [u8] {
+        match &mut self.data {
+            Some(d) => &mut d[self.start..self.end],
+            None => &mut [],
+        }
+    }
+
     /// Number of unconsumed bytes.
     pub fn len(&self) -> usize {
         self.end - self.start

@@ -131,7 +131,8 @@ impl Cond {
             };
             match w {
                 "!" => negate = !negate,
-                "||" | "or" => {
+                // HAProxy compares `or` without case (`OR` works too).
+                _ if w == "||" || w.eq_ignore_ascii_case("or") => {
                     if negate || suites.last().is_some_and(Vec::is_empty) {
                         return Err(format!("missing ACL before '{w}'"));
                     }

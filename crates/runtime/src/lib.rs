@@ -336,6 +336,12 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             feconn: limit.cur.clone(),
             denied_conn: Default::default(),
             denied_sess: Default::default(),
+            h2_only: f
+                .binds
+                .iter()
+                .filter(|b| b.proto_h2)
+                .flat_map(|b| b.addrs.iter().copied())
+                .collect(),
         });
         frontends.push(Arc::new(FrontendRt {
             front,

@@ -675,11 +675,6 @@ fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags
     for (b, t) in d.binds.iter_mut().zip(&d.bind_tls) {
         let mut out = Vec::new();
         b.tls = t.resolve(g, &defaults.bind, &mut out);
-        if let Some(tls) = &b.tls {
-            if http && tls.protocol.alpn.iter().any(|p| p == "h2") {
-                out.push((true, crate::tls::NO_H2.to_string()));
-            }
-        }
         let label = format!("'bind {}'", t.list);
         crate::tls::report(out, &label, &b.location, diags);
     }
@@ -687,7 +682,7 @@ fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags
         let mut out = Vec::new();
         s.tls = t.resolve(g, &defaults.server, &mut out);
         if let Some(tls) = &s.tls {
-            if http && tls.protocol.alpn.iter().any(|p| p == "h2") {
+            if http && (s.proto_h2 || tls.protocol.alpn.iter().any(|p| p == "h2")) {
                 out.push((true, crate::tls::NO_H2.to_string()));
             }
             if !http && tls.sni == Some(SniSource::HostHeader) {

@@ -1,0 +1,370 @@
+//! An HTTP/1 client's request to a `server ... proto h2` (h1 → h2), one
+//! server connection per request.
+//!
+//! The request head is the one the HTTP/1 path prepared for the server
+//! (rules' edits, `Connection`, `option forwardfor` applied), parsed
+//! again into the message model and encoded as HEADERS; its body is
+//! de-framed (content-length or chunked, trailers included) into DATA
+//! within the server's windows. The response becomes an HTTP/1.1
+//! response: its `content-length` if it has one, else chunked (HTTP/1.1
+//! clients, with the trailers) or close-delimited (HTTP/1.0).
+
+use super::resp::{write_last_chunk, Dechunk};
+use crate::logging::ReqLog;
+use crate::session::{Outcome, Session};
+use fairlead_backend::counters::C;
+use fairlead_backend::ServerSlot;
+use fairlead_h2::{Conn as Codec, Event, Recv};
+use fairlead_http::msg::{self, Head};
+use fairlead_http::{BodyKind, ConnHeader, RequestHead};
+use fairlead_log::{Phase, Who};
+use fairlead_net::io::with_timeout;
+use fairlead_net::{pool, Conn, IoBuf};
+use std::io::Write as _;
+
+/// How the response body goes to the HTTP/1 client.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Out {
+    /// As received (content-length, or no body).
+    Plain,
+    Chunked,
+    /// Until the connection closes (HTTP/1.0 client).
+    Close,
+}
+
+/// The request body still to come from the client.
+enum ReqBody {
+    Done,
+    Left(u64),
+    Chunked(Dechunk),
+}
+
+struct St {
+    codec: Codec,
+    sid: u32,
+    out: Vec<u8>,
+    pend: Vec<u8>,
+    body: ReqBody,
+    /// Trailers of a chunked request body, once decoded.
+    trailers: Option<Head>,
+    resp: Option<Out>,
+    wrote: u64,
+    done: bool,
+}
+
+impl Session {
+    /// Runs the exchange with an HTTP/2 server on `server` (a new
+    /// connection). `req` is the HTTP/1 head prepared for the server.
+    pub(crate) async fn exchange_h2_server(
+        &mut self,
+        head: &RequestHead,
+        req: &[u8],
+        server: Conn,
+        slot: ServerSlot,
+        rl: &mut ReqLog,
+    ) -> Option<Outcome> {
+        let ctx = self.ctx.clone();
+        let be = crate::process::backend(&ctx, rl.backend).clone();
+        let srv = slot.server().clone();
+        let Ok(Some(rh)) = fairlead_http::parse_request(req, req.len() + 1) else {
+            self.send_error(502, rl).await;
+            return None;
+        };
+        let mut h = msg::take();
+        h.fill_request(req, &rh);
+        let mut out = pool::take_out();
+        let codec = Codec::client(fairlead_h2::Config::default(), &mut out);
+        let mut st = St {
+            codec,
+            sid: 0,
+            out,
+            pend: Vec::new(),
+            body: match head.body {
+                BodyKind::Length(n) if n > 0 => ReqBody::Left(n),
+                BodyKind::Chunked => ReqBody::Chunked(Dechunk::new()),
+                _ => ReqBody::Done,
+            },
+            trailers: None,
+            resp: None,
+            wrote: 0,
+            done: false,
+        };
+        let end = matches!(st.body, ReqBody::Done);
+        let sid = st.codec.send_request(&h, req, end, &mut st.out);
+        msg::give(h);
+        st.sid = sid.unwrap_or(0);
+        let r = if sid.is_ok() {
+            self.drive_h2(&mut st, &server, head, rl).await
+        } else {
+            Err(Who::Server)
+        };
+        drop(slot);
+        pool::give_out(std::mem::take(&mut st.out));
+        if let Some(t) = st.trailers.take() {
+            msg::give(t);
+        }
+        let counters = [&ctx.front.counters, &be.counters, &srv.metrics.counters];
+        rl.bytes_out = st.wrote;
+        for c in counters {
+            c.add(C::Bout, st.wrote);
+        }
+        match r {
+            Ok(()) => {
+                srv.observe(
+                    true,
+                    !rl.status.is_some_and(crate::forward::is_server_error),
+                );
+                let keep = head.keep_alive
+                    && matches!(st.body, ReqBody::Done)
+                    && st.resp != Some(Out::Close)
+                    && !self.stopping();
+                if !keep {
+                    self.client.shutdown_write();
+                }
+                Some(Outcome {
+                    client_keep: keep,
+                    server_keep: false,
+                })
+            }
+            Err(who) if st.resp.is_none() => {
+                srv.observe(true, false);
+                be.counters.inc(C::Eresp);
+                srv.metrics.counters.inc(C::Eresp);
+                rl.end(who, Phase::Headers);
+                self.send_error(502, rl).await;
+                None
+            }
+            Err(who) => {
+                rl.end(who, Phase::Data);
+                let c = if who == Who::Client {
+                    C::CliAbrt
+                } else {
+                    C::SrvAbrt
+                };
+                for x in counters {
+                    x.inc(c);
+                }
+                None
+            }
+        }
+    }
+
+    /// The exchange loop. `Err`: who failed.
+    async fn drive_h2(
+        &mut self,
+        st: &mut St,
+        server: &Conn,
+        head: &RequestHead,
+        rl: &mut ReqLog,
+    ) -> Result<(), Who> {
+        let be = crate::process::backend(&self.ctx, rl.backend).clone();
+        let timeout = be.options.timeouts.server;
+        let ct = self.ctx.front.timeouts.client;
+        let mut rbuf = IoBuf::new();
+        while !st.done {
+            self.push_body(st)?;
+            if !st.out.is_empty() {
+                let w = server.write_all(&st.out, timeout).await;
+                st.out.clear();
+                st.codec.flushed();
+                w.map_err(|_| Who::Server)?;
+                continue;
+            }
+            let want_client =
+                !matches!(st.body, ReqBody::Done) && st.pend.is_empty() && self.cbuf.is_empty();
+            let client = &self.client;
+            let cbuf = &mut self.cbuf;
+            tokio::select! {
+                r = with_timeout(timeout, "server timeout", rbuf.read_from(server, usize::MAX)) => {
+                    match r {
+                        Ok(n) if n > 0 => {}
+                        _ => return Err(Who::Server),
+                    }
+                }
+                r = with_timeout(ct, "client timeout", cbuf.read_from(client, usize::MAX)), if want_client => {
+                    match r {
+                        Ok(n) if n > 0 => {}
+                        _ => return Err(Who::Client),
+                    }
+                    continue;
+                }
+            }
+            self.on_server_input(st, &mut rbuf, head, rl).await?;
+            rbuf.release_if_empty();
+        }
+        Ok(())
+    }
+
+    /// De-frames what the client sent of the body and hands it to the
+    /// server's codec within its windows.
+    fn push_body(&mut self, st: &mut St) -> Result<(), Who> {
+        if st.pend.is_empty() && !self.cbuf.is_empty() {
+            if st.pend.capacity() == 0 {
+                st.pend = pool::take_out();
+            }
+            let input = self.cbuf.filled();
+            match &mut st.body {
+                ReqBody::Done => {}
+                ReqBody::Left(n) => {
+                    let k = input.len().min(usize::try_from(*n).unwrap_or(usize::MAX));
+                    st.pend.extend_from_slice(&input[..k]);
+                    *n -= k as u64;
+                    self.cbuf.consume(k);
+                }
+                ReqBody::Chunked(d) => {
+                    let (used, done) = d.feed(input, &mut st.pend).map_err(|_| Who::Client)?;
+                    if done {
+                        st.trailers = d.trailers();
+                    }
+                    self.cbuf.consume(used);
+                    if done {
+                        st.body = ReqBody::Left(0);
+                    }
+                }
+            }
+        }
+        let complete = matches!(st.body, ReqBody::Left(0));
+        if matches!(st.body, ReqBody::Done) {
+            return Ok(());
+        }
+        let ends = complete && st.trailers.is_none();
+        let n = st
+            .codec
+            .send_data(st.sid, &st.pend, ends, &mut st.out)
+            .unwrap_or(0);
+        st.pend.drain(..n);
+        if complete && st.pend.is_empty() {
+            if let Some(t) = st.trailers.take() {
+                let _ = st.codec.send_trailers(st.sid, &t, &[], &mut st.out);
+                msg::give(t);
+            }
+            st.body = ReqBody::Done;
+            if st.pend.capacity() > 0 {
+                pool::give_out(std::mem::take(&mut st.pend));
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_server_input(
+        &mut self,
+        st: &mut St,
+        rbuf: &mut IoBuf,
+        head: &RequestHead,
+        rl: &mut ReqLog,
+    ) -> Result<(), Who> {
+        let ct = self.ctx.front.timeouts.client;
+        loop {
+            let (consumed, event) = match st.codec.recv(rbuf.filled_mut(), &mut st.out) {
+                Err(_) => return Err(Who::Server),
+                Ok(Recv {
+                    consumed: 0,
+                    event: None,
+                }) => return Ok(()),
+                Ok(Recv { consumed, event }) => (consumed, event),
+            };
+            let mut wire = pool::take_out();
+            match event {
+                Some(Event::Head {
+                    stream,
+                    head: res,
+                    end_stream,
+                }) if stream == st.sid => {
+                    let status = res.view(&[]).status();
+                    if status >= 200 {
+                        rl.status = Some(status);
+                        rl.response_done = Some(tokio::time::Instant::now());
+                        self.ctx.front.counters.status(status);
+                        st.resp = Some(response_head(&res, end_stream, head, &mut wire));
+                        st.done = end_stream;
+                    }
+                    msg::give(res);
+                }
+                Some(Event::Data {
+                    stream,
+                    data,
+                    end_stream,
+                }) if stream == st.sid => {
+                    let chunked = st.resp == Some(Out::Chunked);
+                    if chunked && !data.is_empty() {
+                        let _ = write!(wire, "{:x}\r\n", data.len());
+                    }
+                    wire.extend_from_slice(data);
+                    if chunked && !data.is_empty() {
+                        wire.extend_from_slice(b"\r\n");
+                    }
+                    if end_stream && chunked {
+                        write_last_chunk(None, &mut wire);
+                    }
+                    st.wrote += data.len() as u64;
+                    st.codec.release(st.sid, data.len(), &mut st.out);
+                    st.done = end_stream;
+                }
+                Some(Event::Trailers { stream, head: t }) if stream == st.sid => {
+                    if st.resp == Some(Out::Chunked) {
+                        write_last_chunk(Some(&t), &mut wire);
+                    }
+                    msg::give(t);
+                    st.done = true;
+                }
+                Some(Event::Reset { stream, .. }) if stream == st.sid => {
+                    pool::give_out(wire);
+                    return Err(Who::Server);
+                }
+                Some(Event::GoAway { last_stream, .. }) if last_stream < st.sid => {
+                    pool::give_out(wire);
+                    return Err(Who::Server);
+                }
+                Some(Event::Head { head: h, .. }) | Some(Event::Trailers { head: h, .. }) => {
+                    msg::give(h)
+                }
+                _ => {}
+            }
+            rbuf.consume(consumed);
+            if !wire.is_empty() {
+                let w = self.client.write_all(&wire, ct).await;
+                pool::give_out(wire);
+                w.map_err(|_| Who::Client)?;
+            } else {
+                pool::give_out(wire);
+            }
+            if st.done {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Writes the HTTP/1.1 head of an HTTP/2 response; returns how its body
+/// is framed.
+fn response_head(res: &Head, end_stream: bool, req: &RequestHead, out: &mut Vec<u8>) -> Out {
+    let v = res.view(&[]);
+    let status = v.status();
+    let no_body = req.is_head || status == 204 || status == 304;
+    let framing = if no_body || end_stream || v.has(b"content-length") {
+        Out::Plain
+    } else if req.minor_version >= 1 {
+        Out::Chunked
+    } else {
+        Out::Close
+    };
+    let conn = if framing == Out::Close {
+        ConnHeader::Close
+    } else {
+        ConnHeader::None
+    };
+    res.write_response_h1(&[], conn, out);
+    // The head ends with CRLF CRLF: add the framing field before it.
+    let extra: &[u8] = match framing {
+        Out::Chunked => b"transfer-encoding: chunked\r\n",
+        Out::Plain if end_stream && !no_body && !v.has(b"content-length") => {
+            b"content-length: 0\r\n"
+        }
+        _ => b"",
+    };
+    if !extra.is_empty() && out.ends_with(b"\r\n\r\n") {
+        let at = out.len() - 2;
+        out.splice(at..at, extra.iter().copied());
+    }
+    framing
+}
