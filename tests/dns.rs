@@ -4,7 +4,7 @@
 //! runtime API (`show resolvers`, `set server ... fqdn`).
 
 mod common;
-#[path = "common/dnsmasq.rs"]
+#[path = "../crates/dns/tests/common/dnsmasq.rs"]
 mod dnsmasq;
 
 use common::*;

@@ -1,7 +1,8 @@
 //! A dnsmasq started for one test on its own loopback address and a free
-//! port, serving a hosts file the test rewrites (the same helper as
-//! `crates/dns/tests/common`). dnsmasq-base is installed by `.ci/run`;
-//! without it the tests say so and skip.
+//! port, serving a hosts file the test rewrites. Shared by this crate's
+//! tests and the binary's (`tests/dns.rs` includes this file by path).
+//! dnsmasq-base is installed by `.ci/run`; without it the tests say so and
+//! skip.
 
 #![allow(dead_code)]
 
@@ -52,8 +53,7 @@ impl Dnsmasq {
     /// `extra` options (e.g. `--srv-host=...`).
     pub fn start(bin: &Path, ip: &str, hosts: &str, extra: &[&str]) -> Dnsmasq {
         let port = free_port(ip);
-        let dir =
-            std::env::temp_dir().join(format!("fairlead-it-dns-{}-{}", std::process::id(), ip));
+        let dir = std::env::temp_dir().join(format!("fairlead-dns-{}-{}", std::process::id(), ip));
         std::fs::create_dir_all(&dir).unwrap();
         let hosts_path = dir.join("hosts");
         write_world_readable(&hosts_path, hosts);
