@@ -242,17 +242,17 @@ impl Session {
         prefer: Option<usize>,
         rl: &mut ReqLog,
     ) -> Result<Answered, ProxyError> {
-        let mut stale_tries = 0;
-        let mut attempts = 0u32;
-        let mut avoid = None;
+        let mut tries = Tries::default();
         loop {
             let key = prep.key_data.key();
             let target = Target {
                 prefer: prefer.or(prep.persist.server),
-                avoid,
+                avoid: tries.avoid,
                 names: prep.names(),
             };
-            let (conn, slot, reused) = self.connect(be, &key, target, &mut attempts, rl).await?;
+            let (conn, slot, reused) = self
+                .connect(be, &key, target, &mut tries.attempts, rl)
+                .await?;
             rl.connect_done = Some(Instant::now());
             rl.server = Some(slot.idx());
             if slot.server().conf.proto_h2 {
@@ -272,35 +272,11 @@ impl Session {
             let result = self
                 .forward_request(&conn, prep, framer, &mut sbuf, head, req_bytes, be)
                 .await;
-            let trigger = match &result {
-                Ok(resp) => {
-                    server.observe(true, !is_server_error(resp.status));
-                    Trigger::Status {
-                        status: resp.status,
-                        replayable: prep.replayable,
-                    }
-                }
-                // A pooled connection closed under us: replay at once.
-                Err(e) if e.cause == Cause::EmptyResponse && reused && stale_tries < 3 => {
-                    if prep.no_body {
-                        stale_tries += 1;
-                        continue;
-                    }
-                    Trigger::Error(e)
-                }
-                Err(e) => Trigger::Error(e),
+            let replay = Replay {
+                no_body: prep.no_body,
+                replayable: prep.replayable,
             };
-            if let Trigger::Error(e) = trigger {
-                if e.side() == Side::Server || e.cause == Cause::BadResponse {
-                    server.observe(true, false);
-                }
-            }
-            if let Verdict::Retry { redispatch } = be.retry(&server, trigger, &mut attempts) {
-                if redispatch {
-                    avoid = Some(slot.idx());
-                    rl.redispatched = true;
-                }
-                rl.retries = attempts;
+            if tries.again(be, &server, &result, reused, replay, rl) {
                 continue;
             }
             return match result {
@@ -470,6 +446,76 @@ struct Target<'a> {
     /// A server to avoid (redispatch after a failure on it).
     avoid: Option<usize>,
     names: TlsNames<'a>,
+}
+
+/// Whether a failed request may be sent again: at once on a fresh
+/// connection when its pooled one was stale (`no_body`), or as a retry
+/// (`replayable`: no body and an idempotent method).
+#[derive(Clone, Copy)]
+pub(crate) struct Replay {
+    pub no_body: bool,
+    pub replayable: bool,
+}
+
+/// The attempt loop's state across tries, for HTTP/1 and HTTP/2 clients.
+#[derive(Default)]
+pub(crate) struct Tries {
+    /// Immediate replays after a stale pooled connection (at most 3).
+    stale: u32,
+    /// Retries spent (the backend's `retries` budget).
+    pub attempts: u32,
+    /// A server to avoid after a redispatch.
+    pub avoid: Option<usize>,
+}
+
+impl Tries {
+    /// Judges one try on `server`: feeds its passive check, replays at once
+    /// when a pooled connection turned out closed, else asks the backend's
+    /// retry policy (noting the retry in the log record). `true`: try again.
+    pub(crate) fn again(
+        &mut self,
+        be: &Backend,
+        server: &Server,
+        result: &Result<ResponseHead, ProxyError>,
+        reused: bool,
+        replay: Replay,
+        rl: &mut ReqLog,
+    ) -> bool {
+        let trigger = match result {
+            Ok(resp) => {
+                server.observe(true, !is_server_error(resp.status));
+                Trigger::Status {
+                    status: resp.status,
+                    replayable: replay.replayable,
+                }
+            }
+            // A pooled connection closed under us: replay at once.
+            Err(e) if e.cause == Cause::EmptyResponse && reused && self.stale < 3 => {
+                if replay.no_body {
+                    self.stale += 1;
+                    return true;
+                }
+                Trigger::Error(e)
+            }
+            Err(e) => Trigger::Error(e),
+        };
+        if let Trigger::Error(e) = trigger {
+            if e.side() == Side::Server || e.cause == Cause::BadResponse {
+                server.observe(true, false);
+            }
+        }
+        match be.retry(server, trigger, &mut self.attempts) {
+            Verdict::Retry { redispatch } => {
+                if redispatch {
+                    self.avoid = Some(server.conf.idx);
+                    rl.redispatched = true;
+                }
+                rl.retries = self.attempts;
+                true
+            }
+            Verdict::Stop => false,
+        }
+    }
 }
 
 /// An idle connection to server `idx` from this thread's pool, when the

@@ -65,28 +65,7 @@ impl Model {
             }
             t.end_stream(now);
         }
-        let silent = fx.log_level == Some(None);
-        if silent
-            || fx.src.is_some()
-            || !fx.req_captures.is_empty()
-            || !fx.res_captures.is_empty()
-            || fx.cookie_req.is_some()
-            || fx.cookie_res.is_some()
-            || fx.log_samples.is_some()
-            || fx.unique_id.get().is_some()
-        {
-            let text = |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
-            rl.captured = Some(Box::new(crate::logging::Captured {
-                req: std::mem::take(&mut fx.req_captures),
-                res: std::mem::take(&mut fx.res_captures),
-                silent,
-                src: fx.src,
-                cookie_req: text(fx.cookie_req.take()),
-                cookie_res: text(fx.cookie_res.take()),
-                samples: fx.log_samples.take().unwrap_or_default(),
-                unique_id: text(fx.unique_id.take()),
-            }));
-        }
+        keep_captures(fx, rl);
         let sess = std::mem::take(&mut self.st.vars).into_sess();
         self.give();
         sess
@@ -143,13 +122,7 @@ impl Model {
         head: &RequestHead,
         rules: [Option<&Arc<ProxyRules>>; 2],
     ) {
-        self.res_rules = rules.iter().flatten().any(|r| {
-            !r.log_samples.is_empty()
-                || !r.http_response.is_empty()
-                || !r.http_after_response.is_empty()
-                || !r.res_captures.is_empty()
-                || r.cookie_capture.is_some()
-        });
+        self.res_rules = has_response_work(rules);
         if self.res_rules && self.req_copy.is_none() {
             let mut c = pool::take_out();
             c.extend_from_slice(&buf[..head.head_len.min(buf.len())]);
@@ -402,31 +375,7 @@ impl Session {
             req_body: None,
             uid_ctx: Some(&ctx),
         };
-        let secs = sections(&ctx, rl.backend);
-        capture_response_headers(&ctx.front.routes.fe_rules, &mut tx);
-        for r in secs.iter().flatten() {
-            let v = run(&r.http_response, &r.acls, &mut tx, true);
-            if let Verdict::Deny(a) = &v {
-                if a.is_default && a.status() == 502 {
-                    return Err(Local::Send {
-                        bytes: process::error_page(&ctx, rl.backend, 502),
-                        status: 502,
-                        close: true,
-                        tarpit: false,
-                        denied: true,
-                    });
-                }
-            }
-            if let Some(l) = process::local_of(&ctx, rl.backend, &be.name, v, &tx, true) {
-                return Err(l);
-            }
-        }
-        capture_response_cookie(&ctx.front.routes.fe_rules, &mut tx);
-        for r in secs.iter().flatten() {
-            let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
-        }
-        tx.fx.log_samples = log_samples(&ctx.front.routes.fe_rules, &tx);
-        Ok(())
+        run_response_rules(&ctx, rl.backend, &mut tx)
     }
 
     /// `http-after-response` on a response the proxy made: parsed into the
@@ -615,6 +564,82 @@ fn log_samples(fe: &ProxyRules, tx: &dyn fairlead_rules::txn::Txn) -> Option<Vec
             .and_then(|s| s.as_bytes().map(<[u8]>::to_vec))
     });
     Some(v.collect())
+}
+
+/// Whether a response needs the rule engine for these sections: response
+/// rules, response captures, or `log-format` samples.
+pub(crate) fn has_response_work(rules: [Option<&Arc<ProxyRules>>; 2]) -> bool {
+    rules.iter().flatten().any(|r| {
+        !r.log_samples.is_empty()
+            || !r.http_response.is_empty()
+            || !r.http_after_response.is_empty()
+            || !r.res_captures.is_empty()
+            || r.cookie_capture.is_some()
+    })
+}
+
+/// The response phase's rules on `tx`, for HTTP/1 and HTTP/2 alike:
+/// response header captures, `http-response` (backend, then frontend;
+/// `Err` when a rule answers instead), `capture cookie`,
+/// `http-after-response`, then the `log-format` samples.
+pub(crate) fn run_response_rules(
+    ctx: &crate::HttpCtx,
+    be_idx: Option<usize>,
+    tx: &mut HttpTxn<'_>,
+) -> Result<(), Local> {
+    let fe = &ctx.front.routes.fe_rules;
+    let be = backend(ctx, be_idx);
+    let secs = sections(ctx, be_idx);
+    capture_response_headers(fe, tx);
+    for r in secs.iter().flatten() {
+        let v = run(&r.http_response, &r.acls, tx, true);
+        if let Verdict::Deny(a) = &v {
+            if a.is_default && a.status() == 502 {
+                return Err(Local::Send {
+                    bytes: process::error_page(ctx, be_idx, 502),
+                    status: 502,
+                    close: true,
+                    tarpit: false,
+                    denied: true,
+                });
+            }
+        }
+        if let Some(l) = process::local_of(ctx, be_idx, &be.name, v, tx, true) {
+            return Err(l);
+        }
+    }
+    capture_response_cookie(fe, tx);
+    for r in secs.iter().flatten() {
+        let _ = run(&r.http_after_response, &r.acls, tx, true);
+    }
+    tx.fx.log_samples = log_samples(fe, tx);
+    Ok(())
+}
+
+/// Hands what rules captured to the log line (HTTP/1 and HTTP/2 alike).
+pub(crate) fn keep_captures(fx: &mut crate::txn::Effects, rl: &mut ReqLog) {
+    let silent = fx.log_level == Some(None);
+    if silent
+        || fx.src.is_some()
+        || !fx.req_captures.is_empty()
+        || !fx.res_captures.is_empty()
+        || fx.cookie_req.is_some()
+        || fx.cookie_res.is_some()
+        || fx.log_samples.is_some()
+        || fx.unique_id.get().is_some()
+    {
+        let text = |c: Option<Vec<u8>>| c.map(|c| String::from_utf8_lossy(&c).into_owned());
+        rl.captured = Some(Box::new(crate::logging::Captured {
+            req: std::mem::take(&mut fx.req_captures),
+            res: std::mem::take(&mut fx.res_captures),
+            silent,
+            src: fx.src,
+            cookie_req: text(fx.cookie_req.take()),
+            cookie_res: text(fx.cookie_res.take()),
+            samples: fx.log_samples.take().unwrap_or_default(),
+            unique_id: text(fx.unique_id.take()),
+        }));
+    }
 }
 
 /// `capture cookie` on the response: the first `Set-Cookie` whose name

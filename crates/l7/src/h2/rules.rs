@@ -4,10 +4,9 @@
 
 use super::conn::ConnCx;
 use crate::logging::ReqLog;
-use crate::process::{self, backend, conn_facts, Local, TxnState};
+use crate::process::{backend, conn_facts, Local, TxnState};
 use crate::txn::{HeadBuf, HttpTxn};
 use fairlead_http::msg::Head;
-use fairlead_rules::exec::{run, Verdict};
 
 /// Runs the response rules on `res` (read from `sbuf`). `Err`: a rule
 /// answered instead (the server's response is dropped).
@@ -21,13 +20,7 @@ pub(crate) fn response_rules(
 ) -> Result<(), Local> {
     let ctx = cx.ctx.clone();
     let secs = crate::local::sections(&ctx, rl.backend);
-    let fe = &ctx.front.routes.fe_rules;
-    let any = secs
-        .iter()
-        .flatten()
-        .any(|r| !r.http_response.is_empty() || !r.http_after_response.is_empty())
-        || !fe.res_captures.is_empty();
-    if !any {
+    if !crate::local::has_response_work(secs) {
         return Ok(());
     }
     let be = backend(&ctx, rl.backend);
@@ -61,40 +54,5 @@ pub(crate) fn response_rules(
         req_body: None,
         uid_ctx: None,
     };
-    if !fe.res_captures.is_empty() {
-        if let Some(r) = &tx.res {
-            let v = r.head.view(r.buf);
-            let caps = fe
-                .res_captures
-                .iter()
-                .map(|c| {
-                    v.full_values(c.name.as_bytes())
-                        .next()
-                        .map(|x| x[..x.len().min(c.len)].to_vec())
-                })
-                .collect();
-            tx.fx.res_captures = caps;
-        }
-    }
-    for r in secs.iter().flatten() {
-        let v = run(&r.http_response, &r.acls, &mut tx, true);
-        if let Verdict::Deny(a) = &v {
-            if a.is_default && a.status() == 502 {
-                return Err(Local::Send {
-                    bytes: process::error_page(&ctx, rl.backend, 502),
-                    status: 502,
-                    close: true,
-                    tarpit: false,
-                    denied: true,
-                });
-            }
-        }
-        if let Some(l) = process::local_of(&ctx, rl.backend, &be.name, v, &tx, true) {
-            return Err(l);
-        }
-    }
-    for r in secs.iter().flatten() {
-        let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
-    }
-    Ok(())
+    crate::local::run_response_rules(&ctx, rl.backend, &mut tx)
 }

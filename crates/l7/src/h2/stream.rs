@@ -4,14 +4,13 @@
 
 use super::conn::{ConnCx, Signals};
 use super::resp::{self, send_all, send_h1_bytes, Dechunk, Gone};
-use crate::forward::{count_failure, host_without_port, is_server_error, pooled};
+use crate::forward::{count_failure, host_without_port, is_server_error, pooled, Replay, Tries};
 use crate::logging::{self, Gauges, ReqLog};
 use crate::process::{self, conn_facts, Decision, Local, TxnState};
 use crate::Effective;
 use fairlead_backend::counters::C;
 use fairlead_backend::{
-    connect_server, idle, Backend, Cause, ProxyError, RequestKey, ServerSlot, Side, TlsNames,
-    Trigger, Verdict,
+    connect_server, idle, Backend, Cause, ProxyError, RequestKey, ServerSlot, TlsNames,
 };
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_h2::ErrorCode;
@@ -68,7 +67,7 @@ struct Record {
 impl Record {
     fn emit(&mut self) {
         self.logged = true;
-        keep_captures(&mut self.st, &mut self.rl);
+        crate::local::keep_captures(&mut self.st.fx, &mut self.rl);
         record_latency(&self.cx, &self.rl);
         log(&self.cx, &self.rl);
     }
@@ -81,21 +80,6 @@ impl Drop for Record {
             self.cx.ctx.front.counters.inc(C::CliAbrt);
             self.emit();
         }
-    }
-}
-
-/// What rules left for the log line.
-fn keep_captures(st: &mut TxnState, rl: &mut ReqLog) {
-    let fx = &mut st.fx;
-    let silent = fx.log_level == Some(None);
-    if silent || fx.src.is_some() || !fx.req_captures.is_empty() || !fx.res_captures.is_empty() {
-        rl.captured = Some(Box::new(logging::Captured {
-            req: std::mem::take(&mut fx.req_captures),
-            res: std::mem::take(&mut fx.res_captures),
-            silent,
-            src: fx.src,
-            ..Default::default()
-        }));
     }
 }
 
@@ -645,11 +629,9 @@ async fn attempts(
     rl: &mut ReqLog,
     eff: Effective,
 ) -> Result<Answered, ProxyError> {
-    let mut attempts = 0u32;
-    let mut avoid = None;
-    let mut stale_tries = 0;
+    let mut tries = Tries::default();
     loop {
-        let slot = be.assign(&prep.key, prefer, avoid).await?;
+        let slot = be.assign(&prep.key, prefer, tries.avoid).await?;
         rl.queue_done = Some(Instant::now());
         let idx = slot.idx();
         rl.server = Some(idx);
@@ -667,8 +649,8 @@ async fn attempts(
                     // `send-proxy`: the server learns the client's addresses.
                     names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
                 }
-                let c = connect_server(be, slot, &prep.key, &mut attempts, names).await;
-                rl.retries = attempts;
+                let c = connect_server(be, slot, &prep.key, &mut tries.attempts, names).await;
+                rl.retries = tries.attempts;
                 let c = c?;
                 (c.stream, c.slot, false)
             }
@@ -686,34 +668,11 @@ async fn attempts(
         }
         let mut sbuf = IoBuf::new();
         let result = send_and_read(cx, &conn, prep, link, &mut sbuf, be).await;
-        let trigger = match &result {
-            Ok(resp) => {
-                server.observe(true, !is_server_error(resp.status));
-                Trigger::Status {
-                    status: resp.status,
-                    replayable: prep.replayable,
-                }
-            }
-            Err(e) if e.cause == Cause::EmptyResponse && reused && stale_tries < 3 => {
-                if prep.no_body {
-                    stale_tries += 1;
-                    continue;
-                }
-                Trigger::Error(e)
-            }
-            Err(e) => Trigger::Error(e),
+        let replay = Replay {
+            no_body: prep.no_body,
+            replayable: prep.replayable,
         };
-        if let Trigger::Error(e) = trigger {
-            if e.side() == Side::Server || e.cause == Cause::BadResponse {
-                server.observe(true, false);
-            }
-        }
-        if let Verdict::Retry { redispatch } = be.retry(&server, trigger, &mut attempts) {
-            if redispatch {
-                avoid = Some(slot.idx());
-                rl.redispatched = true;
-            }
-            rl.retries = attempts;
+        if tries.again(be, &server, &result, reused, replay, rl) {
             continue;
         }
         return match result {
