@@ -334,10 +334,14 @@ fn hundred_concurrent_streams_one_connection() {
                 .unwrap();
             let mut cl = c.clone().ready().await.unwrap();
             let (resp, _) = cl.send_request(req, true).unwrap();
-            pending.push((i, resp));
+            // Read every stream at once, as a real client does: reading
+            // them one by one would leave the connection window full of
+            // the bodies of streams not read yet (a flow-control deadlock
+            // on the client's side).
+            pending.push((i, tokio::spawn(read_answer(resp))));
         }
-        for (i, resp) in pending {
-            let a = read_answer(resp).await;
+        for (i, reading) in pending {
+            let a = reading.await.expect("reader task");
             assert_eq!(a.status, 200);
             assert_eq!(a.body.len(), 1000 + i);
         }
