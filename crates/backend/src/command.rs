@@ -6,7 +6,7 @@
 //! Commands name a server by its stable id ([`crate::ServerConf::id`]),
 //! not by a position that could move.
 
-use crate::{Backend, Server};
+use crate::{Backend, Server, ServerId};
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -62,8 +62,9 @@ impl std::fmt::Display for CommandError {
 
 impl Backend {
     /// The server with stable id `id`.
-    pub fn server_by_id(&self, id: usize) -> Option<&Arc<Server>> {
-        self.servers.iter().find(|s| s.conf.id == id)
+    pub fn server_by_id(&self, id: ServerId) -> Option<&Arc<Server>> {
+        let i = self.slots.get(&id)?;
+        self.servers.get(*i)
     }
 
     /// The server named `name`.
@@ -73,7 +74,7 @@ impl Backend {
 
     /// Applies `cmd` to the server with stable id `id`, then republishes
     /// the balancing weights. Returns whether anything changed.
-    pub fn apply(&self, id: usize, cmd: ServerCommand) -> Result<bool, CommandError> {
+    pub fn apply(&self, id: ServerId, cmd: ServerCommand) -> Result<bool, CommandError> {
         let s = self.server_by_id(id).ok_or(CommandError::NoSuchServer)?;
         let a = &s.admin;
         let swap_bool =

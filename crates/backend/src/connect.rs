@@ -119,10 +119,10 @@ pub async fn connect_server(
         match be.retry(&server, Trigger::Error(&err), attempts) {
             Verdict::Stop => return Err(err),
             Verdict::Retry { redispatch: true } => {
-                let failed = slot.idx();
+                let failed = slot.id();
                 drop(slot);
                 slot = be.assign(key, None, Some(failed)).await?;
-                if slot.idx() != failed {
+                if slot.id() != failed {
                     continue;
                 }
             }

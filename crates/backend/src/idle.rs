@@ -2,6 +2,7 @@
 //! connection lists). Connections are keyed by server id and never cross
 //! threads, so taking and returning one costs no lock.
 
+use crate::ServerId;
 use fairlead_net::Conn;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -13,13 +14,13 @@ thread_local! {
     /// Per server: idle connections and when each was parked. Taking pops
     /// the most recently parked one, so under steady load the same few
     /// connections cycle and the others age.
-    static IDLE: RefCell<HashMap<usize, Vec<(Conn, std::time::Instant)>>> = RefCell::new(HashMap::new());
+    static IDLE: RefCell<HashMap<ServerId, Vec<(Conn, std::time::Instant)>>> = RefCell::new(HashMap::new());
 }
 
 /// Takes a live idle connection to server `id`, discarding dead ones.
 /// `sni`: for a TLS server whose SNI varies per request, only a
 /// connection made with that name fits (`None`: any).
-pub fn take(id: usize, sni: Option<&str>) -> Option<Conn> {
+pub fn take(id: ServerId, sni: Option<&str>) -> Option<Conn> {
     IDLE.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.get_mut(&id)?;
@@ -49,7 +50,7 @@ pub fn take(id: usize, sni: Option<&str>) -> Option<Conn> {
 /// address changed: one made to its current address, see
 /// [`crate::ServerAdmin::conn_fits`]); the others are closed as they are
 /// met, never reused.
-pub fn take_fitting(id: usize, sni: Option<&str>, fits: impl Fn(&Conn) -> bool) -> Option<Conn> {
+pub fn take_fitting(id: ServerId, sni: Option<&str>, fits: impl Fn(&Conn) -> bool) -> Option<Conn> {
     loop {
         let c = take(id, sni)?;
         if fits(&c) {
@@ -59,7 +60,7 @@ pub fn take_fitting(id: usize, sni: Option<&str>, fits: impl Fn(&Conn) -> bool) 
 }
 
 /// Returns a connection to the idle pool of server `id`.
-pub fn put(id: usize, stream: Conn) {
+pub fn put(id: ServerId, stream: Conn) {
     IDLE.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.entry(id).or_default();
@@ -70,7 +71,7 @@ pub fn put(id: usize, stream: Conn) {
 }
 
 /// Number of idle connections this thread holds for server `id`.
-pub fn count(id: usize) -> usize {
+pub fn count(id: ServerId) -> usize {
     IDLE.with(|m| m.borrow().get(&id).map_or(0, Vec::len))
 }
 
@@ -120,16 +121,18 @@ mod tests {
             let c_new = tokio::net::TcpStream::connect(a_new).await.unwrap();
             let _s_new = new.accept().await.unwrap();
             // most recently parked first: the old one is met first
-            put(9101, Conn::plain(c_new));
-            put(9101, Conn::plain(c_old));
-            assert_eq!(count(9101), 2);
-            let got = take_fitting(9101, None, |c| c.peer_addr().ok() == Some(a_new))
+            put(ServerId(9101), Conn::plain(c_new));
+            put(ServerId(9101), Conn::plain(c_old));
+            assert_eq!(count(ServerId(9101)), 2);
+            let got = take_fitting(ServerId(9101), None, |c| c.peer_addr().ok() == Some(a_new))
                 .expect("the connection to the new address");
             assert_eq!(got.peer_addr().unwrap(), a_new);
-            assert_eq!(count(9101), 0, "the stale connection was closed");
-            put(9101, got);
-            assert!(take_fitting(9101, None, |c| c.peer_addr().ok() == Some(a_old)).is_none());
-            assert_eq!(count(9101), 0);
+            assert_eq!(count(ServerId(9101)), 0, "the stale connection was closed");
+            put(ServerId(9101), got);
+            assert!(
+                take_fitting(ServerId(9101), None, |c| c.peer_addr().ok() == Some(a_old)).is_none()
+            );
+            assert_eq!(count(ServerId(9101)), 0);
         });
     }
 }

@@ -23,7 +23,7 @@ pub use connect::{connect_server, Connected, TlsNames};
 pub use error::{Cause, ProxyError, Side};
 pub use fairlead_balance::RequestKey;
 pub use retry::{Trigger, Verdict};
-pub use server::{Server, ServerAdmin, ServerConf, ServerMetrics};
+pub use server::{Server, ServerAdmin, ServerConf, ServerId, ServerMetrics};
 
 use fairlead_balance::{Lb, Pick, ServerSpec, ServerView};
 use fairlead_config as config;
@@ -40,8 +40,9 @@ pub struct ServerSlot {
 }
 
 impl ServerSlot {
-    pub fn idx(&self) -> usize {
-        self.idx
+    /// The server's stable id.
+    pub fn id(&self) -> ServerId {
+        self.server().conf.id
     }
 
     pub fn server(&self) -> &Arc<Server> {
@@ -59,7 +60,11 @@ impl Drop for ServerSlot {
 pub struct Backend {
     pub name: String,
     pub options: config::ProxyOptions,
+    /// The servers, in configuration order. Name them by [`ServerId`]
+    /// ([`Backend::server_by_id`]), never by position.
     pub servers: Vec<Arc<Server>>,
+    /// Stable id → balancer slot (position in `servers`).
+    slots: std::collections::HashMap<ServerId, usize>,
     lb: Lb,
     pub queue: queue::Queue,
     /// Requests or streams currently assigned to any server.
@@ -120,7 +125,8 @@ impl Backend {
                 })?),
                 None => None,
             };
-            servers.push(Arc::new(Server::new(s, idx, *next_id, addr, tls)));
+            let id = ServerId(u32::try_from(*next_id).unwrap_or(u32::MAX));
+            servers.push(Arc::new(Server::new(s, idx, id, addr, tls)));
             *next_id += 1;
         }
         let specs: Vec<ServerSpec> = servers
@@ -139,6 +145,11 @@ impl Backend {
             options: cfg.options.clone(),
             lb,
             queue: queue::Queue::new(servers.len()),
+            slots: servers
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.conf.id, i))
+                .collect(),
             servers,
             sessions: AtomicU32::new(0),
             fullconn: o.fullconn.unwrap_or(fullconn),
@@ -170,10 +181,28 @@ impl Backend {
         self.dispatch();
     }
 
-    /// The server's `maxconn` in force: with `minconn`, it grows from
-    /// `minconn` to `maxconn` as the backend's load approaches `fullconn`,
-    /// as HAProxy does. 0 means unlimited.
-    pub fn dyn_maxconn(&self, i: usize) -> u32 {
+    /// The balancer slot of the server with id `id`, if it is in this
+    /// backend.
+    fn slot_of(&self, id: ServerId) -> Option<usize> {
+        self.slots.get(&id).copied()
+    }
+
+    /// Requests queued for this server in particular (persistence).
+    pub fn queue_len(&self, server: &Server) -> usize {
+        self.slot_of(server.conf.id)
+            .map_or(0, |i| self.queue.server_len(i))
+    }
+
+    /// The server's `maxconn` in force (see [`Self::dyn_maxconn_at`]).
+    pub fn dyn_maxconn(&self, server: &Server) -> u32 {
+        self.slot_of(server.conf.id)
+            .map_or(0, |i| self.dyn_maxconn_at(i))
+    }
+
+    /// The `maxconn` in force of the server in slot `i`: with `minconn`,
+    /// it grows from `minconn` to `maxconn` as the backend's load
+    /// approaches `fullconn`, as HAProxy does. 0 means unlimited.
+    fn dyn_maxconn_at(&self, i: usize) -> u32 {
         let s = &self.servers[i];
         let maxconn = s.admin.maxconn.load(Ordering::Relaxed);
         if maxconn == 0 || s.conf.minconn == 0 || self.fullconn == 0 {
@@ -185,14 +214,14 @@ impl Backend {
     }
 
     fn has_room(&self, i: usize) -> bool {
-        let m = self.dyn_maxconn(i);
+        let m = self.dyn_maxconn_at(i);
         m == 0 || self.servers[i].metrics.cur.load(Ordering::Relaxed) < m
     }
 
     /// Reserves a slot on server `i` if it has room.
     fn try_take(&self, i: usize) -> bool {
         let s = &self.servers[i];
-        let max = self.dyn_maxconn(i);
+        let max = self.dyn_maxconn_at(i);
         let ok = if max == 0 {
             s.metrics.cur.fetch_add(1, Ordering::Relaxed);
             true
@@ -254,20 +283,23 @@ impl Backend {
         t.queue.or(t.connect)
     }
 
-    /// Assigns a server slot to a request. `prefer` is the server a
-    /// persistence cookie designates; `avoid` is a server to leave out
-    /// (redispatch after a failure). Waits in a queue when every eligible
-    /// server is at its `maxconn`.
+    /// Assigns a server slot to a request. `prefer` is the server
+    /// persistence designates (a cookie, `use-server`); `avoid` is a
+    /// server to leave out (redispatch after a failure). Either may name a
+    /// server this backend no longer has: it is then ignored. Waits in a
+    /// queue when every eligible server is at its `maxconn`.
     pub async fn assign(
         self: &Arc<Self>,
         key: &RequestKey<'_>,
-        prefer: Option<usize>,
-        avoid: Option<usize>,
+        prefer: Option<ServerId>,
+        avoid: Option<ServerId>,
     ) -> Result<ServerSlot, ProxyError> {
         let slot = |idx| ServerSlot {
             backend: self.clone(),
             idx,
         };
+        let prefer = prefer.and_then(|id| self.slot_of(id));
+        let avoid = avoid.and_then(|id| self.slot_of(id));
         if let Some(i) = prefer {
             let s = &self.servers[i];
             if s.is_up() || self.options.persist {
@@ -336,13 +368,16 @@ impl Backend {
     }
 
     /// The server whose persistence cookie value is `value`.
-    pub fn server_by_cookie(&self, value: &[u8]) -> Option<usize> {
-        self.servers.iter().position(|s| {
-            s.conf
-                .cookie
-                .as_deref()
-                .is_some_and(|c| c.as_bytes() == value)
-        })
+    pub fn server_by_cookie(&self, value: &[u8]) -> Option<ServerId> {
+        self.servers
+            .iter()
+            .find(|s| {
+                s.conf
+                    .cookie
+                    .as_deref()
+                    .is_some_and(|c| c.as_bytes() == value)
+            })
+            .map(|s| s.conf.id)
     }
 
     /// Number of usable active and backup servers, for state-change logs.

@@ -12,10 +12,14 @@
 //!   in [`ServerMetrics::counters`] (new connections `ConnNew`, failed
 //!   connects `Econ`, ...).
 //!
-//! A server's identity is [`ServerConf::id`], unique in the process and
-//! never reused while it runs: idle connection pools, attached
-//! connections and persistence key on it, not on the position in the
-//! backend ([`ServerConf::idx`]).
+//! A server's identity is its [`ServerId`] ([`ServerConf::id`]), unique in
+//! the process and never reused while it runs. Everything outside this
+//! crate names a server by that id or holds its `Arc<Server>`: idle
+//! connection pools, attached connections, persistence (cookies,
+//! `use-server`), redispatch, log records, runtime API commands and DNS.
+//! The position in the backend's list is the balancer's and the queue's
+//! private slot number, so that servers can later be added and removed
+//! without renumbering anyone's references.
 
 use crate::counters;
 use fairlead_config as config;
@@ -24,12 +28,21 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// A server's stable identity: unique in the process, never reused while
+/// it runs, independent of the server's position in its backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerId(pub u32);
+
+impl std::fmt::Display for ServerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// What the configuration says about a server.
 pub struct ServerConf {
     /// Process-wide unique id; keys the per-thread idle pools.
-    pub id: usize,
-    /// Position in its backend.
-    pub idx: usize,
+    pub id: ServerId,
     /// HAProxy's server id (`id` keyword, else position from 1).
     pub puid: u32,
     pub name: String,
@@ -52,6 +65,9 @@ pub struct ServerConf {
     pub send_proxy: u8,
     /// `proto h2`: the server speaks clear-text HTTP/2 (h2c).
     pub proto_h2: bool,
+    /// `check`: health checks are configured (the stats show their
+    /// state). Default is false.
+    pub check: bool,
 }
 
 /// What operators change at run time.
@@ -124,7 +140,7 @@ impl Server {
     pub fn new(
         s: &config::Server,
         idx: usize,
-        id: usize,
+        id: ServerId,
         addr: SocketAddr,
         tls: Option<fairlead_tls::ServerContext>,
     ) -> Server {
@@ -137,7 +153,6 @@ impl Server {
         Server {
             conf: ServerConf {
                 id,
-                idx,
                 puid: s.id.unwrap_or(idx as u32 + 1),
                 name: s.name.clone(),
                 initial_weight: s.weight,
@@ -150,6 +165,7 @@ impl Server {
                 tls_sni_varies,
                 send_proxy: s.send_proxy,
                 proto_h2: s.proto_h2,
+                check: s.check,
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),

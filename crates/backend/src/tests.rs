@@ -39,13 +39,13 @@ fn backup_only_when_no_active_is_up() {
     rt().block_on(async {
         for _ in 0..6 {
             let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
-            assert_ne!(s.idx(), 2);
+            assert_ne!(s.idx, 2);
         }
         b.servers[0].admin.maint.store(true, Ordering::Relaxed);
         b.servers[1].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
-        assert_eq!(s.idx(), 2);
+        assert_eq!(s.idx, 2);
         b.servers[2].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         drop(s);
@@ -65,10 +65,10 @@ fn avoid_prefers_another_server() {
     rt().block_on(async {
         for _ in 0..5 {
             let s = b
-                .assign(&RequestKey::default(), None, Some(0))
+                .assign(&RequestKey::default(), None, Some(b.servers[0].conf.id))
                 .await
                 .unwrap();
-            assert_eq!(s.idx(), 1);
+            assert_eq!(s.idx, 1);
         }
     });
 }
@@ -105,7 +105,7 @@ fn released_slot_goes_to_the_queued_request() {
         let waiter = tokio::task::spawn_local(async move {
             b2.assign(&RequestKey::default(), None, None)
                 .await
-                .map(|s| s.idx())
+                .map(|s| s.idx)
         });
         while b.queue.is_empty() {
             tokio::task::yield_now().await;
@@ -121,24 +121,24 @@ fn persistence_prefers_the_cookie_server() {
     let b = backend_with(&[(1, false), (1, false)], |c| {
         c.servers[1].cookie = Some("s2".into());
     });
-    assert_eq!(b.server_by_cookie(b"s2"), Some(1));
+    assert_eq!(b.server_by_cookie(b"s2"), Some(b.servers[1].conf.id));
     assert_eq!(b.server_by_cookie(b"nope"), None);
     rt().block_on(async {
         for _ in 0..4 {
             let s = b
-                .assign(&RequestKey::default(), Some(1), None)
+                .assign(&RequestKey::default(), Some(b.servers[1].conf.id), None)
                 .await
                 .unwrap();
-            assert_eq!(s.idx(), 1);
+            assert_eq!(s.idx, 1);
         }
         // Down server: balanced elsewhere unless `option persist`.
         b.servers[1].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         let s = b
-            .assign(&RequestKey::default(), Some(1), None)
+            .assign(&RequestKey::default(), Some(b.servers[1].conf.id), None)
             .await
             .unwrap();
-        assert_eq!(s.idx(), 0);
+        assert_eq!(s.idx, 0);
     });
 }
 
@@ -149,11 +149,11 @@ fn minconn_grows_with_backend_load() {
         c.servers[0].minconn = 10;
         c.options.fullconn = Some(1000);
     });
-    assert_eq!(b.dyn_maxconn(0), 10);
+    assert_eq!(b.dyn_maxconn(&b.servers[0]), 10);
     b.sessions.store(500, Ordering::Relaxed);
-    assert_eq!(b.dyn_maxconn(0), 50);
+    assert_eq!(b.dyn_maxconn(&b.servers[0]), 50);
     b.sessions.store(5000, Ordering::Relaxed);
-    assert_eq!(b.dyn_maxconn(0), 100);
+    assert_eq!(b.dyn_maxconn(&b.servers[0]), 100);
 }
 
 #[test]
@@ -188,10 +188,10 @@ fn purge_closes_only_connections_idle_for_a_whole_period() {
         let a = l.local_addr().unwrap();
         let s1 = tokio::net::TcpStream::connect(a).await.unwrap();
         let _peer = l.accept().await.unwrap();
-        idle::put(9001, s1.into());
+        idle::put(ServerId(9001), s1.into());
         // Just parked: kept.
         assert_eq!(idle::purge(), 0);
-        assert_eq!(idle::count(9001), 1);
+        assert_eq!(idle::count(ServerId(9001)), 1);
         idle::clear();
     });
 }
@@ -237,7 +237,56 @@ fn commands_change_servers_by_stable_id() {
         ))
     );
     assert_eq!(
-        b.apply(usize::MAX, ServerCommand::Weight(1)),
+        b.apply(ServerId(u32::MAX), ServerCommand::Weight(1)),
         Err(CommandError::NoSuchServer)
     );
+}
+
+#[test]
+fn servers_are_named_by_id_not_position() {
+    // Two backends built from one id counter: ids run on across them, so
+    // an id is never a position, and one backend's ids mean nothing to
+    // the other.
+    let cfg = |name: &str| config::Backend {
+        name: name.into(),
+        servers: (0..3)
+            .map(|i| {
+                config::Server::new(
+                    &format!("s{i}"),
+                    config::ServerAddr::Ip(([127, 0, 0, 1], 1000 + i as u16).into()),
+                )
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let resolve = |a: &config::ServerAddr| match a {
+        config::ServerAddr::Ip(a) => Ok(*a),
+        _ => unreachable!(),
+    };
+    let mut next = 0;
+    let a = Arc::new(Backend::new(&cfg("a"), &resolve, &mut next, 0).unwrap());
+    let b = Arc::new(Backend::new(&cfg("b"), &resolve, &mut next, 0).unwrap());
+    let ids: Vec<ServerId> = b.servers.iter().map(|s| s.conf.id).collect();
+    assert_eq!(ids, [ServerId(3), ServerId(4), ServerId(5)]);
+    assert_eq!(b.server_by_id(ServerId(4)).unwrap().conf.name, "s1");
+    assert!(b.server_by_id(ServerId(1)).is_none(), "a's id in b");
+    assert_eq!(
+        b.apply(ServerId(1), ServerCommand::Weight(7)),
+        Err(CommandError::NoSuchServer)
+    );
+    assert_eq!(a.servers[1].admin.weight.load(Ordering::Relaxed), 1);
+    rt().block_on(async {
+        // `prefer` by id; an id from another backend is ignored.
+        let key = RequestKey::default();
+        let s = b.assign(&key, Some(ServerId(5)), None).await.unwrap();
+        assert_eq!((s.id(), s.server().conf.name.as_str()), (ServerId(5), "s2"));
+        drop(s);
+        let s = b.assign(&key, Some(ServerId(2)), None).await.unwrap();
+        assert_ne!(s.id(), ServerId(2));
+        // `avoid` by id.
+        for _ in 0..6 {
+            let s = b.assign(&key, None, Some(ServerId(4))).await.unwrap();
+            assert_ne!(s.id(), ServerId(4));
+        }
+    });
 }

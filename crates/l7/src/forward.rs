@@ -17,8 +17,8 @@ use crate::session::{park, Attached, Outcome, Session};
 use crate::Effective;
 use fairlead_backend::counters::C;
 use fairlead_backend::{
-    connect_server, idle, Backend, Cause, ProxyError, RequestKey, Server, ServerSlot, Side,
-    TlsNames, Trigger, Verdict,
+    connect_server, idle, Backend, Cause, ProxyError, RequestKey, Server, ServerId, ServerSlot,
+    Side, TlsNames, Trigger, Verdict,
 };
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
@@ -79,7 +79,7 @@ impl Session {
         &mut self,
         head: &RequestHead,
         mut model: Option<&mut crate::local::Model>,
-        prefer: Option<usize>,
+        prefer: Option<ServerId>,
         rl: &mut ReqLog,
     ) -> Option<Outcome> {
         let ctx = self.ctx.clone();
@@ -239,7 +239,7 @@ impl Session {
         prep: &Prepared,
         framer: &mut Framer,
         req_bytes: &Cell<u64>,
-        prefer: Option<usize>,
+        prefer: Option<ServerId>,
         rl: &mut ReqLog,
     ) -> Result<Answered, ProxyError> {
         let mut tries = Tries::default();
@@ -254,7 +254,7 @@ impl Session {
                 .connect(be, &key, target, &mut tries.attempts, rl)
                 .await?;
             rl.connect_done = Some(Instant::now());
-            rl.server = Some(slot.idx());
+            rl.set_server(slot.server());
             if slot.server().conf.proto_h2 {
                 return Ok(Answered {
                     conn,
@@ -312,36 +312,28 @@ impl Session {
     ) -> Result<(Attached, ServerSlot, bool), ProxyError> {
         let slot = be.assign(key, target.prefer, target.avoid).await?;
         rl.queue_done = Some(Instant::now());
-        let idx = slot.idx();
-        rl.server = Some(idx);
+        let server = slot.server();
+        rl.set_server(server);
         if let Some(a) = self.attached.take() {
-            if a.idx as usize == idx
-                && a.srv_id as usize == be.servers[idx].conf.id
-                && a.stream.idle_alive()
-                && be.servers[idx].admin.conn_fits(&a.stream)
+            if a.srv == server.conf.id && a.stream.idle_alive() && server.admin.conn_fits(&a.stream)
             {
                 return Ok((a, slot, true));
             }
             park(a, self.eff);
         }
-        if let Some(stream) = pooled(be, idx, self.eff, self.first, target.names) {
-            let a = Attached {
-                idx: idx as u32,
-                srv_id: be.servers[idx].conf.id as u32,
-                stream,
-            };
-            return Ok((a, slot, true));
+        if let Some(stream) = pooled(server, self.eff, self.first, target.names) {
+            let srv = server.conf.id;
+            return Ok((Attached { srv, stream }, slot, true));
         }
         let mut names = target.names;
-        if be.servers[idx].conf.send_proxy != 0 {
+        if server.conf.send_proxy != 0 {
             names.client_addrs = self.client.local_addr().ok().map(|d| (self.peer, d));
         }
         let connected = connect_server(be, slot, key, attempts, names).await;
         rl.retries = *attempts;
         let c = connected?;
         let a = Attached {
-            idx: c.slot.idx() as u32,
-            srv_id: c.slot.server().conf.id as u32,
+            srv: c.slot.id(),
             stream: c.stream,
         };
         Ok((a, c.slot, false))
@@ -442,9 +434,9 @@ impl Session {
 #[derive(Clone, Copy)]
 struct Target<'a> {
     /// A server to use if it can take it (`use-server`, persistence).
-    prefer: Option<usize>,
+    prefer: Option<ServerId>,
     /// A server to avoid (redispatch after a failure on it).
-    avoid: Option<usize>,
+    avoid: Option<ServerId>,
     names: TlsNames<'a>,
 }
 
@@ -465,7 +457,7 @@ pub(crate) struct Tries {
     /// Retries spent (the backend's `retries` budget).
     pub attempts: u32,
     /// A server to avoid after a redispatch.
-    pub avoid: Option<usize>,
+    pub avoid: Option<ServerId>,
 }
 
 impl Tries {
@@ -507,7 +499,7 @@ impl Tries {
         match be.retry(server, trigger, &mut self.attempts) {
             Verdict::Retry { redispatch } => {
                 if redispatch {
-                    self.avoid = Some(server.conf.idx);
+                    self.avoid = Some(server.conf.id);
                     rl.redispatched = true;
                 }
                 rl.retries = self.attempts;
@@ -518,11 +510,10 @@ impl Tries {
     }
 }
 
-/// An idle connection to server `idx` from this thread's pool, when the
+/// An idle connection to `server` from this thread's pool, when the
 /// `http-reuse` mode allows one for this request.
 pub(crate) fn pooled(
-    be: &Backend,
-    idx: usize,
+    server: &Server,
     eff: Effective,
     first: bool,
     names: TlsNames<'_>,
@@ -535,7 +526,6 @@ pub(crate) fn pooled(
     if !may_pool {
         return None;
     }
-    let server = &be.servers[idx];
     // A connection that started with another client's PROXY header does
     // not fit either.
     if server.conf.send_proxy != 0 {

@@ -92,10 +92,7 @@ impl Model {
             src,
             frontend: &ctx.front.name,
             backend: &be.name,
-            server: rl
-                .server
-                .and_then(|i| be.servers.get(i))
-                .map(|s| s.conf.name.as_str()),
+            server: rl.server.as_ref().map(|s| s.conf.name.as_str()),
             hostname: &ctx.front.routes.hostname,
             unique_id: self.st.fx.unique_id.get().map(Vec::as_slice),
         };
@@ -355,7 +352,7 @@ impl Session {
         let res = m.res.get_or_insert_with(msg::take);
         res.fill_response(sbuf, resp);
         let nb = |_: Option<&str>| -> Option<i64> { None };
-        let server = rl.server.map(|i| be.servers[i].conf.name.as_str());
+        let server = rl.server.as_ref().map(|s| s.conf.name.as_str());
         let mut tx = HttpTxn {
             req: HeadBuf {
                 head: &mut m.head,
@@ -370,7 +367,7 @@ impl Session {
             fx: &mut m.st.fx,
             backend: Some(&be.name),
             server,
-            server_id: rl.server.map(|i| i64::from(be.servers[i].conf.puid)),
+            server_id: rl.server.as_ref().map(|s| i64::from(s.conf.puid)),
             nbsrv: &nb,
             req_body: None,
             uid_ctx: Some(&ctx),

@@ -31,7 +31,9 @@ pub(crate) struct ReqLog {
     pub status: Option<u16>,
     pub bytes_in: u64,
     pub bytes_out: u64,
-    pub server: Option<usize>,
+    /// The server that took the request (held so that the log line can name
+    /// it even if the server is removed meanwhile).
+    pub server: Option<std::sync::Arc<fairlead_backend::Server>>,
     /// The backend content switching chose (`None`: the default one).
     pub backend: Option<usize>,
     pub retries: u32,
@@ -96,6 +98,38 @@ impl ReqLog {
         }
     }
 
+    /// Records the server that took the request (a no-op when it is the
+    /// one already recorded: no reference count traffic).
+    pub fn set_server(&mut self, server: &std::sync::Arc<fairlead_backend::Server>) {
+        if self.server.as_ref().map(|s| s.conf.id) != Some(server.conf.id) {
+            self.server = Some(server.clone());
+        }
+    }
+
+    /// Feeds the backend's and the server's latency histograms (queue,
+    /// connect, response, total), once the request is over.
+    pub(crate) fn record_latency(&self, be: &fairlead_backend::Backend) {
+        let Some(srv) = &self.server else { return };
+        let us = |a: Option<Instant>, b: Option<Instant>| {
+            Some(b?.saturating_duration_since(a?).as_micros() as u64)
+        };
+        let now = Some(Instant::now());
+        let times = [
+            us(self.head_done, self.queue_done),
+            us(self.queue_done, self.connect_done),
+            us(self.connect_done, self.response_done),
+            self.response_done.and(us(self.first_byte, now)),
+        ];
+        for l in [&be.latency, &srv.metrics.latency] {
+            let hs = [&l.queue, &l.connect, &l.response, &l.total];
+            for (h, t) in hs.into_iter().zip(times) {
+                if let Some(t) = t {
+                    h.record(t);
+                }
+            }
+        }
+    }
+
     /// Keeps a copy of the request line (`buf` starts with it).
     pub fn keep_line(&mut self, buf: &[u8]) {
         let end = buf
@@ -124,6 +158,26 @@ pub(crate) struct Gauges {
     pub srv_conn: u32,
     pub srv_queue: u32,
     pub backend_queue: u32,
+}
+
+impl Gauges {
+    /// The gauges of request `rl` of frontend `front` on backend `be`, now.
+    pub(crate) fn sample(
+        front: &crate::Frontend,
+        be: &fairlead_backend::Backend,
+        rl: &ReqLog,
+    ) -> Gauges {
+        use std::sync::atomic::Ordering::Relaxed;
+        let srv = rl.server.as_deref();
+        Gauges {
+            actconn: front.actconn.load(Relaxed),
+            feconn: front.feconn.load(Relaxed),
+            beconn: be.sessions.load(Relaxed),
+            srv_conn: srv.map_or(0, |s| s.metrics.cur.load(Relaxed)),
+            srv_queue: srv.map_or(0, |s| be.queue_len(s) as u32),
+            backend_queue: be.queue.len() as u32,
+        }
+    }
 }
 
 fn refs(v: &[Option<Vec<u8>>]) -> Vec<Option<&[u8]>> {

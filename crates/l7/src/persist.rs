@@ -18,7 +18,7 @@
 //!   cookie; the last-visit date is refreshed once a quarter of `maxidle`
 //!   has passed.
 
-use fairlead_backend::Backend;
+use fairlead_backend::{Backend, Server, ServerId};
 use fairlead_config::{CookieConfig, CookieMode};
 use fairlead_http::cookie::{
     append_header, edit_request_cookies, edit_set_cookies, request_cookie, RequestCookieEdit,
@@ -30,7 +30,7 @@ use std::io::Write as _;
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Persist {
     /// Server designated by the cookie.
-    pub server: Option<usize>,
+    pub server: Option<ServerId>,
     /// The request carried our cookie at all.
     pub had_cookie: bool,
     /// Dates carried by the cookie (`maxidle`/`maxlife`): last, first.
@@ -113,14 +113,8 @@ pub(crate) fn edit_request(cfg: &CookieConfig, p: Persist, out: &mut Vec<u8>) {
 
 /// Edits the response head sent to the client, once the serving server is
 /// known.
-pub(crate) fn edit_response(
-    cfg: &CookieConfig,
-    p: Persist,
-    be: &Backend,
-    served: usize,
-    out: &mut Vec<u8>,
-) {
-    let Some(value) = be.servers[served].conf.cookie.as_deref() else {
+pub(crate) fn edit_response(cfg: &CookieConfig, p: Persist, served: &Server, out: &mut Vec<u8>) {
+    let Some(value) = served.conf.cookie.as_deref() else {
         return;
     };
     match cfg.mode {
@@ -131,14 +125,14 @@ pub(crate) fn edit_response(
                 (Some((last, _)), Some(idle)) => now.saturating_sub(last) < idle.as_secs() / 4,
                 _ => true,
             };
-            if p.server == Some(served) && fresh {
+            if p.server == Some(served.conf.id) && fresh {
                 return;
             }
             let mut line = Vec::with_capacity(64);
             let _ = write!(line, "Set-Cookie: {}={}", cfg.name, value);
             if dated(cfg) {
                 let first = match p.dates {
-                    Some((_, first)) if p.server == Some(served) => first,
+                    Some((_, first)) if p.server == Some(served.conf.id) => first,
                     _ => now,
                 };
                 let _ = write!(line, "|{now:x}|{first:x}");
@@ -206,7 +200,10 @@ mod tests {
         let cfg = cookie_cfg(Some(600), Some(3600));
         let now = now_secs();
         let r = req(&format!("c1|{:x}|{:x}", now - 10, now - 100));
-        assert_eq!(lookup(&cfg, &be, &r, r.len()).server, Some(0));
+        assert_eq!(
+            lookup(&cfg, &be, &r, r.len()).server,
+            Some(be.servers[0].conf.id)
+        );
     }
 
     #[test]
@@ -227,7 +224,7 @@ mod tests {
         let be = backend();
         let cfg = cookie_cfg(Some(600), None);
         let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
-        edit_response(&cfg, Persist::default(), &be, 0, &mut out);
+        edit_response(&cfg, Persist::default(), &be.servers[0], &mut out);
         let text = String::from_utf8(out).unwrap();
         let line = text
             .lines()
@@ -243,12 +240,12 @@ mod tests {
         assert_eq!(last, first);
         assert!(now_secs() - last < 5);
         let p = Persist {
-            server: Some(0),
+            server: Some(be.servers[0].conf.id),
             had_cookie: true,
             dates: Some((now_secs(), first)),
         };
         let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
-        edit_response(&cfg, p, &be, 0, &mut out);
+        edit_response(&cfg, p, &be.servers[0], &mut out);
         assert!(!String::from_utf8(out).unwrap().contains("Set-Cookie"));
     }
 }

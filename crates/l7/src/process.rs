@@ -44,7 +44,7 @@ pub(crate) enum Decision {
     /// `use-server`, preferably this server.
     Forward {
         be: Option<usize>,
-        server: Option<usize>,
+        server: Option<fairlead_backend::ServerId>,
     },
     Local(Local),
 }
@@ -218,7 +218,7 @@ fn decide<'a>(ctx: &'a HttpCtx, tx: &mut HttpTxn<'a>, close: bool) -> Decision {
     let server = own.and_then(|br| {
         br.use_server.iter().find_map(|r| {
             (r.check(&br.acls, tx) == Tri::Pass)
-                .then(|| be.servers.iter().position(|s| s.conf.name == r.action))
+                .then(|| be.server_by_name(&r.action).map(|s| s.conf.id))
                 .flatten()
         })
     });

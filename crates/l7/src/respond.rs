@@ -61,7 +61,7 @@ impl Session {
             None => fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out),
         }
         if let Some(c) = &be.options.cookie {
-            persist::edit_response(c, persist, be, conn.idx as usize, &mut out);
+            persist::edit_response(c, persist, slot.server(), &mut out);
         }
         sbuf.consume(resp.head_len);
         // Send the head together with the body bytes already received.

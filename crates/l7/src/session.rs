@@ -16,10 +16,8 @@ use tokio::time::Instant;
 
 /// A server connection attached to the session between requests.
 pub(crate) struct Attached {
-    /// The server's index in its backend (u32 keeps the idle state small).
-    pub(crate) idx: u32,
-    /// The server's process-wide id (the index is per backend).
-    pub(crate) srv_id: u32,
+    /// The server's stable id.
+    pub(crate) srv: fairlead_backend::ServerId,
     pub(crate) stream: Conn,
 }
 
@@ -149,7 +147,7 @@ async fn request_phase(mut s: Session) -> (Session, Next) {
 /// Puts a server connection back in this thread's idle pool.
 pub(crate) fn park(a: Attached, eff: Effective) {
     if eff.reuse != HttpReuse::Never && eff.conn_mode == HttpConnMode::KeepAlive {
-        idle::put(a.srv_id as usize, a.stream);
+        idle::put(a.srv, a.stream);
     }
 }
 
@@ -470,26 +468,7 @@ impl Session {
 
     /// Feeds the backend's and server's latency histograms.
     fn record_latency(&self, rl: &ReqLog) {
-        let Some(i) = rl.server else { return };
-        let be = crate::process::backend(&self.ctx, rl.backend);
-        let us = |a: Option<Instant>, b: Option<Instant>| {
-            Some(b?.saturating_duration_since(a?).as_micros() as u64)
-        };
-        let now = Some(Instant::now());
-        let times = [
-            us(rl.head_done, rl.queue_done),
-            us(rl.queue_done, rl.connect_done),
-            us(rl.connect_done, rl.response_done),
-            rl.response_done.and(us(rl.first_byte, now)),
-        ];
-        for l in [&be.latency, &be.servers[i].metrics.latency] {
-            let hs = [&l.queue, &l.connect, &l.response, &l.total];
-            for (h, t) in hs.into_iter().zip(times) {
-                if let Some(t) = t {
-                    h.record(t);
-                }
-            }
-        }
+        rl.record_latency(crate::process::backend(&self.ctx, rl.backend));
     }
 
     /// Writes the log line of a request, if the frontend logs.
@@ -498,25 +477,7 @@ impl Session {
             return;
         };
         let be = crate::process::backend(&self.ctx, rl.backend);
-        let srv = rl.server.map(|i| &be.servers[i]);
-        let gauges = Gauges {
-            actconn: self
-                .ctx
-                .front
-                .actconn
-                .load(std::sync::atomic::Ordering::Relaxed),
-            feconn: self
-                .ctx
-                .front
-                .feconn
-                .load(std::sync::atomic::Ordering::Relaxed),
-            beconn: be.sessions.load(std::sync::atomic::Ordering::Relaxed),
-            srv_conn: srv.map_or(0, |s| {
-                s.metrics.cur.load(std::sync::atomic::Ordering::Relaxed)
-            }),
-            srv_queue: rl.server.map_or(0, |i| be.queue.server_len(i) as u32),
-            backend_queue: be.queue.len() as u32,
-        };
+        let gauges = Gauges::sample(&self.ctx.front, be, rl);
         let client = match rl.captured.as_ref().and_then(|c| c.src) {
             Some(ip) => SocketAddr::new(ip, self.peer.port()),
             None => self.peer,
@@ -527,7 +488,7 @@ impl Session {
             client,
             &self.ctx.front.name,
             &be.name,
-            srv.map(|s| s.conf.name.as_str()),
+            rl.server.as_ref().map(|s| s.conf.name.as_str()),
             &gauges,
             self.ctx.front.counters.get(C::ReqTot),
             self.client.tls_info_ref().as_deref(),

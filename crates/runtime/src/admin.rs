@@ -173,7 +173,6 @@ impl AdminApi for Admin {
     }
 
     fn backends(&self) -> Vec<BackendInfo> {
-        let checked = &self.hub.checked;
         self.hub
             .shared
             .backends
@@ -189,11 +188,7 @@ impl AdminApi for Admin {
                     .iter()
                     .map(|s| {
                         let addr = **s.admin.addr.load();
-                        let chk = checked
-                            .get(bi)
-                            .and_then(|v| v.get(s.conf.idx))
-                            .copied()
-                            .unwrap_or(false);
+                        let chk = s.conf.check;
                         let mut admin = 0;
                         if s.admin.maint.load(Ordering::Relaxed) {
                             admin |= admin_flags::FMAINT;
@@ -228,7 +223,7 @@ impl AdminApi for Admin {
                                 0
                             },
                             agent_state: 0,
-                            fqdn: crate::dns::fqdn_of(bi, s.conf.idx),
+                            fqdn: crate::dns::fqdn_of(s.conf.id),
                             use_ssl: false,
                             check_port: 0,
                             check_addr: None,
@@ -270,12 +265,7 @@ impl AdminApi for Admin {
     }
 
     fn set_server_fqdn(&self, target: &ServerRef, fqdn: &str) -> Result<String, String> {
-        crate::dns::set_fqdn(
-            &self.hub.shared,
-            target.backend_idx,
-            target.server_idx,
-            fqdn,
-        )
+        crate::dns::set_fqdn(&self.hub.shared, target.backend_idx, &target.server, fqdn)
     }
 
     fn sessions(&self) -> Vec<SessionInfo> {

@@ -21,7 +21,7 @@
 //!   [`set_fqdn`].
 
 use crate::Shared;
-use fairlead_backend::Backend;
+use fairlead_backend::{Backend, ServerId as SrvId};
 use fairlead_config::{Config, ServerAddr, ServerTemplate};
 use fairlead_dns::server::libc_resolve;
 use fairlead_dns::{
@@ -148,7 +148,7 @@ fn warn(quiet: bool, at: &str, warning: Option<String>) {
 
 /// Per followed server (backend, server): the name it resolves, and how
 /// to change it.
-type Names = HashMap<(usize, usize), (String, watch::Sender<String>)>;
+type Names = HashMap<SrvId, (String, watch::Sender<String>)>;
 
 /// The DNS state the runtime API reads.
 struct DnsState {
@@ -172,10 +172,10 @@ pub(crate) fn show(name: Option<&str>) -> std::result::Result<String, String> {
 
 /// The name a followed server resolves (`show servers state`'s
 /// `srv_fqdn`); none for other servers.
-pub(crate) fn fqdn_of(be: usize, idx: usize) -> Option<String> {
+pub(crate) fn fqdn_of(id: SrvId) -> Option<String> {
     let state = STATE.get()?;
     let names = lock(&state.names);
-    names.get(&(be, idx)).map(|(name, _)| name.clone())
+    names.get(&id).map(|(name, _)| name.clone())
 }
 
 /// `set server be/s fqdn NAME`: the server resolves `fqdn` from now on.
@@ -183,13 +183,13 @@ pub(crate) fn fqdn_of(be: usize, idx: usize) -> Option<String> {
 pub(crate) fn set_fqdn(
     shared: &Shared,
     be: usize,
-    idx: usize,
+    server: &str,
     fqdn: &str,
 ) -> std::result::Result<String, String> {
     let (Some(state), Some(b)) = (STATE.get(), shared.backends.get(be)) else {
         return Err("set server <b>/<s> fqdn failed because no resolution is configured.".into());
     };
-    let srv = b.servers.get(idx).ok_or("No such server.")?;
+    let srv = b.server_by_name(server).ok_or("No such server.")?;
     let valid = !fqdn.is_empty()
         && fqdn.len() <= 255
         && fqdn
@@ -199,7 +199,7 @@ pub(crate) fn set_fqdn(
         return Err(format!("Invalid FQDN '{fqdn}'."));
     }
     let mut names = lock(&state.names);
-    let Some((name, tx)) = names.get_mut(&(be, idx)) else {
+    let Some((name, tx)) = names.get_mut(&srv.conf.id) else {
         return Err(format!(
             "set server {}/{} fqdn failed because no resolution is configured.",
             b.name, srv.conf.name
@@ -219,6 +219,13 @@ pub(crate) fn set_fqdn(
 /// Marks the servers that start in DNS maintenance, then starts the
 /// `fairlead-dns` thread when some server is followed.
 pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()> {
+    // The plan names servers by their place in the configuration, which
+    // is their place in the freshly built backends: from here on they are
+    // named by their stable ids.
+    let id_at = |bi: usize, si: usize| {
+        let s = shared.backends.get(bi)?.servers.get(si)?;
+        Some(s.conf.id)
+    };
     for &(bi, si) in &plan.maint {
         if let Some(s) = shared.backends.get(bi).and_then(|b| b.servers.get(si)) {
             s.admin.dns_maint.store(true, Ordering::Relaxed);
@@ -234,9 +241,12 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
     let mut names = HashMap::new();
     let mut receivers = Vec::new();
     for s in &plan.servers {
-        let (tx, rx) = watch::channel(s.fqdn.clone());
-        names.insert((s.be, s.idx), (s.fqdn.clone(), tx));
-        receivers.push(rx);
+        // One entry per planned server, in order (`None`: not built).
+        receivers.push(id_at(s.be, s.idx).map(|id| {
+            let (tx, rx) = watch::channel(s.fqdn.clone());
+            names.insert(id, (s.fqdn.clone(), tx));
+            (id, rx)
+        }));
     }
     let state = Arc::new(DnsState {
         resolvers: resolvers.clone(),
@@ -284,17 +294,20 @@ async fn run(
     shared: Arc<Shared>,
     state: Arc<DnsState>,
     plan: Plan,
-    receivers: Vec<watch::Receiver<String>>,
+    receivers: Vec<Option<(SrvId, watch::Receiver<String>)>>,
 ) {
     let mut tasks = tokio::task::JoinSet::new();
     for r in &state.resolvers {
         tasks.spawn(r.clone().run());
     }
     for (s, rx) in plan.servers.into_iter().zip(receivers) {
+        let Some((me, rx)) = rx else {
+            continue;
+        };
         let (Some(res), Some(be)) = (section_of(&state, &s.opts), shared.backends.get(s.be)) else {
             continue;
         };
-        tasks.spawn(follow_server(res, be.clone(), state.clone(), s, rx));
+        tasks.spawn(follow_server(res, be.clone(), state.clone(), s, me, rx));
     }
     for t in plan.templates {
         let (Some(res), Some(be)) = (section_of(&state, &t.opts), shared.backends.get(t.be)) else {
@@ -307,18 +320,12 @@ async fn run(
 
 /// The addresses other servers of backend `be` resolving `name` use (the
 /// duplicate-address rule).
-fn used_by_others(
-    state: &DnsState,
-    backend: &Backend,
-    be: usize,
-    idx: usize,
-    name: &str,
-) -> Vec<IpAddr> {
+fn used_by_others(state: &DnsState, backend: &Backend, me: SrvId, name: &str) -> Vec<IpAddr> {
     let names = lock(&state.names);
     names
         .iter()
-        .filter(|((b, i), (n, _))| *b == be && *i != idx && n == name)
-        .filter_map(|((_, i), _)| backend.servers.get(*i))
+        .filter(|(id, (n, _))| **id != me && n == name)
+        .filter_map(|(id, _)| backend.server_by_id(*id))
         .filter(|s| !s.admin.dns_maint.load(Ordering::Relaxed))
         .map(|s| s.admin.addr.load().ip())
         .collect()
@@ -331,9 +338,10 @@ async fn follow_server(
     be: Arc<Backend>,
     state: Arc<DnsState>,
     s: DnsServer,
+    me: SrvId,
     mut fqdn: watch::Receiver<String>,
 ) {
-    let Some(srv) = be.servers.get(s.idx).cloned() else {
+    let Some(srv) = be.server_by_id(me).cloned() else {
         return;
     };
     let id = ServerId::new(&be.name, &srv.conf.name);
@@ -361,7 +369,7 @@ async fn follow_server(
                         return;
                     }
                     let st: NameState = rx.borrow_and_update().clone();
-                    let used = used_by_others(&state, &be, s.be, s.idx, &name);
+                    let used = used_by_others(&state, &be, me, &name);
                     let events = resolver.apply(&st, &used);
                     apply_events(&be, events);
                 }

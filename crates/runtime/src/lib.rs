@@ -648,7 +648,6 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
             nbthread: workers as u32,
             ulimit_n: os::nofile_limit().0,
         },
-        checked: stats::checked_servers(&cfg),
         rates: stats::Rates::for_shared(&shared),
     });
     stats::start_rate_ticker(hub.clone());

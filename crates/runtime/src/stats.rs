@@ -79,7 +79,8 @@ fn check_info(text: &str) -> CheckInfo {
     }
 }
 
-fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
+fn server_stats(be: &Backend, s: &Server) -> ServerStats {
+    let checked = s.conf.check;
     // the operator's maintenance or DNS's
     let maint = s.admin.maint.load(Ordering::Relaxed) || s.admin.dns_maint.load(Ordering::Relaxed);
     let state = if maint {
@@ -97,7 +98,7 @@ fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
     };
     let mut c = counters(&s.metrics.counters);
     c.scur = u64::from(s.metrics.cur.load(Ordering::Relaxed));
-    c.qcur = be.queue.server_len(s.conf.idx) as u64;
+    c.qcur = be.queue_len(s) as u64;
     c.latency = latency(&s.metrics.latency);
     let maxconn = s.admin.maxconn.load(Ordering::Relaxed);
     // NOLB leaves the server's own weight shown (HAProxy keeps its
@@ -126,12 +127,7 @@ fn server_stats(be: &Backend, s: &Server, checked: bool) -> ServerStats {
 }
 
 /// Takes a snapshot of every frontend, backend and server.
-pub fn snapshot(
-    shared: &Shared,
-    facts: &ProcessFacts,
-    checked: &[Vec<bool>],
-    rates: &Rates,
-) -> Snapshot {
+pub fn snapshot(shared: &Shared, facts: &ProcessFacts, rates: &Rates) -> Snapshot {
     let mut proxies = Vec::new();
     let mut iid = 0u32;
     let mut cum_conns = 0;
@@ -177,18 +173,7 @@ pub fn snapshot(
                 iid += 1;
                 iid
             });
-        let servers: Vec<ServerStats> = be
-            .servers
-            .iter()
-            .map(|s| {
-                let chk = checked
-                    .get(bi)
-                    .and_then(|v| v.get(s.conf.idx))
-                    .copied()
-                    .unwrap_or(false);
-                server_stats(be, s, chk)
-            })
-            .collect();
+        let servers: Vec<ServerStats> = be.servers.iter().map(|s| server_stats(be, s)).collect();
         let (act, bck) = be.usable_counts();
         let mut c = counters(&be.counters);
         c.scur = u64::from(be.sessions.load(Ordering::Relaxed));
@@ -250,13 +235,6 @@ pub fn snapshot(
 }
 
 /// Which servers run active checks, per backend (for `no check` states).
-pub fn checked_servers(cfg: &fairlead_config::Config) -> Vec<Vec<bool>> {
-    cfg.backends
-        .iter()
-        .map(|b| b.servers.iter().map(|s| s.check).collect())
-        .collect()
-}
-
 /// Per-second rates of one frontend, backend or server.
 #[derive(Default)]
 pub struct Rate {
@@ -346,13 +324,12 @@ pub fn start_rate_ticker(hub: Arc<Hub>) {
 pub struct Hub {
     pub shared: Arc<Shared>,
     pub facts: ProcessFacts,
-    pub checked: Vec<Vec<bool>>,
     pub rates: Rates,
 }
 
 impl fairlead_stats::StatsSource for Hub {
     fn snapshot(&self) -> Snapshot {
-        snapshot(&self.shared, &self.facts, &self.checked, &self.rates)
+        snapshot(&self.shared, &self.facts, &self.rates)
     }
 
     /// The stats page's admin form, through the same server commands as

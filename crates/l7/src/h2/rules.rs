@@ -27,14 +27,8 @@ pub(crate) fn response_rules(
     let tls = cx.client.tls_info_ref();
     let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
     let nb = |_: Option<&str>| -> Option<i64> { None };
-    let server = rl
-        .server
-        .and_then(|i| be.servers.get(i))
-        .map(|s| s.conf.name.as_str());
-    let server_id = rl
-        .server
-        .and_then(|i| be.servers.get(i))
-        .map(|s| i64::from(s.conf.puid));
+    let server = rl.server.as_ref().map(|s| s.conf.name.as_str());
+    let server_id = rl.server.as_ref().map(|s| i64::from(s.conf.puid));
     let mut tx = HttpTxn {
         req: HeadBuf {
             head: req,

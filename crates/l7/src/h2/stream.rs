@@ -314,7 +314,7 @@ async fn forward(
     head: &mut Head,
     end: bool,
     sig: &Signals,
-    prefer: Option<usize>,
+    prefer: Option<fairlead_backend::ServerId>,
     rl: &mut ReqLog,
     st: &mut TxnState,
 ) -> bool {
@@ -624,7 +624,7 @@ async fn attempts(
     cx: &ConnCx,
     be: &Arc<Backend>,
     prep: &Prepared<'_>,
-    prefer: Option<usize>,
+    prefer: Option<fairlead_backend::ServerId>,
     link: &Link,
     rl: &mut ReqLog,
     eff: Effective,
@@ -633,19 +633,18 @@ async fn attempts(
     loop {
         let slot = be.assign(&prep.key, prefer, tries.avoid).await?;
         rl.queue_done = Some(Instant::now());
-        let idx = slot.idx();
-        rl.server = Some(idx);
-        let h2 = be.servers.get(idx).is_some_and(|s| s.conf.proto_h2);
-        let idle = if h2 {
+        let chosen = slot.server().clone();
+        rl.set_server(&chosen);
+        let idle = if chosen.conf.proto_h2 {
             None
         } else {
-            pooled(be, idx, eff, false, prep.names)
+            pooled(&chosen, eff, false, prep.names)
         };
         let (conn, slot, reused) = match idle {
             Some(c) => (c, slot, true),
             None => {
                 let mut names = prep.names;
-                if be.servers.get(idx).is_some_and(|s| s.conf.send_proxy != 0) {
+                if chosen.conf.send_proxy != 0 {
                     // `send-proxy`: the server learns the client's addresses.
                     names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
                 }
@@ -656,7 +655,7 @@ async fn attempts(
             }
         };
         rl.connect_done = Some(Instant::now());
-        rl.server = Some(slot.idx());
+        rl.set_server(slot.server());
         let server = slot.server().clone();
         if reused {
             server.metrics.counters.inc(C::ConnReused);
@@ -891,46 +890,18 @@ async fn relay_body(
 
 /// Feeds the backend's and server's latency histograms.
 fn record_latency(cx: &ConnCx, rl: &ReqLog) {
-    let Some(i) = rl.server else { return };
-    let be = process::backend(&cx.ctx, rl.backend);
-    let Some(srv) = be.servers.get(i) else { return };
-    let us = |a: Option<Instant>, b: Option<Instant>| {
-        Some(b?.saturating_duration_since(a?).as_micros() as u64)
-    };
-    let now = Some(Instant::now());
-    let times = [
-        us(rl.head_done, rl.queue_done),
-        us(rl.queue_done, rl.connect_done),
-        us(rl.connect_done, rl.response_done),
-        rl.response_done.and(us(rl.first_byte, now)),
-    ];
-    for l in [&be.latency, &srv.metrics.latency] {
-        let hs = [&l.queue, &l.connect, &l.response, &l.total];
-        for (h, t) in hs.into_iter().zip(times) {
-            if let Some(t) = t {
-                h.record(t);
-            }
-        }
-    }
+    rl.record_latency(process::backend(&cx.ctx, rl.backend));
 }
 
 /// Writes the stream's log line, if the frontend logs.
 fn log(cx: &ConnCx, rl: &ReqLog) {
-    use std::sync::atomic::Ordering::Relaxed;
     let ctx = &cx.ctx;
     let Some(setup) = ctx.front.log.as_deref() else {
         return;
     };
     let be = process::backend(ctx, rl.backend);
-    let srv = rl.server.and_then(|i| be.servers.get(i));
-    let gauges = Gauges {
-        actconn: ctx.front.actconn.load(Relaxed),
-        feconn: ctx.front.feconn.load(Relaxed),
-        beconn: be.sessions.load(Relaxed),
-        srv_conn: srv.map_or(0, |s| s.metrics.cur.load(Relaxed)),
-        srv_queue: rl.server.map_or(0, |i| be.queue.server_len(i) as u32),
-        backend_queue: be.queue.len() as u32,
-    };
+    let srv = rl.server.as_deref();
+    let gauges = Gauges::sample(&ctx.front, be, rl);
     let client = match rl.captured.as_ref().and_then(|c| c.src) {
         Some(ip) => SocketAddr::new(ip, cx.peer.port()),
         None => cx.peer,
