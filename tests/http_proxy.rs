@@ -283,6 +283,62 @@ fn websocket_upgrade_becomes_a_tunnel() {
     }
 }
 
+/// The output side frames a chunked response: an HTTP/1.1 client gets it
+/// chunked again (upper-case hex sizes, as HAProxy writes them), an
+/// HTTP/1.0 client, which cannot take chunked encoding, the bare data
+/// until the connection closes, even when it asked for keep-alive.
+#[test]
+fn chunked_responses_are_framed_for_the_client() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let _p = Proxy::start(&http_cfg(bind, "", &format!("    server s1 {a}")), &[bind]);
+    // 26 bytes: size 0x1a, written `1A`.
+    let mut s = connect(bind);
+    s.write_all(b"GET /?s=26&k=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let all = read_all(&mut s);
+    let (head, body) = all.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    let mut data = String::new();
+    let mut rest = body;
+    loop {
+        let (size, after) = rest.split_once("\r\n").expect("size line");
+        assert!(
+            !size.chars().any(|c| c.is_ascii_lowercase()),
+            "size line {size:?}"
+        );
+        let n = usize::from_str_radix(size, 16).unwrap();
+        if n == 0 {
+            assert_eq!(after, "\r\n", "no trailers, then the end");
+            break;
+        }
+        data.push_str(&after[..n]);
+        rest = after[n..]
+            .strip_prefix("\r\n")
+            .expect("CRLF after the data");
+    }
+    assert_eq!(data, "0123456789abcdefghijklmnop");
+    for req in [
+        &b"GET /?s=26&k=1 HTTP/1.0\r\n\r\n"[..],
+        b"GET /?s=26&k=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+    ] {
+        let mut s = connect(bind);
+        s.write_all(req).unwrap();
+        // read_all returns once the proxy closed the connection.
+        let all = read_all(&mut s);
+        let (head, body) = all.split_once("\r\n\r\n").unwrap();
+        let lower = head.to_ascii_lowercase();
+        assert!(!lower.contains("transfer-encoding"), "{head}");
+        assert!(lower.contains("connection: close"), "{head}");
+        assert_eq!(body, "0123456789abcdefghijklmnop");
+    }
+}
+
 #[test]
 fn http10_head_204_304_and_close() {
     let ip = test_ip();

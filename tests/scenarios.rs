@@ -140,29 +140,60 @@ fn parse(path: &Path) -> Scenario {
     sc
 }
 
-/// Reads a chunked body (no trailers); false on a read error.
-fn skip_chunks(r: &mut impl BufRead) -> bool {
+/// Reads a chunked body with its trailers, appending its bytes as
+/// received (framing included) to `raw`; false on a read error.
+fn read_chunks(r: &mut impl BufRead, raw: &mut Vec<u8>) -> bool {
     loop {
         let mut line = String::new();
         if r.read_line(&mut line).unwrap_or(0) == 0 {
             return false;
         }
+        raw.extend_from_slice(line.as_bytes());
         let hex = line.trim_end().split(';').next().unwrap_or("");
         let Ok(size) = usize::from_str_radix(hex, 16) else {
             return false;
         };
-        // The data and its CRLF, or the final empty line.
+        if size == 0 {
+            // Trailer lines, then the final empty line.
+            loop {
+                let mut t = String::new();
+                if r.read_line(&mut t).unwrap_or(0) == 0 {
+                    return false;
+                }
+                raw.extend_from_slice(t.as_bytes());
+                if t == "\r\n" {
+                    return true;
+                }
+            }
+        }
+        // The data and its CRLF.
         let mut data = vec![0; size + 2];
         if r.read_exact(&mut data).is_err() {
             return false;
         }
-        if size == 0 {
-            return true;
-        }
+        raw.extend_from_slice(&data);
     }
 }
 
-/// An origin that echoes the request head it received.
+/// `raw` with CR, LF and backslash written as `\r`, `\n`, `\\` (the
+/// escapes of scenario files), for the `x-origin-body` header.
+fn escape(raw: &[u8]) -> String {
+    let mut s = String::new();
+    for &b in raw {
+        match b {
+            b'\r' => s.push_str("\\r"),
+            b'\n' => s.push_str("\\n"),
+            b'\\' => s.push_str("\\\\"),
+            b if b.is_ascii_graphic() || b == b' ' => s.push(b as char),
+            b => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s
+}
+
+/// An origin that echoes the request head it received, and the request
+/// body as received (framing included) escaped in `x-origin-body` when
+/// there was one.
 fn echo_origin(ip: IpAddr, name: &'static str) -> SocketAddr {
     let (addr, _) = raw_origin(ip, move |s| {
         let mut r = BufReader::new(s.try_clone().unwrap());
@@ -187,11 +218,16 @@ fn echo_origin(ip: IpAddr, name: &'static str) -> SocketAddr {
                     n.eq_ignore_ascii_case("transfer-encoding") && v.trim() == "chunked"
                 })
             });
-            if chunked && !skip_chunks(&mut r) {
+            if chunked && !read_chunks(&mut r, &mut b) {
                 return;
             }
+            let body = if b.is_empty() {
+                String::new()
+            } else {
+                format!("x-origin-body: {}\r\n", escape(&b))
+            };
             let resp = format!(
-                "HTTP/1.1 200 OK\r\nx-origin: {name}\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{head}",
+                "HTTP/1.1 200 OK\r\nx-origin: {name}\r\n{body}content-type: text/plain\r\ncontent-length: {}\r\n\r\n{head}",
                 head.len()
             );
             if w.write_all(resp.as_bytes()).is_err() {

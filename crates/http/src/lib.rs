@@ -23,7 +23,7 @@ pub use errors::error_response;
 pub use msg::{EditError, Head, HeadMut, Part, View};
 pub use request::{has_header, method_is_idempotent, parse_request, parse_request_with_limit};
 pub use response::{parse_response, parse_response_with_limit};
-pub use rewrite::{write_request_head, write_response_head};
+pub use rewrite::{write_request_head, write_response_head, write_response_head_unchunked};
 
 /// Maximum number of header lines in any head Fairlead emits, and in a head
 /// parsed with [`parse_request_with_limit`] / [`parse_response_with_limit`]

@@ -42,3 +42,18 @@ pub fn write_response_head(buf: &[u8], head: &ResponseHead, conn: ConnHeader, ou
     h.write_response_h1(buf, conn, out);
     msg::give(h);
 }
+
+/// Like [`write_response_head`], without `Transfer-Encoding`: for a
+/// chunked body sent to an HTTP/1.0 client as bare data until close.
+pub fn write_response_head_unchunked(
+    buf: &[u8],
+    head: &ResponseHead,
+    conn: ConnHeader,
+    out: &mut Vec<u8>,
+) {
+    let mut h = msg::take();
+    h.fill_response(buf, head);
+    h.edit(buf).drop_transfer_encoding();
+    h.write_response_h1(buf, conn, out);
+    msg::give(h);
+}

@@ -1,8 +1,17 @@
 //! Streaming message bodies from one socket to another, through the
-//! source's pooled input buffer, forwarding framing bytes unmodified.
+//! source's pooled input buffer.
+//!
+//! The output side decides the framing, as in HAProxy's HTX: a
+//! content-length or close-delimited body is forwarded as it is (its bytes
+//! are the data), while a chunked body is decoded and framed again
+//! ([`Dechunk`]): one chunk per read with an upper-case hex size, chunk
+//! extensions dropped, trailers kept ([`Out::Chunked`]), or no framing at
+//! all for an HTTP/1.0 client, which cannot receive chunked encoding and
+//! gets the data until the connection closes ([`Out::Raw`]).
 
-use fairlead_http::{BodyKind, ChunkProgress, ChunkedState};
-use fairlead_net::{Conn, IoBuf};
+use fairlead_http::msg::Head;
+use fairlead_http::{BodyKind, ChunkProgress, ChunkedState, HttpError};
+use fairlead_net::{pool, Conn, IoBuf};
 use std::io::{Error, ErrorKind};
 use std::time::Duration;
 
@@ -21,17 +30,71 @@ pub(crate) enum BodyError {
 /// Tracks where a body ends while its bytes are forwarded.
 pub(crate) enum Framer {
     Remaining(u64),
-    Chunked(ChunkedState),
+    /// A chunked body, decoded and framed again as `Out` says.
+    Chunked(Box<Dechunk>, Out),
     UntilEof,
     Done,
 }
 
+/// How the output frames a chunked input body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Out {
+    /// Chunked again, with the trailers.
+    Chunked,
+    /// The bare data (HTTP/1.0 client; the connection closes after it).
+    Raw,
+}
+
+/// What to send for some body input: the input bytes themselves, or the
+/// re-framed bytes of a chunked body (a pooled vector, sent from `start`).
+pub(crate) struct Framed {
+    /// Input bytes used.
+    pub used: usize,
+    out: Option<(Vec<u8>, usize)>,
+}
+
+impl Framed {
+    /// The bytes to send for `input[..used]`.
+    pub fn bytes<'a>(&'a self, input: &'a [u8]) -> &'a [u8] {
+        match &self.out {
+            Some((v, start)) => v.get(*start..).unwrap_or_default(),
+            None => input.get(..self.used).unwrap_or_default(),
+        }
+    }
+
+    /// Gives the re-framed bytes' vector back to the pool.
+    pub fn release(self) {
+        if let Some((v, _)) = self.out {
+            pool::give_out(v);
+        }
+    }
+}
+
+/// Body bytes a transfer moved: read from the source (with the input's
+/// framing) and written to the destination (with the output's).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Moved {
+    pub read: u64,
+    pub written: u64,
+}
+
+/// Room kept in front of a chunk's data for its size line: 16 hex digits
+/// and CRLF.
+const SIZE_LINE_ROOM: usize = 18;
+
 impl Framer {
+    /// The framer of a body of `kind` going to an output that takes
+    /// chunked encoding.
     pub fn new(kind: BodyKind) -> Framer {
+        Framer::to(kind, Out::Chunked)
+    }
+
+    /// The framer of a body of `kind`; a chunked one is framed as `out`.
+    pub fn to(kind: BodyKind, out: Out) -> Framer {
         match kind {
             BodyKind::None | BodyKind::Length(0) => Framer::Done,
             BodyKind::Length(n) => Framer::Remaining(n),
-            BodyKind::Chunked => Framer::Chunked(ChunkedState::new()),
+            BodyKind::Chunked => Framer::Chunked(Box::new(Dechunk::new()), out),
             BodyKind::CloseDelimited => Framer::UntilEof,
         }
     }
@@ -40,28 +103,30 @@ impl Framer {
         matches!(self, Framer::Done)
     }
 
-    /// How many of `avail` bytes belong to the body; marks the framer done
-    /// when the body ends inside them.
-    pub fn take(&mut self, avail: &[u8]) -> Result<usize, fairlead_http::HttpError> {
-        match self {
-            Framer::Done => Ok(0),
-            Framer::UntilEof => Ok(avail.len()),
+    /// Uses the body bytes at the start of `input` (marking the framer
+    /// done when the body ends inside them) and says what to send for
+    /// them.
+    pub fn frame(&mut self, input: &[u8]) -> Result<Framed, HttpError> {
+        let used = match self {
+            Framer::Done => 0,
+            Framer::UntilEof => input.len(),
             Framer::Remaining(n) => {
-                let k = (*n).min(avail.len() as u64) as usize;
+                let k = (*n).min(input.len() as u64) as usize;
                 *n -= k as u64;
                 if *n == 0 {
                     *self = Framer::Done;
                 }
-                Ok(k)
+                k
             }
-            Framer::Chunked(st) => match st.feed(avail)? {
-                ChunkProgress::NeedMore => Ok(avail.len()),
-                ChunkProgress::Done(k) => {
+            Framer::Chunked(d, out) => {
+                let (framed, done) = reframe(d, *out, input)?;
+                if done {
                     *self = Framer::Done;
-                    Ok(k)
                 }
-            },
-        }
+                return Ok(framed);
+            }
+        };
+        Ok(Framed { used, out: None })
     }
 
     /// Upper bound of bytes worth reading next (Content-Length bodies never
@@ -74,10 +139,64 @@ impl Framer {
     }
 }
 
+/// Decodes the chunked `input` and frames its data as `out` says. True
+/// when the body ended.
+fn reframe(d: &mut Dechunk, out: Out, input: &[u8]) -> Result<(Framed, bool), HttpError> {
+    let mut v = pool::take_out();
+    let room = if out == Out::Chunked {
+        SIZE_LINE_ROOM
+    } else {
+        0
+    };
+    v.resize(room, 0);
+    let (used, done) = match d.feed(input, &mut v) {
+        Ok(r) => r,
+        Err(e) => {
+            pool::give_out(v);
+            return Err(e);
+        }
+    };
+    let mut start = room;
+    let data = v.len() - room;
+    if out == Out::Chunked {
+        if data > 0 {
+            let mut line = [0u8; SIZE_LINE_ROOM];
+            let n = size_line(data, &mut line);
+            start = room - n;
+            v[start..room].copy_from_slice(&line[..n]);
+            v.extend_from_slice(b"\r\n");
+        }
+        if done {
+            v.extend_from_slice(b"0\r\n");
+            v.extend_from_slice(d.trailer_section());
+        }
+    }
+    Ok((
+        Framed {
+            used,
+            out: Some((v, start)),
+        },
+        done,
+    ))
+}
+
+/// Writes `n` in upper-case hex followed by CRLF (as HAProxy frames
+/// chunks); returns the length.
+fn size_line(n: usize, line: &mut [u8; SIZE_LINE_ROOM]) -> usize {
+    let digits = (usize::BITS - n.leading_zeros()).div_ceil(4).max(1) as usize;
+    for (i, b) in line.iter_mut().take(digits).enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *b = b"0123456789ABCDEF"[(n >> shift) & 0xf];
+    }
+    line[digits] = b'\r';
+    line[digits + 1] = b'\n';
+    digits + 2
+}
+
 /// Forwards the rest of a body from `src` (with `buf` holding what was
 /// already read past the head) to `dst`. Bytes after the body stay in `buf`.
 /// `read_idle` bounds each wait for the source, `write_idle` each wait for
-/// the destination. Returns the number of body bytes forwarded.
+/// the destination. Returns the body bytes read and written.
 pub(crate) async fn forward(
     framer: &mut Framer,
     src: &Conn,
@@ -85,18 +204,23 @@ pub(crate) async fn forward(
     dst: &Conn,
     read_idle: Option<Duration>,
     write_idle: Option<Duration>,
-) -> Result<u64, BodyError> {
-    let mut total = 0u64;
+) -> Result<Moved, BodyError> {
+    let mut total = Moved::default();
     loop {
         if !buf.is_empty() {
-            let k = framer.take(buf.filled()).map_err(BodyError::Framing)?;
-            if k > 0 {
-                dst.write_all(&buf.filled()[..k], write_idle)
-                    .await
-                    .map_err(BodyError::Dest)?;
-                buf.consume(k);
-                total += k as u64;
-            }
+            let f = framer.frame(buf.filled()).map_err(BodyError::Framing)?;
+            let bytes = f.bytes(buf.filled());
+            let wrote = if bytes.is_empty() {
+                Ok(())
+            } else {
+                dst.write_all(bytes, write_idle).await
+            };
+            let (used, sent) = (f.used, bytes.len());
+            f.release();
+            wrote.map_err(BodyError::Dest)?;
+            buf.consume(used);
+            total.read += used as u64;
+            total.written += sent as u64;
         }
         if framer.is_done() {
             buf.release_if_empty();
@@ -121,5 +245,125 @@ pub(crate) async fn forward(
             Ok(_) => {}
             Err(e) => return Err(BodyError::Source(e)),
         }
+    }
+}
+
+/// A chunked body turned into its data and trailers.
+pub(crate) struct Dechunk {
+    state: ChunkedState,
+    /// Framing bytes since the last data byte: at the end, the last-chunk
+    /// line and the trailer section (bounded by the validator's limits).
+    tail: Vec<u8>,
+}
+
+impl Dechunk {
+    pub fn new() -> Dechunk {
+        Dechunk {
+            state: ChunkedState::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// Decodes `input`, appending its data to `data`. Returns how many
+    /// bytes of `input` were used and whether the body ended.
+    pub fn feed(&mut self, input: &[u8], data: &mut Vec<u8>) -> Result<(usize, bool), HttpError> {
+        let base = input.as_ptr() as usize;
+        let mut last_end = None;
+        let p = self.state.feed_with(input, |run| {
+            data.extend_from_slice(run);
+            let off = (run.as_ptr() as usize).saturating_sub(base);
+            last_end = Some(off + run.len());
+        })?;
+        let (used, done) = match p {
+            ChunkProgress::NeedMore => (input.len(), false),
+            ChunkProgress::Done(n) => (n, true),
+        };
+        let from = match last_end {
+            Some(e) => {
+                self.tail.clear();
+                e
+            }
+            None => 0,
+        };
+        if let Some(framing) = input.get(from..used) {
+            self.tail.extend_from_slice(framing);
+        }
+        Ok((used, done))
+    }
+
+    /// The trailers of a finished body, if it had any (a pooled head).
+    pub fn trailers(&self) -> Option<Head> {
+        crate::h2::parse_trailers(&self.tail)
+    }
+
+    /// The trailer section of a finished body as received (validated by
+    /// the decoder): the trailer lines and the final CRLF, without the
+    /// last-chunk line.
+    pub fn trailer_section(&self) -> &[u8] {
+        let t = self.tail.strip_prefix(b"\r\n").unwrap_or(&self.tail);
+        match t.windows(2).position(|w| w == b"\r\n") {
+            Some(i) => t.get(i + 2..).unwrap_or(b"\r\n"),
+            None => b"\r\n",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(input: &[u8], out: Out, split: usize) -> (Vec<u8>, usize, bool) {
+        let mut f = Framer::to(BodyKind::Chunked, out);
+        let mut sent = Vec::new();
+        let mut used = 0;
+        for part in [&input[..split], &input[split..]] {
+            let framed = f.frame(part).unwrap();
+            sent.extend_from_slice(framed.bytes(part));
+            used += framed.used;
+            framed.release();
+        }
+        (sent, used, f.is_done())
+    }
+
+    #[test]
+    fn chunked_bodies_are_framed_again_whatever_the_split() {
+        let input = b"3;ext=1\r\nabc\r\n00A\r\n0123456789\r\n0\r\nx-t: 1\r\n\r\nNEXT";
+        let body_len = input.len() - 4;
+        let (whole, used, done) = run(input, Out::Chunked, input.len());
+        assert_eq!(whole, b"D\r\nabc0123456789\r\n0\r\nx-t: 1\r\n\r\n");
+        assert_eq!((used, done), (body_len, true));
+        for split in 0..=input.len() {
+            let (sent, used, done) = run(input, Out::Chunked, split);
+            assert_eq!((used, done), (body_len, true), "split {split}");
+            // Any split gives a valid chunked body with the same data and
+            // trailers.
+            let mut d = Dechunk::new();
+            let mut data = Vec::new();
+            assert_eq!(d.feed(&sent, &mut data).unwrap(), (sent.len(), true));
+            assert_eq!(data, b"abc0123456789", "split {split}");
+            assert_eq!(d.trailer_section(), b"x-t: 1\r\n\r\n");
+            let (raw, _, _) = run(input, Out::Raw, split);
+            assert_eq!(raw, b"abc0123456789", "split {split}");
+        }
+    }
+
+    #[test]
+    fn size_lines_are_upper_case_hex() {
+        let mut line = [0u8; SIZE_LINE_ROOM];
+        for (n, want) in [
+            (1usize, &b"1\r\n"[..]),
+            (0x1a, b"1A\r\n"),
+            (0x10000, b"10000\r\n"),
+            (usize::MAX, b"FFFFFFFFFFFFFFFF\r\n"),
+        ] {
+            let k = size_line(n, &mut line);
+            assert_eq!(&line[..k], want);
+        }
+    }
+
+    #[test]
+    fn bad_chunked_framing_is_an_error() {
+        let mut f = Framer::new(BodyKind::Chunked);
+        assert!(f.frame(b"zz\r\n").is_err());
     }
 }

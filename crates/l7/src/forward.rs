@@ -368,7 +368,7 @@ impl Session {
             }
             body::forward(framer, client, cbuf, server, ct, bt.server)
                 .await
-                .map(|n| req_bytes.set(req_bytes.get() + n))
+                .map(|m| req_bytes.set(req_bytes.get() + m.read))
         };
         let is_head = head.is_head;
         let client_11 = head.minor_version == 1;

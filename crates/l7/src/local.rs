@@ -132,6 +132,14 @@ impl Model {
     }
 
     /// Serialises the (edited) response head.
+    /// Removes the response's `Transfer-Encoding` (see
+    /// [`fairlead_http::msg::HeadMut::drop_transfer_encoding`]).
+    pub fn drop_transfer_encoding(&mut self, buf: &[u8]) {
+        if let Some(r) = &mut self.res {
+            r.edit(buf).drop_transfer_encoding();
+        }
+    }
+
     pub fn write_response(&self, buf: &[u8], conn: ConnHeader, out: &mut Vec<u8>) {
         if let Some(r) = &self.res {
             r.write_response_h1(buf, conn, out);

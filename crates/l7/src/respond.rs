@@ -2,7 +2,7 @@
 //! response rules) and decide what each side keeps, or switch to a tunnel
 //! on `101 Switching Protocols`.
 
-use crate::body::{self, BodyError, Framer};
+use crate::body::{self, BodyError, Framer, Out};
 use crate::logging::ReqLog;
 use crate::persist::{self, Persist};
 use crate::session::{park, Attached, Outcome, Session};
@@ -36,7 +36,11 @@ impl Session {
         if resp.status == 101 && head.upgrade {
             return self.upgrade(conn, slot, sbuf, bt).await;
         }
+        // An HTTP/1.0 client cannot take chunked encoding: it gets the bare
+        // data, delimited by the connection's close (as HAProxy does).
+        let unchunk = resp.body == BodyKind::Chunked && head.minor_version == 0;
         let client_keep = head.keep_alive
+            && !unchunk
             && request_done
             && self.eff.conn_mode != HttpConnMode::Close
             && resp.body != BodyKind::CloseDelimited
@@ -56,8 +60,17 @@ impl Session {
                     let _ = self.send_local_bytes(local, rl).await;
                     return None;
                 }
+                if unchunk {
+                    m.drop_transfer_encoding(sbuf.filled());
+                }
                 m.write_response(sbuf.filled(), conn_hdr, &mut out);
             }
+            None if unchunk => fairlead_http::write_response_head_unchunked(
+                sbuf.filled(),
+                &resp,
+                conn_hdr,
+                &mut out,
+            ),
             None => fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out),
         }
         if let Some(c) = &be.options.cookie {
@@ -65,9 +78,10 @@ impl Session {
         }
         sbuf.consume(resp.head_len);
         // Send the head together with the body bytes already received.
-        let mut framer = Framer::new(resp.body);
-        let first = match framer.take(sbuf.filled()) {
-            Ok(k) => k,
+        let to = if unchunk { Out::Raw } else { Out::Chunked };
+        let mut framer = Framer::to(resp.body, to);
+        let first = match framer.frame(sbuf.filled()) {
+            Ok(f) => f,
             Err(_) => {
                 pool::give_out(out);
                 return None;
@@ -81,9 +95,11 @@ impl Session {
         let head_bytes = out.len() as u64;
         let wrote = self
             .client
-            .write_all2(&out, &sbuf.filled()[..first], ct)
+            .write_all2(&out, first.bytes(sbuf.filled()), ct)
             .await;
-        sbuf.consume(first);
+        let first_sent = first.bytes(sbuf.filled()).len() as u64;
+        sbuf.consume(first.used);
+        first.release();
         pool::give_out(out);
         if wrote.is_err() {
             for c in [fc, bc, sc] {
@@ -101,7 +117,7 @@ impl Session {
         )
         .await;
         drop(slot);
-        let sent = head_bytes + first as u64 + body_res.as_ref().map_or(0, |n| *n);
+        let sent = head_bytes + first_sent + body_res.as_ref().map_or(0, |m| m.written);
         rl.bytes_out = sent;
         for c in [fc, bc, sc] {
             c.add(C::Bout, sent);

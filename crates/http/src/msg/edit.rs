@@ -206,6 +206,23 @@ impl<'a> HeadMut<'a> {
         Ok(n)
     }
 
+    /// The output codec's own edit, not a rule action: removes
+    /// `Transfer-Encoding` when the codec frames the body differently (an
+    /// HTTP/1.0 client gets a chunked body's bare data until the
+    /// connection closes). Returns how many fields were removed.
+    pub fn drop_transfer_encoding(&mut self) -> usize {
+        let mut n = 0;
+        for i in 0..self.head.fields.len() {
+            let f = self.head.fields[i];
+            if !f.removed && eq_ic(self.head.bytes(self.buf, f.name), b"transfer-encoding") {
+                self.head.fields[i].removed = true;
+                n += 1;
+            }
+        }
+        self.head.live -= n;
+        n
+    }
+
     /// `replace-header` / `replace-value`: the field in `slot` gets a new
     /// whole value (the rule layer builds it; for `replace-value` it joins
     /// the rewritten comma-separated elements). The name keeps its bytes;

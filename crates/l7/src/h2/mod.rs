@@ -71,6 +71,7 @@ mod stream;
 mod upstream;
 
 pub use conn::serve_h2;
+pub(crate) use resp::parse_trailers;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";

@@ -4,7 +4,6 @@
 
 use super::conn::{ConnCx, Signals};
 use fairlead_http::msg::{self, Head};
-use fairlead_http::{ChunkProgress, ChunkedState, HttpError};
 use fairlead_net::pool;
 
 /// The stream is gone (reset, or the connection failed).
@@ -57,54 +56,7 @@ pub(crate) async fn send_h1_bytes(
     Ok(body.len())
 }
 
-/// A chunked body turned into its data and trailers.
-pub(crate) struct Dechunk {
-    state: ChunkedState,
-    /// Framing bytes since the last data byte: at the end, the last-chunk
-    /// line and the trailer section (bounded by the validator's limits).
-    tail: Vec<u8>,
-}
-
-impl Dechunk {
-    pub fn new() -> Dechunk {
-        Dechunk {
-            state: ChunkedState::new(),
-            tail: Vec::new(),
-        }
-    }
-
-    /// Decodes `input`, appending its data to `data`. Returns how many
-    /// bytes of `input` were used and whether the body ended.
-    pub fn feed(&mut self, input: &[u8], data: &mut Vec<u8>) -> Result<(usize, bool), HttpError> {
-        let base = input.as_ptr() as usize;
-        let mut last_end = None;
-        let p = self.state.feed_with(input, |run| {
-            data.extend_from_slice(run);
-            let off = (run.as_ptr() as usize).saturating_sub(base);
-            last_end = Some(off + run.len());
-        })?;
-        let (used, done) = match p {
-            ChunkProgress::NeedMore => (input.len(), false),
-            ChunkProgress::Done(n) => (n, true),
-        };
-        let from = match last_end {
-            Some(e) => {
-                self.tail.clear();
-                e
-            }
-            None => 0,
-        };
-        if let Some(framing) = input.get(from..used) {
-            self.tail.extend_from_slice(framing);
-        }
-        Ok((used, done))
-    }
-
-    /// The trailers of a finished body, if it had any (a pooled head).
-    pub fn trailers(&self) -> Option<Head> {
-        parse_trailers(&self.tail)
-    }
-}
+pub(crate) use crate::body::Dechunk;
 
 /// The trailer fields of the framing that ends a chunked body (an
 /// optional CRLF ending the last data, the last-chunk line, trailer
