@@ -56,6 +56,8 @@ pub struct Proxy {
     pub child: Child,
     pub cfg_path: std::path::PathBuf,
     pub stderr: Arc<Mutex<String>>,
+    /// Set once the stderr reader met the end of the pipe.
+    stderr_eof: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Proxy {
@@ -82,17 +84,21 @@ impl Proxy {
         let stderr = Arc::new(Mutex::new(String::new()));
         let pipe = child.stderr.take().unwrap();
         let sink = stderr.clone();
+        let stderr_eof = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let eof = stderr_eof.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
                 let mut s = sink.lock().unwrap();
                 s.push_str(&line);
                 s.push('\n');
             }
+            eof.store(true, std::sync::atomic::Ordering::Release);
         });
         let mut p = Proxy {
             child,
             cfg_path,
             stderr,
+            stderr_eof,
         };
         for &a in wait_for {
             let end = Instant::now() + DEADLINE;
@@ -132,11 +138,19 @@ impl Proxy {
         assert!(st.success());
     }
 
-    /// Waits for the process to exit and returns its status.
+    /// Waits for the process to exit and returns its status; what it
+    /// wrote to stderr is then all in [`Proxy::stderr`] (the reader met the
+    /// end of the pipe, unless a process it started still holds it).
     pub fn wait_exit(&mut self) -> std::process::ExitStatus {
         let end = Instant::now() + DEADLINE;
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {
+                let drained = Instant::now() + Duration::from_secs(2);
+                while !self.stderr_eof.load(std::sync::atomic::Ordering::Acquire)
+                    && Instant::now() < drained
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return st;
             }
             assert!(
