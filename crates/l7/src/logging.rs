@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
-pub use fairlead_l4::LogSetup;
+pub use fairlead_l4::{LogSetup, ServerAddrs};
 
 /// Milliseconds between two instants.
 fn ms(from: Instant, to: Instant) -> u64 {
@@ -36,6 +36,9 @@ pub(crate) struct ReqLog {
     pub backend: Option<usize>,
     pub retries: u32,
     pub redispatched: bool,
+    /// `%bi`/`%bp` and `%si`/`%sp`: the server connection's addresses,
+    /// kept only when the format prints them.
+    pub server_conn: ServerAddrs,
     pub term: TermState,
     /// The request line, when the frontend logs.
     pub line: Option<Vec<u8>>,
@@ -82,6 +85,7 @@ impl ReqLog {
             backend: None,
             retries: 0,
             redispatched: false,
+            server_conn: ServerAddrs::default(),
             term: TermState::NORMAL,
             line: None,
             captured: None,
@@ -136,6 +140,7 @@ pub(crate) fn emit(
     setup: &LogSetup,
     rl: &ReqLog,
     client: SocketAddr,
+    local: Option<&fairlead_net::Conn>,
     frontend: &str,
     backend: &str,
     server: Option<&str>,
@@ -167,6 +172,11 @@ pub(crate) fn emit(
         cookie_req: rl.captured.as_ref().and_then(|c| c.cookie_req.as_deref()),
         cookie_resp: rl.captured.as_ref().and_then(|c| c.cookie_res.as_deref()),
         client: Some(client),
+        frontend_addr: local
+            .filter(|_| setup.format.uses_frontend_addr())
+            .and_then(|c| c.local_addr().ok()),
+        backend_src: rl.server_conn.src,
+        server_addr: rl.server_conn.dst,
         accept_date: rl.start_wall,
         frontend,
         backend,

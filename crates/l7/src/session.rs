@@ -525,6 +525,7 @@ impl Session {
             setup,
             rl,
             client,
+            Some(&self.client),
             &self.ctx.front.name,
             &be.name,
             srv.map(|s| s.conf.name.as_str()),

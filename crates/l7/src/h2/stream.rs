@@ -649,6 +649,9 @@ async fn attempts(
                     // `send-proxy`: the server learns the client's addresses.
                     names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
                 }
+                if let Some(s) = be.servers.get(idx) {
+                    rl.server_conn.target(cx.ctx.front.log.as_deref(), s);
+                }
                 let c = connect_server(be, slot, &prep.key, &mut tries.attempts, names).await;
                 rl.retries = tries.attempts;
                 let c = c?;
@@ -657,6 +660,7 @@ async fn attempts(
         };
         rl.connect_done = Some(Instant::now());
         rl.server = Some(slot.idx());
+        rl.server_conn.record(cx.ctx.front.log.as_deref(), &conn);
         let server = slot.server().clone();
         if reused {
             server.metrics.counters.inc(C::ConnReused);
@@ -939,6 +943,7 @@ fn log(cx: &ConnCx, rl: &ReqLog) {
         setup,
         rl,
         client,
+        Some(&cx.client),
         &ctx.front.name,
         &be.name,
         srv.map(|s| s.conf.name.as_str()),
