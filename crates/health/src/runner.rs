@@ -152,11 +152,12 @@ impl Task {
             });
             (up, c.drain, c.nolb, c.weight_pct(now), event, ramp)
         };
-        if let Some(e) = event {
-            (self.log)(e);
-        }
         if self.t.health.publish(up, drain, nolb, pct) {
             (self.t.on_change)();
+        }
+        // After publishing: the line counts the servers left without it.
+        if let Some(e) = event {
+            (self.log)(e);
         }
         if ramp {
             self.ramp_gen.set(self.ramp_gen.get() + 1);

@@ -120,6 +120,11 @@ pub(crate) struct StreamEnd<'a> {
 }
 
 impl StreamLog<'_> {
+    fn counter(&self) -> u64 {
+        use fairlead_backend::counters::C;
+        self.front.counters.get(C::Stot).saturating_sub(1)
+    }
+
     /// Sends the stream's line (`option tcplog`, `log-format`), unless the
     /// frontend only logs connections, `option dontlognull` applies, or a
     /// rule made the stream silent.
@@ -154,6 +159,10 @@ impl StreamLog<'_> {
             srv_conn: e.server.map_or(0, |s| s.metrics.cur.load(Relaxed)),
             backend_queue: e.be.map_or(0, |b| b.queue.len() as u32),
             retries: e.retries,
+            // `%rt`/`%lc`: the frontend's stream count, from 0 as HAProxy
+            // (this stream is already counted).
+            request_counter: self.counter(),
+            log_counter: self.counter(),
             pid: setup.pid,
             hostname: &setup.hostname,
             ssl_version: tls.map(|t| t.version),

@@ -202,8 +202,9 @@ pub(crate) fn emit(
         request_line: rl.line.as_deref(),
         pid: setup.pid,
         hostname: &setup.hostname,
-        request_counter: counter,
-        log_counter: counter,
+        // HAProxy counts from 0: the first request logs `%rt` 0.
+        request_counter: counter.saturating_sub(1),
+        log_counter: counter.saturating_sub(1),
         ssl_version: tls.map(|t| t.version),
         ssl_cipher: tls.map(|t| t.cipher),
         ssl_sni: tls.and_then(|t| t.sni.as_deref()),
