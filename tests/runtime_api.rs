@@ -250,7 +250,11 @@ fn typed_stat_and_info() {
     assert_eq!(at("S", "1", "addr"), format!("CGS:str:{a}"));
     assert_eq!(at("S", "1", "mode"), "CGS:str:http");
     // One object's lines are contiguous.
-    let objs: Vec<&str> = typed.lines().filter_map(|l| l.split('.').next()).collect();
+    let objs: Vec<&str> = typed
+        .lines()
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| l.split('.').next())
+        .collect();
     let changes = objs.windows(2).filter(|w| w[0] != w[1]).count();
     assert_eq!(changes, 2, "F, then B's server and B: {objs:?}");
 
