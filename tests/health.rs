@@ -283,3 +283,47 @@ listen stats\n    bind {sb}\n    stats enable\n    stats uri /stats\n",
         assert_eq!(served_by(bind).as_deref(), Some("s2"));
     }
 }
+
+/// A backend's own `http-check send` replaces a defaults section's
+/// `option httpchk` request, and a backend's own `option httpchk` drops
+/// the defaults' `http-check send`: the request lines HAProxy 2.6.12 sends
+/// for the same configuration.
+#[test]
+fn httpchk_request_inheritance_as_haproxy() {
+    let ip = test_ip();
+    let origin = || {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let s2 = seen.clone();
+        let (addr, _) = raw_origin(ip, move |s| {
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            if let Some(head) = read_head(&mut r) {
+                s2.lock()
+                    .unwrap()
+                    .push(head.lines().next().unwrap_or("").to_string());
+                let mut w = &s;
+                let _ = w.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n");
+            }
+        });
+        (addr, seen)
+    };
+    let (a1, seen1) = origin();
+    let (a2, seen2) = origin();
+    let (a3, seen3) = origin();
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "defaults d1\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n    option httpchk GET /health\n\
+frontend fe\n    bind {bind}\n    default_backend own_uri\n\
+backend own_uri\n    http-check send uri /b\n    server s {a1} check inter 100\n\
+defaults d2\n    mode http\n    timeout connect 1s\n    timeout client 5s\n    timeout server 5s\n    option httpchk\n    http-check send meth POST uri /a hdr X-A 1\n\
+backend own_option\n    option httpchk GET /own\n    server s {a2} check inter 100\n\
+backend inherits\n    server s {a3} check inter 100\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let first = |seen: &std::sync::Arc<std::sync::Mutex<Vec<String>>>| {
+        wait_until("a check", || !seen.lock().unwrap().is_empty());
+        seen.lock().unwrap()[0].clone()
+    };
+    assert_eq!(first(&seen1), "OPTIONS /b HTTP/1.0");
+    assert_eq!(first(&seen2), "GET /own HTTP/1.0");
+    assert_eq!(first(&seen3), "POST /a HTTP/1.0");
+}

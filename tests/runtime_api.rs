@@ -173,3 +173,104 @@ fn sessions_and_errors() {
     assert!(errors.contains("Bad Header Line"), "{errors}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `show stat typed` and `show info typed`: HAProxy's typed lines
+/// (management guide 9.3), the same values as the CSV, with HAProxy
+/// 2.6.12's tags and types for the fields checked here.
+#[test]
+fn typed_stat_and_info() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "s1");
+    let bind = free_addr(ip);
+    let dir = std::env::temp_dir().join(format!("fairlead-typed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("admin.sock");
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}")).replace(
+        "global\n",
+        &format!("global\n    stats socket {} level admin\n", sock.display()),
+    );
+    let p = Proxy::start(&cfg, &[bind]);
+    wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
+    assert_eq!(get(bind, "/").status, 200);
+
+    let typed = ask(&sock, "show stat typed");
+    let csv = ask(&sock, "show stat");
+    let names: Vec<&str> = csv.lines().next().unwrap()[2..].split(',').collect();
+    let mut lines = std::collections::HashMap::new();
+    for l in typed.lines().filter(|l| !l.is_empty()) {
+        // <obj>.<px_id>.<id>.<fpos>.<fname>.<process_num>:<tags>:<type>:<value>
+        let (head, rest) = l.split_once(':').unwrap();
+        let h: Vec<&str> = head.split('.').collect();
+        assert_eq!(h.len(), 6, "{l}");
+        assert!(["F", "B", "S"].contains(&h[0]), "{l}");
+        assert_eq!(h[5], "1", "{l}");
+        let pos: usize = h[3].parse().unwrap();
+        assert_eq!(names[pos], h[4], "field position of {l}");
+        let (tags, rest) = rest.split_once(':').unwrap();
+        assert_eq!(tags.len(), 3, "{l}");
+        let (ty, value) = rest.split_once(':').unwrap();
+        assert!(["str", "u32", "u64", "s32", "s64"].contains(&ty), "{l}");
+        lines.insert(
+            (h[0].to_string(), h[2].to_string(), h[4].to_string()),
+            format!("{tags}:{ty}:{value}"),
+        );
+    }
+    // Every non-empty CSV value appears, typed, with the same value.
+    let mut compared = 0;
+    for row in csv.lines().skip(1).filter(|l| !l.is_empty()) {
+        let vals: Vec<&str> = row.split(',').collect();
+        let obj = match vals[1] {
+            "FRONTEND" => "F",
+            "BACKEND" => "B",
+            _ => "S",
+        };
+        let sid = if obj == "S" { vals[28] } else { "0" };
+        for (i, v) in vals.iter().enumerate() {
+            // Ages in seconds may tick between the two commands.
+            let ticking = ["lastchg", "lastsess", "downtime"];
+            if v.is_empty() || v.starts_with('"') || i >= names.len() || ticking.contains(&names[i])
+            {
+                continue;
+            }
+            let key = (obj.to_string(), sid.to_string(), names[i].to_string());
+            let t = lines.get(&key).unwrap_or_else(|| panic!("{key:?} missing"));
+            assert!(t.ends_with(&format!(":{v}")), "{key:?}: {t} vs {v}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 100, "{compared}");
+    let at = |o: &str, sid: &str, f: &str| lines[&(o.into(), sid.into(), f.into())].clone();
+    assert_eq!(at("F", "0", "pxname"), "KNS:str:fe");
+    assert_eq!(at("F", "0", "svname"), "KNS:str:FRONTEND");
+    assert_eq!(at("F", "0", "req_tot"), "MCP:u64:1");
+    assert_eq!(at("B", "0", "svname"), "KNS:str:BACKEND");
+    assert_eq!(at("S", "1", "svname"), "KNS:str:s1");
+    assert_eq!(at("S", "1", "scur"), "MGP:u32:0");
+    assert_eq!(at("S", "1", "stot"), "MCP:u64:1");
+    assert_eq!(at("S", "1", "addr"), format!("CGS:str:{a}"));
+    assert_eq!(at("S", "1", "mode"), "CGS:str:http");
+    // One object's lines are contiguous.
+    let objs: Vec<&str> = typed
+        .lines()
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| l.split('.').next())
+        .collect();
+    let changes = objs.windows(2).filter(|w| w[0] != w[1]).count();
+    assert_eq!(changes, 2, "F, then B's server and B: {objs:?}");
+
+    let info = ask(&sock, "show info typed");
+    assert!(info.starts_with("0.Name.1:POS:str:Fairlead\n"), "{info}");
+    assert!(
+        info.contains(&format!("\n6.Pid.1:SGP:u32:{}\n", p.pid())),
+        "{info}"
+    );
+    assert!(info.contains("\n3.Nbthread.1:CGS:u32:2\n"), "{info}");
+    assert!(info.contains("\n19.CumReq.1:MCP:u32:1\n"), "{info}");
+    assert!(info.contains("\n8.Uptime_sec.1:MDP:u32:"), "{info}");
+    let positions: Vec<u32> = info
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split('.').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+}

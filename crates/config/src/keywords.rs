@@ -309,7 +309,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("option dontlog-normal", DFL, I),
     kw!("option log-separate-errors", DFL, I),
     kw!("option logasap", DFL, W, "logs are emitted at the end of each stream; ignored"),
-    kw!("option log-health-checks", DLB, W, LOG),
+    kw!("option log-health-checks", DLB, I),
     kw!("option http-ignore-probes", DFL, W, LOG),
     kw!("option contstats", DFL, W, "statistics are not implemented yet; ignored"),
     kw!("option socket-stats", DFL, W, "statistics are not implemented yet; ignored"),

@@ -151,6 +151,10 @@ pub struct ProxyLog {
     /// `option log-separate-errors`: such streams are logged at level
     /// `err` instead of `info`. Default is off.
     pub separate_errors: bool,
+    /// `option log-health-checks` (backends): a line for every health
+    /// check whose result or health counter changed, as HAProxy logs
+    /// them. Default is off.
+    pub health_checks: bool,
     /// `log-tag`. Default is none: the global `log-tag`.
     pub tag: Option<String>,
 }

@@ -561,3 +561,64 @@ fn catalog_statuses() {
         .iter()
         .any(|k| k.note.contains("health checks are not implemented")));
 }
+
+/// `option httpchk` and `http-check send` across a defaults section and
+/// its backends, as HAProxy 2.6.12 sends them (each case checked against
+/// it: the request line its checks sent).
+#[test]
+fn httpchk_option_and_send_rules_inheritance() {
+    let p = ok("\
+defaults d1
+    mode http
+    option httpchk GET /health
+backend own_send
+    http-check send meth POST uri /b
+    server s 1.1.1.1:80 check
+backend own_uri
+    http-check send uri /b
+    server s 1.1.1.1:80 check
+backend send_then_option
+    http-check send uri /s
+    option httpchk GET /o
+    server s 1.1.1.1:80 check
+backend option_then_send
+    option httpchk GET /o HTTP/1.1
+    http-check send uri /s hdr X-Y 1
+    server s 1.1.1.1:80 check
+defaults d2
+    mode http
+    option httpchk
+    http-check send meth POST uri /a hdr X-A 1
+backend own_option
+    option httpchk GET /b
+    server s 1.1.1.1:80 check
+backend bare_option
+    option httpchk
+    server s 1.1.1.1:80 check
+backend inherits
+    server s 1.1.1.1:80 check
+");
+    let req = |i: usize| {
+        let HealthCheck::Http(hc) = &p.config.backends[i].options.health_check else {
+            panic!("backend {i} has no HTTP check")
+        };
+        let hdrs: Vec<String> = hc
+            .headers
+            .iter()
+            .map(|(n, v)| format!("{n}: {v}"))
+            .collect();
+        format!("{} {} {} {}", hc.method, hc.uri, hc.version, hdrs.join(","))
+    };
+    // The backend's own send rule replaces the defaults' option request:
+    // no GET, no /health from it.
+    assert_eq!(req(0), "POST /b HTTP/1.0 ");
+    assert_eq!(req(1), "OPTIONS /b HTTP/1.0 ");
+    // In one section, the later of the two sets the fields it names.
+    assert_eq!(req(2), "GET /o HTTP/1.0 ");
+    assert_eq!(req(3), "GET /s HTTP/1.1 X-Y: 1");
+    // The backend's own `option httpchk` drops the defaults' send rule.
+    assert_eq!(req(4), "GET /b HTTP/1.0 ");
+    assert_eq!(req(5), "OPTIONS / HTTP/1.0 ");
+    // Nothing of its own: both inherited.
+    assert_eq!(req(6), "POST /a HTTP/1.0 X-A: 1");
+}

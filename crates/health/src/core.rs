@@ -50,6 +50,17 @@ impl Counter {
         }
     }
 
+    /// HAProxy's `status: x/y` numbers of a per-check log line: while up,
+    /// the failures left before going down over `fall`; while down, the
+    /// successes so far over `rise`.
+    pub fn shown(&self) -> (u32, u32) {
+        if self.health >= self.rise {
+            (self.health - self.rise + 1, self.fall)
+        } else {
+            (self.health, self.rise)
+        }
+    }
+
     pub fn failure(&mut self) {
         if self.health > 0 {
             self.health -= 1;

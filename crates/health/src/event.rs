@@ -161,6 +161,30 @@ pub struct HealthEvent {
     pub info: Option<String>,
     /// Duration of the check that caused the change.
     pub duration: Duration,
+    /// The server is a `backup` one: the lines say `backup server` /
+    /// `Backup Server`, as HAProxy's do.
+    pub backup: bool,
+    /// `option log-health-checks`: the state-change line leaves out the
+    /// reason and check duration (the check's own line gave them), as
+    /// HAProxy does.
+    pub brief: bool,
+    /// Not a state change but the result of one check, logged with
+    /// `option log-health-checks` when the check's status or health
+    /// counter changed: `Health check for server bk/s1 failed, reason:
+    /// ..., check duration: 0ms, status: 0/2 DOWN.`
+    pub report: Option<CheckReport>,
+}
+
+/// The end of a per-check line (`option log-health-checks`): `status:
+/// <shown.0>/<shown.1> <state>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckReport {
+    /// While up: the failures left before going down plus one, over
+    /// `fall`; while down: the successes so far, over `rise` (HAProxy's
+    /// numbers).
+    pub shown: (u32, u32),
+    /// `UP`, `DRAIN` (up with weight 0) or `DOWN`.
+    pub state: &'static str,
 }
 
 impl HealthEvent {
@@ -176,7 +200,58 @@ impl HealthEvent {
             code: o.code,
             info: o.info.clone(),
             duration: o.duration,
+            backup: false,
+            brief: false,
+            report: None,
         }
+    }
+
+    /// A per-check line (`option log-health-checks`).
+    pub(crate) fn check(backend: &str, server: &str, o: &Outcome, report: CheckReport) -> Self {
+        let mut e = HealthEvent::new(backend, server, report.state != "DOWN", false, o);
+        e.report = Some(report);
+        e
+    }
+
+    /// `, reason: ..., code: ..., info: "...", check duration: Nms`.
+    fn append_status(&self, s: &mut String) {
+        let _ = write!(s, ", reason: {}", self.reason);
+        if let (Some(code), true) = (self.code, self.is_layer7()) {
+            let _ = write!(s, ", code: {code}");
+        }
+        if let Some(info) = self.info.as_deref().filter(|i| !i.is_empty()) {
+            let _ = write!(s, ", info: \"{}\"", escape(info));
+        }
+        let _ = write!(s, ", check duration: {}ms", self.duration.as_millis());
+    }
+
+    /// The per-check line, when this event is one.
+    fn report_line(&self, r: &CheckReport) -> String {
+        let mut s = format!(
+            "Health check for {}server {}/{} {}{}",
+            if self.backup { "backup " } else { "" },
+            self.backend,
+            self.server,
+            if self.status == CheckStatus::L7OkCd {
+                "conditionally "
+            } else {
+                ""
+            },
+            if self.status.is_ok() {
+                "succeeded"
+            } else {
+                "failed"
+            }
+        );
+        self.append_status(&mut s);
+        let _ = write!(s, ", status: {}/{} {}.", r.shown.0, r.shown.1, r.state);
+        s
+    }
+
+    /// A per-check line ([`HealthEvent::report`]) rather than a change of
+    /// the server's state.
+    pub fn is_check_report(&self) -> bool {
+        self.report.is_some()
     }
 
     /// HAProxy's log line with no sessions, requeues or queue, e.g.
@@ -200,7 +275,15 @@ impl HealthEvent {
         requeued: usize,
         queued: usize,
     ) -> String {
-        let mut s = format!("Server {}/{} is ", self.backend, self.server);
+        if let Some(r) = &self.report {
+            return self.report_line(r);
+        }
+        let kind = if self.backup {
+            "Backup Server"
+        } else {
+            "Server"
+        };
+        let mut s = format!("{kind} {}/{} is ", self.backend, self.server);
         match (self.up, self.maint) {
             (false, true) => s.push_str("going DOWN for maintenance (agent)"),
             (true, true) => s.push_str("UP/READY (leaving forced maintenance)"),
@@ -210,14 +293,9 @@ impl HealthEvent {
                     (true, false) => "UP",
                     (false, _) => "DOWN",
                 });
-                let _ = write!(s, ", reason: {}", self.reason);
-                if let (Some(code), true) = (self.code, self.is_layer7()) {
-                    let _ = write!(s, ", code: {code}");
+                if !self.brief {
+                    self.append_status(&mut s);
                 }
-                if let Some(info) = self.info.as_deref().filter(|i| !i.is_empty()) {
-                    let _ = write!(s, ", info: \"{}\"", escape(info));
-                }
-                let _ = write!(s, ", check duration: {}ms", self.duration.as_millis());
             }
         }
         let on_backup = if backup > 0 && active == 0 {
@@ -330,6 +408,70 @@ mod tests {
             "Server bk/s1 is stopping, reason: Layer7 check conditionally passed, code: 404, \
              check duration: 0ms. 1 active and 0 backup servers online. 0 sessions requeued, 0 \
              total in queue."
+        );
+    }
+
+    #[test]
+    fn log_health_checks_lines() {
+        // HAProxy 2.6.12's lines, taken from a run with `inter 200 rise 2
+        // fall 2` and a server that went away and came back.
+        let o = Outcome::new(CheckStatus::L4Con, Duration::ZERO).info("Connection refused");
+        let down = CheckReport {
+            shown: (0, 2),
+            state: "DOWN",
+        };
+        let e = HealthEvent::check("bk", "s1", &o, down);
+        assert!(e.is_check_report() && !e.up);
+        assert_eq!(
+            e.haproxy_line(0, 0),
+            "Health check for server bk/s1 failed, reason: Layer4 connection problem, info: \
+             \"Connection refused\", check duration: 0ms, status: 0/2 DOWN."
+        );
+        let o = Outcome::new(CheckStatus::L4Ok, Duration::from_millis(1));
+        let up = CheckReport {
+            shown: (2, 2),
+            state: "UP",
+        };
+        let mut e = HealthEvent::check("bk", "s1", &o, up);
+        e.backup = true;
+        assert_eq!(
+            e.haproxy_line(1, 0),
+            "Health check for backup server bk/s1 succeeded, reason: Layer4 check passed, \
+             check duration: 1ms, status: 2/2 UP."
+        );
+        let o = Outcome::new(CheckStatus::L7Sts, Duration::from_millis(3))
+            .code(503)
+            .info("Service Unavailable");
+        let e = HealthEvent::check(
+            "bk",
+            "s1",
+            &o,
+            CheckReport {
+                shown: (1, 3),
+                state: "UP",
+            },
+        );
+        assert_eq!(
+            e.haproxy_line(1, 0),
+            "Health check for server bk/s1 failed, reason: Layer7 wrong status, code: 503, \
+             info: \"Service Unavailable\", check duration: 3ms, status: 1/3 UP."
+        );
+        // The state change that follows leaves the reason out.
+        let o = Outcome::new(CheckStatus::L4Con, Duration::ZERO).info("Connection refused");
+        let mut e = event(false, false, &o);
+        e.brief = true;
+        assert_eq!(
+            e.haproxy_line(1, 0),
+            "Server bk/s1 is DOWN. 1 active and 0 backup servers left. 0 sessions active, 0 \
+             requeued, 0 remaining in queue."
+        );
+        let mut e = event(true, false, &o);
+        e.brief = true;
+        e.backup = true;
+        assert_eq!(
+            e.haproxy_line(1, 0),
+            "Backup Server bk/s1 is UP. 1 active and 0 backup servers online. 0 sessions \
+             requeued, 0 total in queue."
         );
     }
 

@@ -80,7 +80,13 @@
 //!   `Server bk/s1 is DOWN, reason: Layer4 connection problem, info:
 //!   "Connection refused", check duration: 0ms. 0 active and 0 backup
 //!   servers left. 0 sessions active, 0 requeued, 0 remaining in queue.`
-//!   Drain and weight changes are not logged.
+//!   Drain and weight changes are not logged. With `option
+//!   log-health-checks` ([`CheckTarget::log_checks`]) every active check
+//!   whose status or health counter changed is reported too, as HAProxy
+//!   does (`Health check for server bk/s1 failed, reason: Layer4
+//!   connection problem, info: "Connection refused", check duration: 0ms,
+//!   status: 0/2 DOWN.`), and the state-change line that follows leaves
+//!   the reason out (`Server bk/s1 is DOWN. 0 active and ...`).
 #![forbid(unsafe_code)]
 
 mod core;
@@ -89,7 +95,7 @@ mod health;
 mod probe;
 mod runner;
 
-pub use event::{CheckStatus, HealthEvent, Outcome};
+pub use event::{CheckReport, CheckStatus, HealthEvent, Outcome};
 pub use health::{is_http_error_status, ServerHealth};
 pub use probe::CheckTls;
 
@@ -152,6 +158,13 @@ pub struct CheckTarget {
     /// whose address changes at run time (DNS, the runtime API). Default
     /// is none: `addr`.
     pub addr_source: Option<Arc<dyn Fn() -> SocketAddr + Send + Sync>>,
+    /// `option log-health-checks`: an event ([`HealthEvent::report`]) for
+    /// every active check whose status or health counter changed, and
+    /// state-change lines without the reason. Default is false.
+    pub log_checks: bool,
+    /// The server is a `backup` one (named so in the lines). Default is
+    /// false.
+    pub backup: bool,
 }
 
 impl CheckTarget {
@@ -185,6 +198,8 @@ impl CheckTarget {
             on_change: Arc::new(|| {}),
             tls: None,
             addr_source: None,
+            log_checks: false,
+            backup: false,
         }
     }
 
@@ -235,6 +250,8 @@ impl CheckTarget {
             on_change: Arc::new(|| {}),
             tls: None,
             addr_source: None,
+            log_checks: options.log.health_checks,
+            backup: server.backup,
         })
     }
 }

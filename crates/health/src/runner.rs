@@ -3,7 +3,7 @@
 //! observations and, after each recovery, one for the slowstart ramp.
 
 use crate::core::Core;
-use crate::event::{CheckStatus, HealthEvent, Outcome};
+use crate::event::{CheckReport, CheckStatus, HealthEvent, Outcome};
 use crate::probe::{agent_check, Limits, Probe};
 use crate::{CheckTarget, LogFn};
 use std::cell::{Cell, RefCell};
@@ -63,6 +63,9 @@ pub(crate) struct Task {
     log: LogFn,
     spread: u32,
     rng: Rc<Rng>,
+    /// The status of the previous active check (`option
+    /// log-health-checks` reports a check whose status changed).
+    last_status: Cell<CheckStatus>,
 }
 
 impl Task {
@@ -90,6 +93,7 @@ impl Task {
             log,
             spread,
             rng,
+            last_status: Cell::new(CheckStatus::Ini),
             t,
         })
     }
@@ -142,15 +146,18 @@ impl Task {
                 let maint = c.maint != was_maint;
                 let mut e = HealthEvent::new(&self.t.backend, &self.t.server, up, maint, cause);
                 e.stopping = up && c.nolb;
+                e.backup = self.t.backup;
+                e.brief = self.t.log_checks;
                 e
             });
             (up, c.drain, c.nolb, c.weight_pct(now), event, ramp)
         };
-        if let Some(e) = event {
-            (self.log)(e);
-        }
         if self.t.health.publish(up, drain, nolb, pct) {
             (self.t.on_change)();
+        }
+        // After publishing: the line counts the servers left without it.
+        if let Some(e) = event {
+            (self.log)(e);
         }
         if ramp {
             self.ramp_gen.set(self.ramp_gen.get() + 1);
@@ -187,20 +194,39 @@ impl Task {
             }
             self.t.health.set_status(o.status_text());
             let was_maint = self.maint();
-            {
+            let report = {
                 let mut core = self.core.borrow_mut();
-                if let Some(c) = core.check.as_mut() {
+                let drain = core.drain;
+                let report = core.check.as_mut().and_then(|c| {
+                    let before = c.health;
                     if o.status.is_ok() {
                         c.success();
                     } else {
                         c.failure();
                     }
-                }
+                    let changed = before != c.health || self.last_status.get() != o.status;
+                    let state = match (c.is_up(), drain) {
+                        (false, _) => "DOWN",
+                        (true, true) => "DRAIN",
+                        (true, false) => "UP",
+                    };
+                    changed.then(|| CheckReport {
+                        shown: c.shown(),
+                        state,
+                    })
+                });
                 match o.status {
                     crate::event::CheckStatus::L7OkCd => core.nolb = true,
                     s if s.is_ok() => core.nolb = false,
                     _ => {}
                 }
+                report
+            };
+            self.last_status.set(o.status);
+            if let Some(r) = report.filter(|_| self.t.log_checks) {
+                let mut e = HealthEvent::check(&self.t.backend, &self.t.server, &o, r);
+                e.backup = self.t.backup;
+                (self.log)(e);
             }
             self.commit(&o, was_maint);
             let iv =

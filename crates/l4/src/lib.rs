@@ -36,7 +36,7 @@ mod serve;
 pub mod txn;
 
 pub use front::{CapturedRequest, ErrorCapture, Frontend};
-pub use log::LogSetup;
+pub use log::{LogSetup, ServerAddrs};
 pub use routes::{connection_rules, session_rules, Gate, Routes};
 pub use serve::serve_tcp;
 pub use txn::{ConnFacts, SessState};

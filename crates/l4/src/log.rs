@@ -48,6 +48,42 @@ impl LogSetup {
     }
 }
 
+/// The addresses of the connection to the server, for `%bi %bp %si %sp`.
+/// As in HAProxy, both print `-` when no connection was attempted (a
+/// denied request); a failed connection still has a server address.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ServerAddrs {
+    /// The proxy's source address towards the server.
+    pub src: Option<std::net::SocketAddr>,
+    /// The server's address.
+    pub dst: Option<std::net::SocketAddr>,
+}
+
+impl ServerAddrs {
+    /// Records the addresses of `conn` when `setup`'s format prints them
+    /// (each costs a system call).
+    pub fn record(&mut self, setup: Option<&LogSetup>, conn: &fairlead_net::Conn) {
+        let Some(f) = setup.map(|s| &s.format) else {
+            return;
+        };
+        if f.uses_backend_src() {
+            self.src = conn.local_addr().ok();
+        }
+        if f.uses_server_addr() {
+            self.dst = conn.peer_addr().ok();
+        }
+    }
+
+    /// Records the address of the server a connection is being attempted
+    /// to (it stays when the attempt fails).
+    pub fn target(&mut self, setup: Option<&LogSetup>, server: &fairlead_backend::Server) {
+        self.src = None;
+        if setup.is_some_and(|s| s.format.uses_server_addr()) {
+            self.dst = Some(**server.admin.addr.load());
+        }
+    }
+}
+
 /// What every log line of one TCP stream shares.
 pub(crate) struct StreamLog<'a> {
     pub front: &'a crate::Frontend,
@@ -55,6 +91,9 @@ pub(crate) struct StreamLog<'a> {
     pub accepted: std::time::SystemTime,
     /// The client's address (after `set-src`).
     pub client: std::net::SocketAddr,
+    /// `%fi`/`%fp`: the address the client connected to (when the format
+    /// prints it).
+    pub local: Option<std::net::SocketAddr>,
     pub start: tokio::time::Instant,
     pub tls: Option<&'a fairlead_net::TlsInfo>,
     /// `set-log-level silent`.
@@ -76,9 +115,16 @@ pub(crate) struct StreamEnd<'a> {
     /// Bytes from the client, to the client.
     pub bytes: (u64, u64),
     pub retries: u32,
+    /// `%bi %bp %si %sp`.
+    pub server_conn: ServerAddrs,
 }
 
 impl StreamLog<'_> {
+    fn counter(&self) -> u64 {
+        use fairlead_backend::counters::C;
+        self.front.counters.get(C::Stot).saturating_sub(1)
+    }
+
     /// Sends the stream's line (`option tcplog`, `log-format`), unless the
     /// frontend only logs connections, `option dontlognull` applies, or a
     /// rule made the stream silent.
@@ -93,6 +139,9 @@ impl StreamLog<'_> {
         let tls = self.tls;
         let rec = fairlead_log::LogRecord {
             client: Some(self.client),
+            frontend_addr: self.local,
+            backend_src: e.server_conn.src,
+            server_addr: e.server_conn.dst,
             accept_date: self.accepted,
             frontend: &self.front.name,
             backend: e.backend,
@@ -110,6 +159,10 @@ impl StreamLog<'_> {
             srv_conn: e.server.map_or(0, |s| s.metrics.cur.load(Relaxed)),
             backend_queue: e.be.map_or(0, |b| b.queue.len() as u32),
             retries: e.retries,
+            // `%rt`/`%lc`: the frontend's stream count, from 0 as HAProxy
+            // (this stream is already counted).
+            request_counter: self.counter(),
+            log_counter: self.counter(),
             pid: setup.pid,
             hostname: &setup.hostname,
             ssl_version: tls.map(|t| t.version),

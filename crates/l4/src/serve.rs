@@ -19,7 +19,7 @@
 
 use crate::front::Frontend;
 use crate::inspect::{classify, inspect, Input, Outcome, Step};
-use crate::log::{StreamEnd, StreamLog};
+use crate::log::{ServerAddrs, StreamEnd, StreamLog};
 use crate::routes::Routes;
 use crate::txn::{ConnFacts, SessState, TcpTxn};
 use crate::{tunnel_with, ResPrelude, TunnelEnd, TunnelTimeouts};
@@ -75,6 +75,12 @@ impl Ctx<'_> {
             front: self.front,
             accepted: self.accepted,
             client: sess.effective_src(self.facts.src),
+            local: self.facts.dst.filter(|_| {
+                self.front
+                    .log
+                    .as_ref()
+                    .is_some_and(|l| l.format.uses_frontend_addr())
+            }),
             start: self.start,
             tls: self.facts.tls,
             silent: sess.log_level == Some(None),
@@ -102,7 +108,11 @@ pub async fn serve_tcp(
     // Copied once (the tunnel borrows the TLS layer mutably meanwhile);
     // the server's SNI may come from it too.
     let tls = client.tls_info();
-    let dst = if routes.has_rules() {
+    let log_dst = front
+        .log
+        .as_ref()
+        .is_some_and(|l| l.format.uses_frontend_addr());
+    let dst = if routes.has_rules() || log_dst {
         client.local_addr().ok()
     } else {
         None
@@ -215,6 +225,7 @@ fn refuse(
             t: [None, None, None],
             bytes: (input.read, 0),
             retries: 0,
+            server_conn: ServerAddrs::default(),
         },
     );
 }
@@ -239,7 +250,8 @@ async fn forward(
     };
     let mut t = [cx.ms(), None, None];
     let mut retries = 0;
-    let end = |server, term, t, bytes, retries| StreamEnd {
+    let mut addrs = ServerAddrs::default();
+    let end = |server, term, t, bytes, retries, server_conn| StreamEnd {
         backend: &be.name,
         be: Some(be),
         server,
@@ -247,6 +259,7 @@ async fn forward(
         t,
         bytes,
         retries,
+        server_conn,
     };
     // A failure's termination state comes from the one error type: `SC`
     // refused, `sC` connect timeout, `sQ` queue timeout.
@@ -259,7 +272,7 @@ async fn forward(
     let slot = match be.assign(&key, None, None).await {
         Ok(s) => s,
         Err(e) => {
-            cx.emit(sess, &end(None, failed(&e), t, bytes, 0));
+            cx.emit(sess, &end(None, failed(&e), t, bytes, 0, addrs));
             return;
         }
     };
@@ -277,13 +290,17 @@ async fn forward(
             None
         },
     };
+    let log = cx.front.log.as_deref();
+    addrs.target(log, &server);
     let conn = match connect_server(be, slot, &key, &mut retries, names).await {
         Ok(c) => c,
         Err(e) => {
-            cx.emit(sess, &end(Some(&server), failed(&e), t, bytes, retries));
+            let term = failed(&e);
+            cx.emit(sess, &end(Some(&server), term, t, bytes, retries, addrs));
             return;
         }
     };
+    addrs.record(log, &conn.stream);
     t[2] = cx.ms();
     let bt = &be.options.timeouts;
     let tt = TunnelTimeouts::new(
@@ -299,7 +316,7 @@ async fn forward(
     }
     if input.flush_to(&conn.stream, tt.server).await.is_err() {
         let term = TermState::new(Who::Server, Phase::Data);
-        cx.emit(sess, &end(Some(&server), term, t, bytes, retries));
+        cx.emit(sess, &end(Some(&server), term, t, bytes, retries, addrs));
         return;
     }
     let res_rules = cx
@@ -325,7 +342,7 @@ async fn forward(
     };
     let term = tunnel_done(cx, client, &conn.stream, be, srv, &stats);
     let bytes = (input.read + stats.client_to_server, stats.server_to_client);
-    cx.emit(sess, &end(Some(&server), term, t, bytes, retries));
+    cx.emit(sess, &end(Some(&server), term, t, bytes, retries, addrs));
     drop(conn);
 }
 

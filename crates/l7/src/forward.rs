@@ -254,6 +254,8 @@ impl Session {
                 .connect(be, &key, target, &mut tries.attempts, rl)
                 .await?;
             rl.connect_done = Some(Instant::now());
+            rl.server_conn
+                .record(self.ctx.front.log.as_deref(), &conn.stream);
             rl.set_server(slot.server());
             if slot.server().conf.proto_h2 {
                 return Ok(Answered {
@@ -329,6 +331,7 @@ impl Session {
         if server.conf.send_proxy != 0 {
             names.client_addrs = self.client.local_addr().ok().map(|d| (self.peer, d));
         }
+        rl.server_conn.target(self.ctx.front.log.as_deref(), server);
         let connected = connect_server(be, slot, key, attempts, names).await;
         rl.retries = *attempts;
         let c = connected?;

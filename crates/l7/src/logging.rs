@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::SystemTime;
 use tokio::time::Instant;
 
-pub use fairlead_l4::LogSetup;
+pub use fairlead_l4::{LogSetup, ServerAddrs};
 
 /// Milliseconds between two instants.
 fn ms(from: Instant, to: Instant) -> u64 {
@@ -38,6 +38,9 @@ pub(crate) struct ReqLog {
     pub backend: Option<usize>,
     pub retries: u32,
     pub redispatched: bool,
+    /// `%bi`/`%bp` and `%si`/`%sp`: the server connection's addresses,
+    /// kept only when the format prints them.
+    pub server_conn: ServerAddrs,
     pub term: TermState,
     /// The request line, when the frontend logs.
     pub line: Option<Vec<u8>>,
@@ -84,6 +87,7 @@ impl ReqLog {
             backend: None,
             retries: 0,
             redispatched: false,
+            server_conn: ServerAddrs::default(),
             term: TermState::NORMAL,
             line: None,
             captured: None,
@@ -190,6 +194,7 @@ pub(crate) fn emit(
     setup: &LogSetup,
     rl: &ReqLog,
     client: SocketAddr,
+    local: Option<&fairlead_net::Conn>,
     frontend: &str,
     backend: &str,
     server: Option<&str>,
@@ -221,6 +226,11 @@ pub(crate) fn emit(
         cookie_req: rl.captured.as_ref().and_then(|c| c.cookie_req.as_deref()),
         cookie_resp: rl.captured.as_ref().and_then(|c| c.cookie_res.as_deref()),
         client: Some(client),
+        frontend_addr: local
+            .filter(|_| setup.format.uses_frontend_addr())
+            .and_then(|c| c.local_addr().ok()),
+        backend_src: rl.server_conn.src,
+        server_addr: rl.server_conn.dst,
         accept_date: rl.start_wall,
         frontend,
         backend,
@@ -246,8 +256,9 @@ pub(crate) fn emit(
         request_line: rl.line.as_deref(),
         pid: setup.pid,
         hostname: &setup.hostname,
-        request_counter: counter,
-        log_counter: counter,
+        // HAProxy counts from 0: the first request logs `%rt` 0.
+        request_counter: counter.saturating_sub(1),
+        log_counter: counter.saturating_sub(1),
         ssl_version: tls.map(|t| t.version),
         ssl_cipher: tls.map(|t| t.cipher),
         ssl_sni: tls.and_then(|t| t.sni.as_deref()),

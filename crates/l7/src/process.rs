@@ -256,10 +256,12 @@ pub(crate) fn render_unique_id(
         _ => b" HTTP/1.1",
     });
     let tls = tx.conn.tls;
+    // From 0, as HAProxy's `%rt` (this request is already counted).
     let counter = ctx
         .front
         .counters
-        .get(fairlead_backend::counters::C::ReqTot);
+        .get(fairlead_backend::counters::C::ReqTot)
+        .saturating_sub(1);
     let rec = fairlead_log::LogRecord {
         client: tx.src(),
         frontend_addr: tx.dst(),

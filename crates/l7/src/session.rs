@@ -486,6 +486,7 @@ impl Session {
             setup,
             rl,
             client,
+            Some(&self.client),
             &self.ctx.front.name,
             &be.name,
             rl.server.as_ref().map(|s| s.conf.name.as_str()),

@@ -241,6 +241,27 @@ pub struct LogFormat {
     nodes: Vec<Node>,
     source: String,
     samples: Vec<String>,
+    /// Which connection addresses the format prints ([`ADDR_FRONT`], ...).
+    addrs: u8,
+}
+
+/// `%fi`/`%fp` are used.
+const ADDR_FRONT: u8 = 1;
+/// `%bi`/`%bp` are used.
+const ADDR_BACK_SRC: u8 = 2;
+/// `%si`/`%sp` are used.
+const ADDR_SERVER: u8 = 4;
+
+/// The address bits a list of nodes needs.
+fn addr_bits(nodes: &[Node]) -> u8 {
+    nodes.iter().fold(0, |acc, n| {
+        acc | match n {
+            Node::Var(Var::Fi | Var::Fp, _) => ADDR_FRONT,
+            Node::Var(Var::Bi | Var::Bp, _) => ADDR_BACK_SRC,
+            Node::Var(Var::Si | Var::Sp, _) => ADDR_SERVER,
+            _ => 0,
+        }
+    })
 }
 
 /// Compiles a `log-format` string (spaces already unescaped by the
@@ -356,10 +377,12 @@ fn compile_as(fmt: &str, log_line: bool) -> Result<LogFormat, String> {
         }
     }
     flush(&mut text, &mut nodes);
+    let addrs = addr_bits(&nodes);
     Ok(LogFormat {
         nodes,
         source: fmt.to_string(),
         samples,
+        addrs,
     })
 }
 
@@ -602,11 +625,30 @@ impl LogFormat {
             nodes: Vec::new(),
             source: String::new(),
             samples: Vec::new(),
+            addrs: 0,
         });
         f.nodes.push(Node::Var(Var::Mode, F_MANDATORY));
         f.nodes.push(Node::Text(")".into()));
         f.source = DEFAULT_FORMAT.to_string();
         f
+    }
+
+    /// True when the format prints `%fi` or `%fp`: the proxy should fill
+    /// [`LogRecord::frontend_addr`] (a `getsockname` it can skip otherwise).
+    pub fn uses_frontend_addr(&self) -> bool {
+        self.addrs & ADDR_FRONT != 0
+    }
+
+    /// True when the format prints `%bi` or `%bp`
+    /// ([`LogRecord::backend_src`]).
+    pub fn uses_backend_src(&self) -> bool {
+        self.addrs & ADDR_BACK_SRC != 0
+    }
+
+    /// True when the format prints `%si` or `%sp`
+    /// ([`LogRecord::server_addr`]).
+    pub fn uses_server_addr(&self) -> bool {
+        self.addrs & ADDR_SERVER != 0
     }
 
     /// The string this format was compiled from.

@@ -489,3 +489,31 @@ fn unique_id_formats() {
     f.render(&r, &mut out);
     assert_eq!(String::from_utf8(out).unwrap(), "7F000001:8296_790A []");
 }
+
+#[test]
+fn address_variables_are_known_at_compile_time() {
+    let f = compile("%ci %fp").unwrap();
+    assert!(f.uses_frontend_addr());
+    assert!(!f.uses_backend_src() && !f.uses_server_addr());
+    let f = compile("%{+X}bi %sp").unwrap();
+    assert!(!f.uses_frontend_addr());
+    assert!(f.uses_backend_src() && f.uses_server_addr());
+    let f = compile(HTTPLOG_FORMAT).unwrap();
+    assert!(!f.uses_frontend_addr() && !f.uses_backend_src() && !f.uses_server_addr());
+    assert!(LogFormat::connect().uses_frontend_addr());
+    // Without addresses, each prints '-' (no server connection was made).
+    let r = LogRecord {
+        frontend_addr: None,
+        ..http_record()
+    };
+    assert_eq!(line("%fi:%fp %bi:%bp %si:%sp", &r), "-:- -:- -:-");
+    let r = LogRecord {
+        backend_src: addr("10.0.0.2:40000"),
+        server_addr: addr("[2001:db8::1]:8443"),
+        ..http_record()
+    };
+    assert_eq!(
+        line("%fi:%fp %bi:%bp %si:%sp %{+X}si:%{+X}sp", &r),
+        "127.0.0.1:8080 10.0.0.2:40000 2001:db8::1:8443 20010DB8000000000000000000000001:20FB"
+    );
+}

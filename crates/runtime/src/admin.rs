@@ -161,13 +161,25 @@ impl AdminApi for Admin {
         env!("CARGO_PKG_VERSION").to_string()
     }
 
+    /// `show info typed` (HAProxy's positions, tags and types); `json`
+    /// and `desc` are not supported yet.
+    fn info_formatted(&self, format: OutputFormat, desc: bool) -> Option<String> {
+        if format != OutputFormat::Typed || desc {
+            return None;
+        }
+        let snap = fairlead_stats::StatsSource::snapshot(&*self.hub);
+        let mut out = Vec::new();
+        fairlead_stats::info_typed(&snap, &mut out);
+        Some(String::from_utf8_lossy(&out).into_owned())
+    }
+
     fn stat(&self, req: &StatRequest) -> Result<String, String> {
         let snap = fairlead_stats::StatsSource::snapshot(&*self.hub);
         let mut out = Vec::new();
         match req.format {
             OutputFormat::Json => fairlead_stats::json(&snap, &mut out),
             OutputFormat::Default => fairlead_stats::csv(&snap, &mut out),
-            OutputFormat::Typed => return Err("'show stat typed' is not supported yet.".into()),
+            OutputFormat::Typed => fairlead_stats::stat_typed(&snap, &mut out),
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
     }

@@ -5,7 +5,66 @@
 use crate::Shared;
 use fairlead_config::Config;
 use fairlead_health::{CheckTarget, CheckerHandle, HealthEvent};
+use fairlead_log::Level;
 use std::sync::Arc;
+
+/// The log targets of the backends (`log` lines of the backend or of its
+/// defaults section), where HAProxy sends its health check lines: server
+/// state changes, and with `option log-health-checks` each check whose
+/// result changed.
+struct BackendLogs {
+    logger: Option<fairlead_log::Logger>,
+    /// Backend name and its sink.
+    sinks: Vec<(String, fairlead_log::SinkId)>,
+}
+
+impl BackendLogs {
+    /// Starts a logger for the backends that have checked servers and
+    /// log targets; none when no backend has both.
+    fn start(cfg: &Config) -> std::io::Result<BackendLogs> {
+        let logging: Vec<&fairlead_config::Backend> = cfg
+            .backends
+            .iter()
+            .filter(|b| !b.options.log.targets.is_empty())
+            .filter(|b| b.servers.iter().any(|s| s.check || s.agent.is_some()))
+            .collect();
+        if logging.is_empty() {
+            return Ok(BackendLogs {
+                logger: None,
+                sinks: Vec::new(),
+            });
+        }
+        let sinks = logging
+            .iter()
+            .map(|b| fairlead_log::Sink {
+                targets: b
+                    .options
+                    .log
+                    .targets
+                    .iter()
+                    .map(|t| t.spec.clone())
+                    .collect(),
+                tag: b.options.log.tag.clone(),
+            })
+            .collect();
+        let logger = fairlead_log::Logger::start(crate::logger_options(cfg), sinks)?;
+        Ok(BackendLogs {
+            logger: Some(logger),
+            sinks: logging
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (b.name.clone(), fairlead_log::SinkId(i)))
+                .collect(),
+        })
+    }
+
+    fn send(&self, backend: &str, level: Level, line: &str) {
+        let Some(logger) = &self.logger else { return };
+        if let Some((_, sink)) = self.sinks.iter().find(|(n, _)| n == backend) {
+            logger.emit(*sink, level, line.as_bytes());
+        }
+    }
+}
 
 /// The TLS settings of a server's checks: the server's own context (its
 /// verification, client certificate, session cache), or, for `check-ssl`
@@ -85,6 +144,7 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
         return Ok(None);
     }
     let backends = shared.backends.clone();
+    let sinks = BackendLogs::start(cfg)?;
     let log = Arc::new(move |ev: HealthEvent| {
         let Some(b) = backends.iter().find(|b| b.name == ev.backend) else {
             return;
@@ -97,9 +157,22 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
             .map_or(0, |s| {
                 s.metrics.cur.load(std::sync::atomic::Ordering::Relaxed) as usize
             });
-        let level = if ev.up { "[WARNING] " } else { "[ALERT]   " };
         let line = ev.haproxy_line_full(active, backup, sessions, 0, b.queue.len());
-        eprintln!("{level} {line}");
+        let (tag, level) = match (ev.is_check_report(), ev.up) {
+            (true, _) => ("[WARNING] ", Level::Notice),
+            (false, true) => ("[WARNING] ", Level::Notice),
+            (false, false) => ("[ALERT]   ", Level::Alert),
+        };
+        eprintln!("{tag} {line}");
+        sinks.send(&ev.backend, level, &line);
+        if !ev.is_check_report() && !ev.up && active + backup == 0 {
+            eprintln!(
+                "[ALERT]    backend '{}' has no server available!",
+                ev.backend
+            );
+            let msg = format!("backend {} has no server available!", ev.backend);
+            sinks.send(&ev.backend, Level::Emerg, &msg);
+        }
     });
     fairlead_health::start(targets, cfg.global.spread_checks, log).map(Some)
 }

@@ -374,6 +374,26 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
     })
 }
 
+/// The global logging settings (`log-tag`, `log-send-hostname`).
+pub(crate) fn logger_options(cfg: &Config) -> fairlead_log::LoggerOptions {
+    let send_hostname = cfg.global.log_send_hostname.as_ref().map(|h| {
+        if h.is_empty() {
+            fairlead_log::system_hostname()
+        } else {
+            h.clone()
+        }
+    });
+    fairlead_log::LoggerOptions {
+        tag: cfg
+            .global
+            .log_tag
+            .clone()
+            .unwrap_or_else(|| "fairlead".to_string()),
+        hostname: send_hostname,
+        ..Default::default()
+    }
+}
+
 /// Starts the logger when some frontend has log targets, and returns each
 /// such frontend's logging set-up.
 fn start_logging(cfg: &Config) -> Result<Vec<(String, Arc<fairlead_l7::logging::LogSetup>)>> {
@@ -398,23 +418,7 @@ fn start_logging(cfg: &Config) -> Result<Vec<(String, Arc<fairlead_l7::logging::
             tag: f.options.log.tag.clone(),
         })
         .collect();
-    let send_hostname = cfg.global.log_send_hostname.as_ref().map(|h| {
-        if h.is_empty() {
-            fairlead_log::system_hostname()
-        } else {
-            h.clone()
-        }
-    });
-    let opts = fairlead_log::LoggerOptions {
-        tag: cfg
-            .global
-            .log_tag
-            .clone()
-            .unwrap_or_else(|| "fairlead".to_string()),
-        hostname: send_hostname,
-        ..Default::default()
-    };
-    let logger = fairlead_log::Logger::start(opts, sinks)?;
+    let logger = fairlead_log::Logger::start(logger_options(cfg), sinks)?;
     let hostname = fairlead_log::system_hostname();
     Ok(logging
         .iter()

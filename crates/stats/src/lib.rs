@@ -112,6 +112,7 @@ pub mod http;
 pub mod model;
 pub mod prometheus;
 pub mod stat;
+pub mod typed;
 
 pub use fields::field_names;
 pub use histogram::{HistogramSnapshot, LatencyHistogram, BUCKETS, BUCKET_BOUNDS_MICROS};
@@ -127,3 +128,4 @@ pub use model::{
 };
 pub use prometheus::{prometheus, CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE};
 pub use stat::{csv, info, json};
+pub use typed::{info_typed, stat_typed};

@@ -53,6 +53,11 @@ pub(crate) struct CheckDraft {
     /// `http-check disable-on-404` (a proxy option, inherited from the
     /// defaults section whatever the rule lists do).
     pub disable_404: bool,
+    /// Where `option httpchk`'s request applies among the `http` rules:
+    /// the number of rules written before it. As in HAProxy, whichever of
+    /// the option and an `http-check send` comes later overrides the
+    /// fields it sets.
+    pub option_at: usize,
 }
 
 impl CheckDraft {
@@ -71,6 +76,7 @@ impl CheckDraft {
             tcp: self.tcp.clone(),
             tcp_own: false,
             disable_404: self.disable_404,
+            option_at: self.option_at,
         }
     }
 
@@ -103,14 +109,19 @@ impl CheckDraft {
                     disable_on_404: self.disable_404,
                     ..HttpCheck::default()
                 };
-                apply_req(&mut hc, req);
-                for (_, rule) in &self.http {
+                for (i, (_, rule)) in self.http.iter().enumerate() {
+                    if i == self.option_at {
+                        apply_req(&mut hc, req);
+                    }
                     match rule {
                         HttpRule::Connect { port } => hc.port = *port,
                         HttpRule::Send(r) => apply_req(&mut hc, r),
                         HttpRule::Expect(e) => hc.expect = Some(e.clone()),
                         HttpRule::Comment => {}
                     }
+                }
+                if self.option_at >= self.http.len() {
+                    apply_req(&mut hc, req);
                 }
                 HealthCheck::Http(hc)
             }
@@ -165,6 +176,7 @@ pub(crate) fn parse_option(
                 cd.http.clear();
                 cd.http_own = true;
             }
+            cd.option_at = cd.http.len();
             cd.option = ChkOpt::Http(req);
         }
         "tcp-check" => {
@@ -314,6 +326,14 @@ pub(crate) fn parse_http_check(
     if !cd.http_own {
         cd.http.clear();
         cd.http_own = true;
+        // An inherited `option httpchk`'s request is part of the inherited
+        // rules (HAProxy's implicit send rule): a section's own rules
+        // replace it too, so `http-check send uri /x` under a defaults
+        // `option httpchk GET /health` sends `OPTIONS /x`.
+        if let ChkOpt::Http(r) = &mut cd.option {
+            *r = HttpReq::default();
+        }
+        cd.option_at = 0;
     }
     let has = |f: fn(&HttpRule) -> bool| cd.http.iter().any(|(_, r)| f(r));
     match &rule {

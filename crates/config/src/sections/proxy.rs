@@ -471,13 +471,17 @@ fn implemented(
                 d.log_style_loc = Some(loc.clone());
             }
         }
-        "option dontlognull" | "option dontlog-normal" | "option log-separate-errors" => {
+        "option dontlognull"
+        | "option dontlog-normal"
+        | "option log-separate-errors"
+        | "option log-health-checks" => {
             args(words, 2, 0)?;
             let on = prefix.is_none();
             let l = &mut o.log;
             match name {
                 "option dontlognull" => l.dontlognull = on,
                 "option dontlog-normal" => l.dontlog_normal = on,
+                "option log-health-checks" => l.health_checks = on,
                 _ => l.separate_errors = on,
             }
         }

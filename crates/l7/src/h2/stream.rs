@@ -648,6 +648,7 @@ async fn attempts(
                     // `send-proxy`: the server learns the client's addresses.
                     names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
                 }
+                rl.server_conn.target(cx.ctx.front.log.as_deref(), &chosen);
                 let c = connect_server(be, slot, &prep.key, &mut tries.attempts, names).await;
                 rl.retries = tries.attempts;
                 let c = c?;
@@ -656,6 +657,7 @@ async fn attempts(
         };
         rl.connect_done = Some(Instant::now());
         rl.set_server(slot.server());
+        rl.server_conn.record(cx.ctx.front.log.as_deref(), &conn);
         let server = slot.server().clone();
         if reused {
             server.metrics.counters.inc(C::ConnReused);
@@ -910,6 +912,7 @@ fn log(cx: &ConnCx, rl: &ReqLog) {
         setup,
         rl,
         client,
+        Some(&cx.client),
         &ctx.front.name,
         &be.name,
         srv.map(|s| s.conf.name.as_str()),
