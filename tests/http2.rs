@@ -601,8 +601,9 @@ fn idle_h2_connections_hold_no_buffers() {
 }
 
 /// An HTTP/2 (h2c) origin built on the `h2` crate, on its own thread:
-/// it answers each request with its body echoed, `x-path` and
-/// `x-method`, then trailers `grpc-status: 0`. Returns its address and
+/// it answers each request with its body echoed, `x-path`, `x-method`
+/// and `x-te` (the request's `te`, or `none`), then trailers
+/// `grpc-status: 0`. Returns its address and
 /// a count of the connections it accepted.
 fn h2_origin(ip: std::net::IpAddr) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicU32>) {
     let l = std::net::TcpListener::bind((ip, 0)).unwrap();
@@ -630,6 +631,12 @@ fn h2_origin(ip: std::net::IpAddr) -> (SocketAddr, std::sync::Arc<std::sync::ato
                         tokio::spawn(async move {
                             let path = req.uri().path().to_string();
                             let method = req.method().to_string();
+                            let te = req
+                                .headers()
+                                .get("te")
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("none")
+                                .to_string();
                             let mut body = req.into_body();
                             let mut got = Vec::new();
                             while let Some(Ok(c)) = body.data().await {
@@ -640,6 +647,7 @@ fn h2_origin(ip: std::net::IpAddr) -> (SocketAddr, std::sync::Arc<std::sync::ato
                                 .status(200)
                                 .header("x-path", path)
                                 .header("x-method", method)
+                                .header("x-te", te)
                                 .body(())
                                 .unwrap();
                             let Ok(mut send) = respond.send_response(resp, false) else {
@@ -763,6 +771,62 @@ fn http1_client_to_h2_server() {
     );
     assert!(raw.contains("x-path: /old"), "{raw}");
     assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
+
+/// `TE: trailers` is hop-by-hop in HTTP/1, but HTTP/2 allows it and gRPC
+/// servers need it: an HTTP/1 client's `TE` listing `trailers` reaches a
+/// `proto h2` server as `te: trailers`; other TE values do not.
+#[test]
+fn te_trailers_reaches_h2_servers() {
+    let ip = test_ip();
+    let (origin, _) = h2_origin(ip);
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &bind.to_string(),
+        &format!("    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    for (te, want) in [
+        (Some("trailers"), "trailers"),
+        (Some("trailers, deflate;q=0.5"), "trailers"),
+        (Some("deflate"), "none"),
+        (None, "none"),
+    ] {
+        let mut s = connect(bind);
+        let line = te.map(|v| format!("TE: {v}\r\n")).unwrap_or_default();
+        s.write_all(
+            format!("GET /te HTTP/1.1\r\nHost: x\r\n{line}Connection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        let raw = read_all(&mut s);
+        assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+        assert!(
+            raw.contains(&format!("x-te: {want}\r\n")),
+            "TE {te:?}: {raw}"
+        );
+    }
+    // From an HTTP/2 client too.
+    let h2bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{h2bind} proto h2"),
+        &format!("    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p2 = Proxy::start(&cfg, &[h2bind]);
+    run(async {
+        let c = h2c(h2bind).await;
+        let req = http::Request::builder()
+            .method("GET")
+            .uri("http://test/te")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let mut c = c.ready().await.expect("ready");
+        let (resp, _) = c.send_request(req, true).expect("send_request");
+        let a = read_answer(resp).await;
+        assert_eq!(a.headers.get("x-te").unwrap(), "trailers");
+    });
 }
 
 /// A client that never opens its stream window cannot make the proxy

@@ -101,6 +101,56 @@ fn slow_request_gets_408() {
     assert!(all.starts_with("HTTP/1.1 408"), "{all}");
 }
 
+/// `timeout http-request` counts from the accept, so from the client's
+/// side (clock started before `connect`) the 408 never comes before the
+/// timeout: a handful of concurrent connections, silent or trickling
+/// bytes (which must not extend it either).
+#[test]
+fn http_request_timeout_never_fires_early() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    const T: Duration = Duration::from_millis(400);
+    let (_t, bind, _p) = one_origin("    timeout http-request 400ms", "s1");
+    let clients: Vec<_> = (0..8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                let mut s = connect(bind);
+                s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                let mut got = Vec::new();
+                let mut sent = 0;
+                let head = b"GET / HTTP/1.1\r\nHost: x\r\n";
+                loop {
+                    // Odd clients trickle one byte per read timeout.
+                    if i % 2 == 1 && sent < head.len() {
+                        let _ = s.write_all(&head[sent..=sent]);
+                        sent += 1;
+                    }
+                    let mut b = [0u8; 512];
+                    match s.read(&mut b) {
+                        Ok(0) => break,
+                        Ok(n) => got.extend_from_slice(&b[..n]),
+                        Err(e)
+                            if e.kind() == std::io::ErrorKind::WouldBlock
+                                || e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(e) => panic!("client {i}: {e}"),
+                    }
+                    assert!(start.elapsed() < DEADLINE, "client {i}: no 408");
+                }
+                (start.elapsed(), String::from_utf8_lossy(&got).into_owned())
+            })
+        })
+        .collect();
+    for (i, c) in clients.into_iter().enumerate() {
+        let (elapsed, resp) = c.join().unwrap();
+        assert!(resp.starts_with("HTTP/1.1 408"), "client {i}: {resp}");
+        assert!(
+            elapsed >= T,
+            "client {i}: 408 after {elapsed:?}, before {T:?}"
+        );
+    }
+}
+
 #[test]
 fn no_server_gives_503_and_connect_failure_503() {
     let ip = test_ip();

@@ -32,6 +32,12 @@
 //! replaced by the proxy's listening address and three echo origins that
 //! answer `200` with `x-origin: oN` and the request head they received as
 //! the body. Files named in `--- only fairlead` skip HAProxy.
+//!
+//! A `--- origin-response` section (lines, then `<body>` and a raw body,
+//! as requests) is what the `${R1}` origin answers to every request,
+//! for cases about malformed responses. `\xHH` (ASCII) writes a control
+//! character; `then-closed` expects the proxy to close the connection
+//! after the response.
 
 mod common;
 
@@ -53,6 +59,22 @@ struct Scenario {
     config: String,
     steps: Vec<Step>,
     fairlead_only: bool,
+    /// `--- origin-response`: what the `${R1}` origin answers, raw.
+    raw_response: Option<Vec<u8>>,
+}
+
+/// Lines sent with CRLF endings and an empty line, then the raw body.
+fn message(lines: &[String], body: Option<String>) -> Vec<u8> {
+    let mut r = String::new();
+    for l in lines {
+        r.push_str(&unescape(l));
+        r.push_str("\r\n");
+    }
+    r.push_str("\r\n");
+    if let Some(b) = body {
+        r.push_str(&unescape(&b));
+    }
+    r.into_bytes()
 }
 
 fn unescape(s: &str) -> String {
@@ -68,6 +90,14 @@ fn unescape(s: &str) -> String {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
             Some('\\') => out.push('\\'),
+            // `\xHH`: one ASCII byte (control characters in heads).
+            Some('x') => {
+                let hex: String = it.by_ref().take(2).collect();
+                match u8::from_str_radix(&hex, 16) {
+                    Ok(b) if b < 0x80 => out.push(char::from(b)),
+                    _ => panic!("bad escape \\x{hex}: two hex digits below 80"),
+                }
+            }
             Some(o) => {
                 out.push('\\');
                 out.push(o);
@@ -78,6 +108,29 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// Only the `\xHH` escapes of `s` expanded (`origin-header` values may
+/// hold other backslashes literally, e.g. JSON escapes).
+fn unescape_hex(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("\\x") {
+        out.push_str(&rest[..i]);
+        let hex = rest.get(i + 2..i + 4).unwrap_or("");
+        match u8::from_str_radix(hex, 16) {
+            Ok(b) if b < 0x80 && hex.len() == 2 => {
+                out.push(char::from(b));
+                rest = &rest[i + 4..];
+            }
+            _ => {
+                out.push_str("\\x");
+                rest = &rest[i + 2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn parse(path: &Path) -> Scenario {
     let text = std::fs::read_to_string(path).unwrap();
     let mut sc = Scenario {
@@ -85,30 +138,25 @@ fn parse(path: &Path) -> Scenario {
         config: String::new(),
         steps: Vec::new(),
         fairlead_only: false,
+        raw_response: None,
     };
     let mut section = String::new();
     let mut req: Vec<String> = Vec::new();
     let mut body: Option<String> = None;
     for line in text.lines() {
         if let Some(s) = line.strip_prefix("--- ") {
+            if section == "origin-response" {
+                sc.raw_response = Some(message(&req, body.take()));
+            }
             section = s.trim().to_string();
             match section.as_str() {
-                "request" => {
+                "request" | "origin-response" => {
                     req.clear();
                     body = None;
                 }
                 "expect" => {
-                    let mut r = String::new();
-                    for l in &req {
-                        r.push_str(&unescape(l));
-                        r.push_str("\r\n");
-                    }
-                    r.push_str("\r\n");
-                    if let Some(b) = body.take() {
-                        r.push_str(&unescape(&b));
-                    }
                     sc.steps.push(Step {
-                        request: r.into_bytes(),
+                        request: message(&req, body.take()),
                         expect: Vec::new(),
                     });
                 }
@@ -122,7 +170,7 @@ fn parse(path: &Path) -> Scenario {
                 sc.config.push_str(line);
                 sc.config.push('\n');
             }
-            "request" => match &mut body {
+            "request" | "origin-response" => match &mut body {
                 Some(b) => b.push_str(line),
                 None if line == "<body>" => body = Some(String::new()),
                 None => req.push(line.to_string()),
@@ -135,6 +183,9 @@ fn parse(path: &Path) -> Scenario {
             }
             _ => {}
         }
+    }
+    if section == "origin-response" {
+        sc.raw_response = Some(message(&req, body.take()));
     }
     assert!(!sc.steps.is_empty(), "{}: no request", sc.name);
     sc
@@ -238,12 +289,27 @@ fn echo_origin(ip: IpAddr, name: &'static str) -> SocketAddr {
     addr
 }
 
+/// An origin that answers every request with `resp`, then closes.
+fn scripted_origin(ip: IpAddr, resp: Vec<u8>) -> SocketAddr {
+    let (addr, _) = raw_origin(ip, move |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut w = s;
+        if read_head(&mut r).is_some() {
+            let _ = w.write_all(&resp);
+        }
+    });
+    addr
+}
+
 /// What came back for one request.
 struct Got {
     closed_without_response: bool,
     resp: Option<Response>,
     /// The status line, without its line ending.
     status_line: String,
+    /// After the response, the proxy closed the connection (checked only
+    /// for `then-closed`).
+    closed_after: bool,
 }
 
 /// Keeps a copy of the bytes read, so the status line (which
@@ -263,7 +329,7 @@ impl<R: Read> Read for Tee<R> {
     }
 }
 
-fn send(addr: SocketAddr, req: &[u8], read_timeout: Duration) -> Got {
+fn send(addr: SocketAddr, req: &[u8], read_timeout: Duration, check_close: bool) -> Got {
     let mut s = TcpStream::connect_timeout(&addr, DEADLINE).unwrap();
     s.set_read_timeout(Some(read_timeout)).unwrap();
     let _ = s.write_all(req);
@@ -273,6 +339,9 @@ fn send(addr: SocketAddr, req: &[u8], read_timeout: Duration) -> Got {
         seen: Vec::new(),
     });
     let resp = read_response(&mut r, head_req);
+    // `then-closed`: the next read must see the end of the stream (a kept
+    // connection would make it wait for the read timeout instead).
+    let closed_after = check_close && resp.is_some() && matches!(r.read(&mut [0u8; 1]), Ok(0));
     let seen = &r.get_ref().seen;
     let first = seen.split(|&b| b == b'\n').next().unwrap_or_default();
     let status_line = String::from_utf8_lossy(first).trim_end().to_string();
@@ -280,6 +349,7 @@ fn send(addr: SocketAddr, req: &[u8], read_timeout: Duration) -> Got {
         closed_without_response: resp.is_none(),
         resp,
         status_line,
+        closed_after,
     }
 }
 
@@ -307,6 +377,13 @@ fn check(e: &str, got: &Got) -> Result<(), String> {
     let Some(r) = &got.resp else {
         return Err("the connection closed without a response".into());
     };
+    if kw == "then-closed" {
+        return if got.closed_after {
+            Ok(())
+        } else {
+            Err("the connection stayed open after the response".into())
+        };
+    }
     let body = r.body_str();
     let origin_lines: Vec<&str> = if r.header("x-origin").is_some() {
         body.lines().collect()
@@ -355,7 +432,7 @@ fn check(e: &str, got: &Got) -> Result<(), String> {
         "body-lacks" => !body.contains(&unescape(arg)),
         "origin" => r.header("x-origin") == Some(arg),
         "origin-line" => origin_lines.first() == Some(&arg),
-        "origin-header" => origin_has(arg),
+        "origin-header" => origin_has(&unescape_hex(arg)),
         "origin-no-header" => !origin_lines.iter().any(|l| {
             l.split_once(':')
                 .is_some_and(|(n, _)| n.eq_ignore_ascii_case(arg))
@@ -393,6 +470,13 @@ fn run(sc: &Scenario, start: &dyn Fn(&str, SocketAddr) -> Box<dyn std::any::Any>
         echo_origin(ip, "o2"),
         echo_origin(ip, "o3"),
     ];
+    // Every origin listens before the proxy's port is picked, so that the
+    // port released by `free_addr` cannot be handed to an origin.
+    let r1 = sc
+        .raw_response
+        .clone()
+        .map(|resp| scripted_origin(ip, resp).to_string())
+        .unwrap_or_default();
     let bind = free_addr(ip);
     let cfg = sc
         .config
@@ -400,6 +484,7 @@ fn run(sc: &Scenario, start: &dyn Fn(&str, SocketAddr) -> Box<dyn std::any::Any>
         .replace("${O1}", &o[0].to_string())
         .replace("${O2}", &o[1].to_string())
         .replace("${O3}", &o[2].to_string())
+        .replace("${R1}", &r1)
         .replace("${DIR}", env!("CARGO_MANIFEST_DIR"));
     let _proxy = start(&cfg, bind);
     let mut failures = Vec::new();
@@ -410,7 +495,13 @@ fn run(sc: &Scenario, start: &dyn Fn(&str, SocketAddr) -> Box<dyn std::any::Any>
         } else {
             DEADLINE
         };
-        let got = send(bind, &step.request, wait);
+        let check_close = step.expect.iter().any(|e| e == "then-closed");
+        let wait = if check_close {
+            Duration::from_secs(3)
+        } else {
+            wait
+        };
+        let got = send(bind, &step.request, wait, check_close);
         for e in &step.expect {
             if let Err(msg) = check(e, &got) {
                 failures.push(format!("{} request {}: {msg}", sc.name, i + 1));

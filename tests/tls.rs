@@ -700,37 +700,59 @@ backend bk\n    server s1 {o}\n",
 
 // 6, 7 ----------------------------------------------------------------------
 
-/// An expired certificate stops the start-up with the file's name.
+/// An expired certificate is loaded, as HAProxy does, with a `[WARNING]`
+/// naming the file and the expiry date; `show ssl cert` lists it and
+/// handshakes still get it (the client decides what to do with it).
 #[test]
-fn expired_certificate_refuses_start() {
+fn expired_certificate_loads_with_warning() {
     let ip = test_ip();
     let bind = free_addr(ip);
     let (_t, o) = term(ip, "o");
     let pki = Pki::new("expired");
     let ca = pki.ca("ca");
     let old = pki.expired(&ca, "old", "old.example");
+    let sock = pki.path("admin.sock");
     let c = cfg(
-        "",
+        &format!("    stats socket {} level admin\n", p(&sock)),
         &format!(
             "frontend fe\n    bind {bind} ssl crt {}\n    default_backend bk\nbackend bk\n    server s1 {o}\n",
             p(&old)
         ),
     );
-    let (code, err) = start_fails(&c, &[]);
-    assert_ne!(code, Some(0), "{err}");
+    let px = Proxy::start(&c, &[bind]);
+    wait_sock(&sock);
+    let err = px.stderr();
+    let warning = err
+        .lines()
+        .find(|l| l.contains("[WARNING]") && l.contains(p(&old)))
+        .unwrap_or_else(|| panic!("no warning naming {}: {err}", p(&old)));
     assert!(
-        err.contains(p(&old)),
-        "stderr does not name the file: {err}"
+        warning.contains("certificate expired on 2020-01-01 00:00:00 UTC"),
+        "{warning}"
     );
-    assert!(err.to_lowercase().contains("expired"), "{err}");
+    let list = ask(&sock, "show ssl cert");
+    assert!(list.contains(p(&old)), "{list}");
+    let detail = ask(&sock, &format!("show ssl cert {}", p(&old)));
     assert!(
-        std::net::TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_err(),
-        "nothing listens"
+        detail.contains("notAfter: Jan  1 00:00:00 2020 GMT"),
+        "{detail}"
     );
+    // The handshake serves it; a verifying client reports the expiry.
+    let r = s_client(
+        bind,
+        &["-CAfile", p(&ca.cert), "-servername", "old.example"],
+        b"",
+    );
+    assert_eq!(
+        subject(&r.stdout).as_deref(),
+        Some("CN = old.example"),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("certificate has expired"), "{}", r.stdout);
 }
 
-/// `fairlead -c` also refuses the expired certificate (HAProxy's `-c`
-/// loads the certificates).
+/// `fairlead -c` loads the certificates as HAProxy's `-c` does: a bad one
+/// fails the check, an expired one passes it with the warning.
 #[test]
 fn check_mode_loads_certificates() {
     let ip = test_ip();
@@ -739,6 +761,8 @@ fn check_mode_loads_certificates() {
     let ca = pki.ca("ca");
     let old = pki.expired(&ca, "old", "old.example");
     let good = pki.server(&ca, "good", "good.example");
+    let broken = pki.path("broken.pem");
+    std::fs::write(&broken, "not a certificate\n").unwrap();
     let body = |pem: &Path| {
         cfg(
             "",
@@ -751,8 +775,20 @@ fn check_mode_loads_certificates() {
     let (code, out) = start_fails(&body(&good), &["-c"]);
     assert_eq!(code, Some(0), "a good certificate passes -c: {out}");
     let (code, out) = start_fails(&body(&old), &["-c"]);
-    assert_ne!(code, Some(0), "-c accepted an expired certificate: {out}");
-    assert!(out.contains(p(&old)), "{out}");
+    assert_eq!(code, Some(0), "an expired certificate passes -c: {out}");
+    assert!(
+        out.lines().any(|l| l.contains("[WARNING]")
+            && l.contains(p(&old))
+            && l.contains("expired on 2020-01-01")),
+        "{out}"
+    );
+    let (code, out) = start_fails(&body(&broken), &["-c"]);
+    assert_ne!(
+        code,
+        Some(0),
+        "-c accepted a file without certificate: {out}"
+    );
+    assert!(out.contains(p(&broken)), "{out}");
 }
 
 /// A certificate whose key is not its own stops the start-up, naming the

@@ -192,6 +192,10 @@ pub struct Global {
     pub gid: Option<u32>,
     /// `ulimit-n`. Default is none: raised to what maxconn needs.
     pub ulimit_n: Option<u64>,
+    /// `strict-limits` / `no strict-limits`: refuse to start when the
+    /// file-descriptor limit cannot be raised to what is needed. Default
+    /// is on (HAProxy 2.6's default).
+    pub strict_limits: bool,
     /// `log` lines: the process's targets, used by proxies with `log
     /// global`. Default is none.
     pub logs: Vec<LogTarget>,
@@ -255,6 +259,7 @@ impl Default for Global {
             group: None,
             gid: None,
             ulimit_n: None,
+            strict_limits: true,
             logs: Vec::new(),
             log_tag: None,
             log_send_hostname: None,
@@ -390,6 +395,13 @@ pub struct ProxyOptions {
     pub http_reuse: HttpReuse,
     /// `option forwardfor`. Default is off.
     pub forwardfor: Option<ForwardFor>,
+    /// `option accept-invalid-http-request` (frontends): the lenient
+    /// request parser (docs/http.md, "Strictness and HAProxy's switches").
+    /// Default is off.
+    pub accept_invalid_http_request: bool,
+    /// `option accept-invalid-http-response` (backends): the lenient
+    /// response parser. Default is off.
+    pub accept_invalid_http_response: bool,
     /// `option redispatch`. Default is off.
     pub redispatch: bool,
     /// `option redispatch <interval>`, only meaningful when `redispatch`

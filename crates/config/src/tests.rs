@@ -254,6 +254,55 @@ backend d
 }
 
 #[test]
+fn accept_invalid_options_scoped_as_haproxy() {
+    let p = ok("\
+defaults
+    mode http
+    option accept-invalid-http-request
+    option accept-invalid-http-response
+frontend f
+    bind 127.0.0.1:8080
+    default_backend b
+frontend g
+    bind 127.0.0.1:8081
+    no option accept-invalid-http-request
+    default_backend b
+backend b
+    server s 1.1.1.1:1
+backend c
+    no option accept-invalid-http-response
+    server s 1.1.1.1:1
+");
+    let c = &p.config;
+    assert!(c.frontends[0].options.accept_invalid_http_request);
+    assert!(!c.frontends[1].options.accept_invalid_http_request);
+    assert!(c.backends[0].options.accept_invalid_http_response);
+    assert!(!c.backends[1].options.accept_invalid_http_response);
+    // The request option is a frontend one, the response option a backend
+    // one (HAProxy's sections).
+    let p = ok("\
+backend b
+    option accept-invalid-http-request
+    server s 1.1.1.1:1
+frontend f
+    bind 127.0.0.1:8080
+    option accept-invalid-http-response
+    default_backend b
+");
+    let w = warns(&p);
+    assert!(has(
+        &w,
+        "t.cfg:2: 'option accept-invalid-http-request' ignored because backend 'b' has no frontend capability."
+    ), "{w:?}");
+    assert!(has(
+        &w,
+        "t.cfg:6: 'option accept-invalid-http-response' ignored because frontend 'f' has no backend capability."
+    ), "{w:?}");
+    assert!(!p.config.backends[0].options.accept_invalid_http_request);
+    assert!(!p.config.frontends[0].options.accept_invalid_http_response);
+}
+
+#[test]
 fn all_timeouts() {
     let p = ok("\
 defaults
@@ -425,10 +474,8 @@ userlist users
     assert!(!has(&w, "t.cfg:12:"));
     assert!(!has(&w, "t.cfg:13:"));
     assert!(!has(&w, "t.cfg:14:"));
-    assert!(has(
-        &w,
-        "t.cfg:15: 'no option accept-invalid-http-request' keeps HAProxy's default"
-    ));
+    // Implemented now: 'no option' is an ordinary setting, no warning.
+    assert!(!has(&w, "t.cfg:15:"));
     assert!(has(
         &w,
         "t.cfg:18: 'balance' ignored because frontend 'f' has no backend capability."

@@ -60,7 +60,8 @@ macro_rules! page {
 }
 
 /// The complete HAProxy-style error response for `status` (400, 403, 408,
-/// 413, 414, 421, 425, 429, 431, 500, 501, 502, 503, 504; others map to 500).
+/// 413, 414, 421, 422, 425, 429, 431, 500, 501, 502, 503, 504; others map to
+/// 500).
 /// Each carries `content-length`, `cache-control: no-cache`,
 /// `content-type: text/html` and `connection: close`, and HAProxy's HTML
 /// body, e.g. `<html><body><h1>503 Service Unavailable</h1>\nNo server is
@@ -108,6 +109,11 @@ pub fn error_response(status: u16) -> &'static [u8] {
             "104",
             "Request sent to a non-authoritative server."
         ),
+        422 => page!(
+            "422 Unprocessable Content",
+            "116",
+            "The server cannot process the contained instructions."
+        ),
         425 => page!("425 Too Early", "80", "Your browser sent early data."),
         429 => page!(
             "429 Too Many Requests",
@@ -152,7 +158,8 @@ mod tests {
     use super::*;
 
     const ALL: &[u16] = &[
-        200, 400, 403, 404, 405, 408, 410, 413, 414, 421, 425, 429, 431, 500, 501, 502, 503, 504,
+        200, 400, 403, 404, 405, 408, 410, 413, 414, 421, 422, 425, 429, 431, 500, 501, 502, 503,
+        504,
     ];
 
     fn split(page: &[u8]) -> (&str, &str) {

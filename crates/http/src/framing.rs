@@ -144,8 +144,9 @@ impl FramingError {
 pub(crate) struct Analysis {
     pub content_length: Option<u64>,
     pub te: Option<Te>,
-    /// An unknown transfer-coding was listed.
-    pub te_unknown: bool,
+    /// A transfer-coding other than `chunked` was listed (known or not):
+    /// the proxy cannot decode it, so a request carrying one is refused.
+    pub te_other: bool,
     /// Offset of the first Transfer-Encoding header.
     pub te_offset: usize,
     pub conn: ConnTokens,
@@ -153,11 +154,8 @@ pub(crate) struct Analysis {
     pub host_offset: usize,
     pub expect_continue: bool,
     pub upgrade_header: bool,
-}
-
-fn known_coding(name: &[u8]) -> bool {
-    const KNOWN: &[&[u8]] = &[b"gzip", b"x-gzip", b"deflate", b"compress", b"x-compress"];
-    KNOWN.iter().any(|k| eq_ic(name, k))
+    /// A `TE` header lists `trailers` (kept toward HTTP/2 servers).
+    pub te_trailers: bool,
 }
 
 /// Parses one `Content-Length` field value into `acc`.
@@ -193,7 +191,7 @@ struct TeAcc {
     any: bool,
     chunked_count: u32,
     last_chunked: bool,
-    unknown: bool,
+    other: bool,
 }
 
 fn merge_transfer_encoding(
@@ -224,9 +222,7 @@ fn merge_transfer_encoding(
             acc.last_chunked = true;
         } else {
             acc.last_chunked = false;
-            if !known_coding(name) {
-                acc.unknown = true;
-            }
+            acc.other = true;
         }
     }
     Ok(())
@@ -278,6 +274,9 @@ pub(crate) fn analyze(
             7 if eq_ic(name, b"upgrade") && !value.is_empty() => {
                 a.upgrade_header = true;
             }
+            2 if eq_ic(name, b"te") => {
+                a.te_trailers |= list_elems(value).any(|t| eq_ic(t, b"trailers"));
+            }
             _ => {}
         }
     }
@@ -290,7 +289,7 @@ pub(crate) fn analyze(
         } else {
             Te::NotChunkedFinal
         });
-        a.te_unknown = te.unknown;
+        a.te_other = te.other;
     }
     Ok(a)
 }

@@ -13,6 +13,7 @@ mod chunked;
 pub mod cookie;
 mod errors;
 mod framing;
+mod lenient;
 pub mod msg;
 mod request;
 mod response;
@@ -20,9 +21,15 @@ mod rewrite;
 
 pub use chunked::{MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use errors::error_response;
+pub use lenient::unfold_head;
 pub use msg::{EditError, Head, HeadMut, Part, View};
-pub use request::{has_header, method_is_idempotent, parse_request, parse_request_with_limit};
-pub use response::{parse_response, parse_response_with_limit};
+pub use request::{
+    has_header, method_is_idempotent, parse_request, parse_request_lenient, parse_request_relaxed,
+    parse_request_with_limit,
+};
+pub use response::{
+    parse_response, parse_response_lenient, parse_response_relaxed, parse_response_with_limit,
+};
 pub use rewrite::{write_request_head, write_response_head, write_response_head_unchunked};
 
 /// Maximum number of header lines in any head Fairlead emits, and in a head
@@ -97,8 +104,17 @@ pub struct RequestHead {
     /// An `Upgrade` header is present (and `Connection: upgrade`).
     pub upgrade: bool,
     /// The client wants the connection kept after this request: HTTP/1.1
-    /// without `close`, or HTTP/1.0 with `keep-alive`.
+    /// without `close`, or HTTP/1.0 with `keep-alive`. Always false when
+    /// lenient parsing repaired the framing (RFC 9112 §6.1: close after).
     pub keep_alive: bool,
+    /// Lenient parsing only (`option accept-invalid-http-request`): the
+    /// request had both Transfer-Encoding and Content-Length; it is framed
+    /// as chunked and its Content-Length lines are not forwarded
+    /// ([`msg::Head::fill_request`] marks them removed).
+    pub drop_content_length: bool,
+    /// A `TE` header lists `trailers`: HTTP/2 servers get `te: trailers`
+    /// (gRPC needs it); toward HTTP/1 servers TE stays hop-by-hop.
+    pub te_trailers: bool,
 }
 
 /// A parsed response head.
@@ -118,6 +134,10 @@ pub struct ResponseHead {
     pub conn: ConnTokens,
     /// The server allows reusing the connection after this response.
     pub keep_alive: bool,
+    /// Lenient parsing only (`option accept-invalid-http-response`): the
+    /// response had both Transfer-Encoding and Content-Length; it is
+    /// framed as chunked and its Content-Length lines are not forwarded.
+    pub drop_content_length: bool,
 }
 
 /// What the proxy wants in the `Connection` header it emits.

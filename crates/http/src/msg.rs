@@ -190,6 +190,9 @@ impl Head {
         let end = h.head_len.min(buf.len());
         self.head_len = end;
         self.fill_fields(buf, h.uri.1.min(end), end);
+        if h.drop_content_length {
+            self.remove_content_length(buf);
+        }
     }
 
     /// Describes the response parsed by [`crate::parse_response`] from
@@ -206,6 +209,25 @@ impl Head {
         // `HTTP/1.x` is 8 bytes; the tail runs to the end of the line.
         self.status_tail = Span::buf((start + 8).min(h.reason.1), h.reason.1);
         self.fill_fields(buf, start, end);
+        if h.drop_content_length {
+            self.remove_content_length(buf);
+        }
+    }
+
+    /// Marks the Content-Length fields removed: the parser framed the
+    /// message by its Transfer-Encoding (lenient parsing of both).
+    fn remove_content_length(&mut self, buf: &[u8]) {
+        for i in 0..self.fields.len() {
+            let name = self.fields[i].name;
+            if !self.fields[i].removed
+                && self
+                    .bytes(buf, name)
+                    .eq_ignore_ascii_case(b"content-length")
+            {
+                self.fields[i].removed = true;
+                self.live -= 1;
+            }
+        }
     }
 
     /// Starts a request head that does not come from HTTP/1 text: every

@@ -45,18 +45,80 @@ pub fn parse_response_with_limit(
     max_head: usize,
     max_headers: usize,
 ) -> Result<Option<ResponseHead>, HttpError> {
+    parse_resp(buf, req_is_head, max_head, max_headers, false)
+}
+
+/// The parser for `option accept-invalid-http-response`: repairs obs-fold
+/// and NUL bytes in place ([`crate::unfold_head`]), then parses as
+/// [`parse_response_lenient`].
+pub fn parse_response_relaxed(
+    buf: &mut [u8],
+    req_is_head: bool,
+    max_head: usize,
+) -> Result<Option<ResponseHead>, HttpError> {
+    crate::lenient::unfold_head(buf, max_head);
+    parse_response_lenient(buf, req_is_head, max_head)
+}
+
+/// [`parse_response`] accepting, as `option accept-invalid-http-response`:
+/// any byte but whitespace in header names (what HAProxy's option
+/// relaxes), control characters (not NUL, CR or LF) in header values,
+/// Transfer-Encoding in HTTP/1.0 and Transfer-Encoding with
+/// Content-Length (what HAProxy accepts even without it). The latter is
+/// framed as chunked and its Content-Length is not forwarded
+/// ([`ResponseHead::drop_content_length`]); either repair makes
+/// `keep_alive` false. Obs-fold is still an error here: repair it first
+/// ([`parse_response_relaxed`]).
+pub fn parse_response_lenient(
+    buf: &[u8],
+    req_is_head: bool,
+    max_head: usize,
+) -> Result<Option<ResponseHead>, HttpError> {
+    parse_resp(
+        buf,
+        req_is_head,
+        max_head,
+        MAX_HEADERS - RESPONSE_REWRITE_HEADERS,
+        true,
+    )
+}
+
+fn parse_resp(
+    buf: &[u8],
+    req_is_head: bool,
+    max_head: usize,
+    max_headers: usize,
+    lenient: bool,
+) -> Result<Option<ResponseHead>, HttpError> {
     let view = &buf[..buf.len().min(max_head)];
+    let full = buf.len() >= max_head;
+    let go = |base: &[u8]| finish(base, full, req_is_head, max_headers, lenient);
+    match go(view) {
+        Err(e) if lenient && crate::request::maskable(&e) => crate::lenient::with_masked(view, go),
+        r => r,
+    }
+}
+
+/// Tokenises `base` (received bytes or their masked copy) and applies the
+/// framing rules.
+fn finish(
+    base: &[u8],
+    full: bool,
+    req_is_head: bool,
+    max_headers: usize,
+    lenient: bool,
+) -> Result<Option<ResponseHead>, HttpError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers[..max_headers.min(MAX_HEADERS)]);
-    let head_len = match resp.parse(view) {
+    let head_len = match resp.parse(base) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
-            if buf.len() >= max_head {
-                return Err(HttpError::new(502, "response head too large", view.len()));
+            if full {
+                return Err(HttpError::new(502, "response head too large", base.len()));
             }
             return Ok(None);
         }
-        Err(e) => return Err(syntax_error(e, view, 502)),
+        Err(e) => return Err(syntax_error(e, base, 502)),
     };
     let (Some(status), Some(minor)) = (resp.code, resp.version) else {
         return Err(HttpError::new(502, "incomplete status line", 0));
@@ -64,22 +126,29 @@ pub fn parse_response_with_limit(
     if !(100..=599).contains(&status) {
         return Err(HttpError::new(502, "invalid status code", 0));
     }
-    let a =
-        framing::analyze(buf, resp.headers).map_err(|e| HttpError::new(502, e.reason, e.offset))?;
+    let a = framing::analyze(base, resp.headers)
+        .map_err(|e| HttpError::new(502, e.reason, e.offset))?;
+    let mut repaired = false;
     if a.te.is_some() {
         if a.content_length.is_some() {
-            return Err(HttpError::new(
-                502,
-                "both Transfer-Encoding and Content-Length",
-                a.te_offset,
-            ));
+            if !lenient {
+                return Err(HttpError::new(
+                    502,
+                    "both Transfer-Encoding and Content-Length",
+                    a.te_offset,
+                ));
+            }
+            repaired = true;
         }
         if minor == 0 {
-            return Err(HttpError::new(
-                502,
-                "Transfer-Encoding in HTTP/1.0 response",
-                a.te_offset,
-            ));
+            if !lenient {
+                return Err(HttpError::new(
+                    502,
+                    "Transfer-Encoding in HTTP/1.0 response",
+                    a.te_offset,
+                ));
+            }
+            repaired = true;
         }
     }
     let no_body = req_is_head || status < 200 || status == 204 || status == 304;
@@ -93,16 +162,19 @@ pub fn parse_response_with_limit(
             (None, None) => BodyKind::CloseDelimited,
         }
     };
-    let keep_alive =
-        !a.conn.close && (minor == 1 || a.conn.keep_alive) && body != BodyKind::CloseDelimited;
+    let keep_alive = !repaired
+        && !a.conn.close
+        && (minor == 1 || a.conn.keep_alive)
+        && body != BodyKind::CloseDelimited;
     Ok(Some(ResponseHead {
         head_len,
         status,
-        reason: reason_range(buf, head_len),
+        reason: reason_range(base, head_len),
         minor_version: minor,
         body,
         conn: a.conn,
         keep_alive,
+        drop_content_length: a.te.is_some() && a.content_length.is_some(),
     }))
 }
 

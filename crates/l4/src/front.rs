@@ -26,6 +26,10 @@ pub struct Frontend {
     pub conn_mode: HttpConnMode,
     /// `option forwardfor`. Default is none.
     pub forwardfor: Option<ForwardFor>,
+    /// `option accept-invalid-http-request`: requests go through the
+    /// lenient parser (`fairlead_http::parse_request_relaxed`). Default
+    /// is off.
+    pub accept_invalid_http_request: bool,
     /// Largest request or response head, from `tune.bufsize` minus
     /// `tune.maxrewrite`.
     pub max_head: usize,

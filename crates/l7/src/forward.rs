@@ -374,11 +374,17 @@ impl Session {
                 .map(|m| req_bytes.set(req_bytes.get() + m.read))
         };
         let is_head = head.is_head;
+        let lenient = be.options.accept_invalid_http_response;
         let client_11 = head.minor_version == 1;
         let resp_fut = async {
             let mut got_any = false;
             loop {
-                match parse_response(sbuf.filled(), is_head, max_head) {
+                let parsed = if lenient {
+                    fairlead_http::parse_response_relaxed(sbuf.filled_mut(), is_head, max_head)
+                } else {
+                    parse_response(sbuf.filled(), is_head, max_head)
+                };
+                match parsed {
                     Ok(Some(r)) if (100..200).contains(&r.status) && r.status != 101 => {
                         // Interim response: relay to HTTP/1.1 clients.
                         if client_11 {

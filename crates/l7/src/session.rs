@@ -5,7 +5,7 @@ use crate::{Effective, HttpCtx};
 use fairlead_backend::counters::C;
 use fairlead_backend::{idle, Cause, ProxyError};
 use fairlead_config::{HttpConnMode, HttpReuse};
-use fairlead_http::{parse_request, BodyKind, RequestHead};
+use fairlead_http::{parse_request, parse_request_relaxed, BodyKind, RequestHead};
 use fairlead_log::{Phase, Who};
 use fairlead_net::io::{until, with_timeout};
 use fairlead_net::{pool, Conn, IoBuf};
@@ -267,7 +267,13 @@ impl Session {
         let deadline = self.ctx.front.timeouts.http_request.map(|d| started + d);
         let refused = |cause| ProxyError::new(cause, Phase::Request, false);
         loop {
-            match parse_request(self.cbuf.filled(), self.ctx.front.max_head) {
+            let max_head = self.ctx.front.max_head;
+            let parsed = if self.ctx.front.accept_invalid_http_request {
+                parse_request_relaxed(self.cbuf.filled_mut(), max_head)
+            } else {
+                parse_request(self.cbuf.filled(), max_head)
+            };
+            match parsed {
                 Ok(Some(h)) => return Ok(h),
                 Ok(None) => {}
                 Err(e) => {

@@ -36,6 +36,7 @@ fn idle_connection_state_is_small() {
                 timeouts: Default::default(),
                 conn_mode: Default::default(),
                 forwardfor: None,
+                accept_invalid_http_request: false,
                 max_head: 1000,
                 routes: std::sync::Arc::new(routes),
                 counters: Default::default(),

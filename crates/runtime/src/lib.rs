@@ -19,6 +19,7 @@ pub mod admin;
 mod checks;
 mod dns;
 pub mod inherit;
+pub mod limits;
 pub mod master;
 pub mod os;
 mod proxy_accept;
@@ -324,6 +325,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             timeouts: f.options.timeouts,
             conn_mode: f.options.http_conn_mode,
             forwardfor: f.options.forwardfor.clone(),
+            accept_invalid_http_request: f.options.accept_invalid_http_request,
             max_head: bufsize - MAXREWRITE,
             routes,
             counters: Arc::new(fairlead_backend::counters::Counters::new()),
@@ -553,35 +555,53 @@ pub fn worker_count(cfg: &Config) -> usize {
         .max(1)
 }
 
-/// The global maxconn in force, and the fd limit it needs: explicit
-/// `maxconn` (raising RLIMIT_NOFILE to fit), else derived from the limit.
-pub fn setup_limits(cfg: &Config) -> u32 {
-    if let Some(n) = cfg.global.ulimit_n {
-        os::raise_nofile(n);
+/// The global maxconn in force, after fitting RLIMIT_NOFILE to what it
+/// needs as HAProxy 2.6 does (see [`limits`]): raised to the need (or to
+/// `ulimit-n`); an error when that fails under `strict-limits` (the
+/// default), a warning otherwise; without `maxconn`, derived from the
+/// limit.
+pub fn setup_limits(cfg: &Config) -> Result<u32> {
+    let fds = limits::FdPlan {
+        listeners: cfg
+            .frontends
+            .iter()
+            .flat_map(|f| &f.binds)
+            .map(|b| b.addrs.len() as u64)
+            .sum(),
+        checks: cfg
+            .backends
+            .iter()
+            .flat_map(|b| &b.servers)
+            .filter(|s| s.check)
+            .count() as u64,
+        threads: worker_count(cfg) as u64,
+        stats: match cfg.global.stats_sockets.len() as u64 {
+            0 => 0,
+            n => n + u64::from(cfg.global.stats_maxconn.unwrap_or(10)),
+        },
+    };
+    let g = &cfg.global;
+    let d = limits::plan(
+        fds,
+        g.maxconn,
+        g.ulimit_n,
+        g.strict_limits,
+        os::nofile_limit().0,
+        os::raise_nofile,
+    );
+    if let Some(f) = d.fatal {
+        return Err(Error::other(f));
     }
-    match cfg.global.maxconn {
-        Some(m) => {
-            let need = u64::from(m) * 2 + 128;
-            let got = os::raise_nofile(need);
-            if got < need {
-                eprintln!(
-                    "[WARNING]  maxconn {m} needs {need} file descriptors but the limit is {got}; \
-                     connections beyond it will wait (raise 'ulimit-n' or the hard limit)"
-                );
-            }
-            m
-        }
-        None => {
-            let (cur, _) = os::nofile_limit();
-            (cur.saturating_sub(128) / 2).clamp(1, u64::from(u32::MAX)) as u32
-        }
+    if let Some(w) = d.warning {
+        eprintln!("[WARNING]  {w}");
     }
+    Ok(d.maxconn)
 }
 
 /// Runs the proxy until it is stopped. Returns when a soft stop completed;
 /// SIGTERM exits the process directly.
 pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
-    let maxconn = setup_limits(&cfg);
+    let maxconn = setup_limits(&cfg)?;
     // `init-addr` and server-template slots: the start-up addresses.
     let dns_plan = dns::prepare(&mut cfg, opts.quiet)?;
     let mut shared = build(&cfg, opts.quiet, maxconn)?;

@@ -447,7 +447,7 @@ pub fn run_master(cfg: Config, sources: Vec<Source>, opts: MasterOptions) -> Res
             sig(SignalKind::child())?,
         )
     };
-    crate::setup_limits(&cfg);
+    crate::setup_limits(&cfg)?;
     let mut socks = Sockets::default();
     socks.ensure(&cfg, crate::worker_count(&cfg))?;
     if opts.daemon || cfg.global.daemon {

@@ -15,9 +15,10 @@
 //!
 //! Every certificate is checked at load time, so that a bad file stops the
 //! start-up (or a reload) with the file's name instead of failing every
-//! handshake later: the key must match the leaf certificate, and the leaf
-//! must not be expired. A leaf that is not valid yet is accepted with a
-//! warning.
+//! handshake later: the key must match the leaf certificate. As HAProxy
+//! does, a leaf that is expired or not valid yet is still loaded (an
+//! operator may be mid-renewal, and refusing to start would take every
+//! other site down with it), with a warning naming the file and the date.
 //!
 //! # Names
 //!
@@ -327,7 +328,8 @@ fn leaf_info(file: &str, der: &[u8]) -> Result<LeafInfo, TlsError> {
 
 /// Loads one PEM file: chain, key (or its companion), checks.
 ///
-/// `now` is the current Unix time; a leaf not valid yet adds a warning.
+/// `now` is the current Unix time; a leaf that is expired or not valid yet
+/// adds a warning (and is loaded).
 pub fn load_pem(
     file: &str,
     provider: &CryptoProvider,
@@ -362,12 +364,9 @@ pub fn load_pem(
         Err(_) => return Err(err(file, "the private key does not match the certificate")),
     }
     if info.not_after < now {
-        return Err(err(
-            file,
-            format!(
-                "certificate expired on {}; renew it or remove it from the configuration",
-                format_time(info.not_after)
-            ),
+        warnings.push(format!(
+            "'{file}': certificate expired on {}; loaded anyway, clients will refuse it until it is renewed",
+            format_time(info.not_after)
         ));
     }
     if info.not_before > now {
@@ -665,11 +664,13 @@ mod tests {
         p.not_before = rcgen::date_time_ymd(1999, 1, 1);
         p.not_after = rcgen::date_time_ymd(2000, 3, 1);
         let f = d.write("old.pem", &leaf_with(p, &ECDSA, None).combined());
-        let e = load(&f).unwrap_err();
-        assert_eq!(e.file.as_deref(), Some(f.as_str()));
+        let (c, w) = load(&f).unwrap();
+        assert_eq!(c.names, vec!["old.test".to_string()]);
         assert_eq!(
-            e.message,
-            "certificate expired on 2000-03-01 00:00:00 UTC; renew it or remove it from the configuration"
+            w,
+            vec![format!(
+                "'{f}': certificate expired on 2000-03-01 00:00:00 UTC; loaded anyway, clients will refuse it until it is renewed"
+            )]
         );
         let mut p = params(&["new.test".to_string()]);
         p.not_before = rcgen::date_time_ymd(2999, 1, 1);

@@ -16,6 +16,14 @@ const MAX_CPU: usize = 4095;
 
 pub(crate) fn keyword(p: &mut Parser, words: &[String], loc: &Location) {
     let kw = words[0].as_str();
+    if kw == "no" && words.get(1).map(String::as_str) == Some("strict-limits") {
+        if words.len() > 2 {
+            p.diags
+                .alert(loc, "'no strict-limits': takes no argument".to_string());
+        }
+        p.global.strict_limits = false;
+        return;
+    }
     let Some(k) = lookup(words, true) else {
         if kw == "stats" {
             p.diags.alert(
@@ -157,6 +165,12 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
         "uid" => g.uid = Some(parse_uint(one_arg(words)?, kw)?),
         "gid" => g.gid = Some(parse_uint(one_arg(words)?, kw)?),
         "ulimit-n" => g.ulimit_n = Some(parse_uint(one_arg(words)?, kw)?),
+        "strict-limits" => {
+            if words.len() > 1 {
+                return Err("takes no argument".into());
+            }
+            g.strict_limits = true;
+        }
         "tune.bufsize" => {
             let n: usize = parse_uint(one_arg(words)?, kw)?;
             if !(1024..=1 << 30).contains(&n) {

@@ -389,6 +389,14 @@ fn implemented(
                 o.redispatch_interval = interval;
             }
         }
+        "option accept-invalid-http-request" => {
+            args(words, 2, 0)?;
+            o.accept_invalid_http_request = prefix.is_none();
+        }
+        "option accept-invalid-http-response" => {
+            args(words, 2, 0)?;
+            o.accept_invalid_http_response = prefix.is_none();
+        }
         "option forwardfor" => {
             if prefix.is_some() {
                 args(words, 2, 0)?;

@@ -7,7 +7,8 @@
 //! de-framed (content-length or chunked, trailers included) into DATA
 //! within the server's windows. The response becomes an HTTP/1.1
 //! response: its `content-length` if it has one, else chunked (HTTP/1.1
-//! clients, with the trailers) or close-delimited (HTTP/1.0).
+//! clients, with the trailers) or close-delimited (HTTP/1.0). A client's
+//! `TE: trailers` reaches the server as `te: trailers` (gRPC needs it).
 
 use super::resp::{write_last_chunk, Dechunk};
 use crate::logging::ReqLog;
@@ -66,12 +67,25 @@ impl Session {
         let ctx = self.ctx.clone();
         let be = crate::process::backend(&ctx, rl.backend).clone();
         let srv = slot.server().clone();
-        let Ok(Some(rh)) = fairlead_http::parse_request(req, req.len() + 1) else {
+        // The prepared head is this proxy's own output; a request the
+        // lenient parser accepted must parse again the same way.
+        let reparsed = if ctx.front.accept_invalid_http_request {
+            fairlead_http::parse_request_lenient(req, req.len() + 1)
+        } else {
+            fairlead_http::parse_request(req, req.len() + 1)
+        };
+        let Ok(Some(rh)) = reparsed else {
             self.send_error(502, rl).await;
             return None;
         };
         let mut h = msg::take();
         h.fill_request(req, &rh);
+        if head.te_trailers {
+            // TE is hop-by-hop, so the HTTP/1 head prepared for the server
+            // lost it; HTTP/2 allows `te: trailers` and gRPC servers
+            // require it (RFC 9113 §8.2.2).
+            h.append_field(b"te", b"trailers");
+        }
         let mut out = pool::take_out();
         let codec = Codec::client(fairlead_h2::Config::default(), &mut out);
         let mut st = St {

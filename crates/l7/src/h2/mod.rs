@@ -191,6 +191,7 @@ pub(crate) fn no_response() -> fairlead_http::ResponseHead {
         body: fairlead_http::BodyKind::None,
         conn: Default::default(),
         keep_alive: false,
+        drop_content_length: false,
     }
 }
 

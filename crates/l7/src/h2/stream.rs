@@ -711,7 +711,12 @@ async fn send_and_read(
     let max_head = cx.ctx.front.max_head;
     let mut got_any = false;
     loop {
-        match parse_response(sbuf.filled(), prep.is_head, max_head) {
+        let parsed = if be.options.accept_invalid_http_response {
+            fairlead_http::parse_response_relaxed(sbuf.filled_mut(), prep.is_head, max_head)
+        } else {
+            parse_response(sbuf.filled(), prep.is_head, max_head)
+        };
+        match parsed {
             Ok(Some(r)) if r.status == 101 => return Err(at_headers(Cause::BadResponse)),
             Ok(Some(r)) if (100..200).contains(&r.status) => {
                 sbuf.consume(r.head_len);
