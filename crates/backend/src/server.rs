@@ -52,6 +52,10 @@ pub struct ServerConf {
     pub send_proxy: u8,
     /// `proto h2`: the server speaks clear-text HTTP/2 (h2c).
     pub proto_h2: bool,
+    /// `unix@<path>`, `<path>` or `abns@<name>`: connections go to this
+    /// UNIX socket, and [`ServerAdmin::addr`] is only a placeholder.
+    /// Default is none (TCP).
+    pub unix: Option<std::os::unix::net::SocketAddr>,
 }
 
 /// What operators change at run time.
@@ -150,6 +154,12 @@ impl Server {
                 tls_sni_varies,
                 send_proxy: s.send_proxy,
                 proto_h2: s.proto_h2,
+                // The parser checked the path's length and bytes, the
+                // only reasons this could fail.
+                unix: match &s.addr {
+                    config::ServerAddr::Unix(u) => u.socket_addr().ok(),
+                    _ => None,
+                },
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),
