@@ -469,7 +469,7 @@ pub(crate) fn parse_bind(
         diags.warn(
             loc,
             format!(
-                "'bind {list}': {} only apply to UNIX sockets this line creates; ignored",
+                "'bind {list}': ignored: these options only apply to the UNIX socket files a line creates: {}",
                 names.join(", ")
             ),
         );
