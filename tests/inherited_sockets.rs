@@ -190,7 +190,15 @@ fn systemd_socket_activation_survives_reloads() {
     let first = children(master);
     assert_eq!(get(bind, "/?s=5").body.len(), 5, "{}", p.stderr());
     let env = std::fs::read(format!("/proc/{}/environ", first[0])).unwrap();
-    assert!(!String::from_utf8_lossy(&env).contains("LISTEN_FDS="));
+    let systemd_vars: Vec<&[u8]> = env
+        .split(|&b| b == 0)
+        .filter(|v| v.starts_with(b"LISTEN_"))
+        .collect();
+    assert!(systemd_vars.is_empty(), "{systemd_vars:?}");
+    // The master hands the socket down as its own descriptor 3.
+    assert!(env
+        .split(|&b| b == 0)
+        .any(|v| v == b"FAIRLEAD_LISTEN_SOCKETS=fd@3=3"));
     let inode = std::fs::read_link(format!("/proc/{master}/fd/3")).unwrap();
     assert!(inode.to_string_lossy().starts_with("socket:["), "{inode:?}");
     // The test's own copy goes: from now on only fairlead holds it.
@@ -201,7 +209,12 @@ fn systemd_socket_activation_survives_reloads() {
             let now = children(master);
             now.len() == 1 && now != first
         });
-        assert_eq!(get(bind, "/?s=7").body.len(), 7, "round {round}: {}", p.stderr());
+        assert_eq!(
+            get(bind, "/?s=7").body.len(),
+            7,
+            "round {round}: {}",
+            p.stderr()
+        );
     }
     assert_eq!(
         std::fs::read_link(format!("/proc/{master}/fd/3")).unwrap(),
@@ -210,11 +223,10 @@ fn systemd_socket_activation_survives_reloads() {
 }
 
 fn children_ready(bind: SocketAddr) -> bool {
-    std::net::TcpStream::connect_timeout(&bind, Duration::from_millis(200))
-        .is_ok_and(|mut s| {
-            s.set_read_timeout(Some(DEADLINE)).unwrap();
-            exchange(&mut s, "/").status == 200
-        })
+    std::net::TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_ok_and(|mut s| {
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        exchange(&mut s, "/").status == 200
+    })
 }
 
 /// `fd@<n>` that systemd did not pass is refused with the descriptors it
@@ -239,7 +251,7 @@ frontend fe\n    bind fd@5\n",
     let name = path.display();
     assert!(
         err.contains(&format!(
-            "{name}:6: frontend 'fe': bind fd@5: cannot use file descriptor '5' : Bad file descriptor (os error 9) (systemd passed descriptors 3 to 3)"
+            "{name}:7: frontend 'fe': bind fd@5: cannot use file descriptor '5' : Bad file descriptor (os error 9) (systemd passed descriptors 3 to 3)"
         )),
         "{err}"
     );
@@ -285,7 +297,10 @@ backend bt\n    mode tcp\n    server s1 {origin}\n",
     let mut buf = [0u8; 512];
     let n = log.recv(&mut buf).expect("a log line");
     let line = String::from_utf8_lossy(&buf[..n]);
-    assert!(line.ends_with("ci=unix cp=1\n") || line.ends_with("ci=unix cp=1"), "{line}");
+    assert!(
+        line.ends_with("ci=unix cp=1\n") || line.ends_with("ci=unix cp=1"),
+        "{line}"
+    );
     assert_eq!(unix_get(&ta, "/?s=4").body.len(), 4);
     drop(p);
     std::fs::remove_dir_all(dir).unwrap();
@@ -331,7 +346,12 @@ backend bc\n    mode tcp\n    server s1 {f}\n",
     );
     let p = Proxy::start(&cfg, &[a, b, c]);
     let r = get(a, "/");
-    assert_eq!((r.status, r.body_str()), (200, "from-file".into()), "{}", p.stderr());
+    assert_eq!(
+        (r.status, r.body_str()),
+        (200, "from-file".into()),
+        "{}",
+        p.stderr()
+    );
     assert_eq!(get(b, "/").body_str(), "from-abns");
     assert_eq!(get(c, "/").body_str(), "from-file");
     drop(p);
@@ -406,13 +426,13 @@ fn check_mode_address_forms() {
     ));
     assert_eq!(code, Some(1), "{err}");
     for want in [
-        "F:6: 'bind fd@abc': file descriptor 'abc' is not a valid integer in 'fd@abc'",
+        "F:7: 'bind fd@abc': file descriptor 'abc' is not a valid integer in 'fd@abc'",
         "(max 97)",
-        "F:8: 'bind sockpair@4': 'sockpair@' addresses",
-        "F:11: 'server s1': a file descriptor is not acceptable here in 'fd@3'",
-        "F:12: 'server s2': 'check' on a UNIX socket server ('unix@/x') is not implemented yet",
+        "F:9: 'bind sockpair@4': 'sockpair@' addresses",
+        "F:12: 'server s1': a file descriptor is not acceptable here in 'fd@3'",
+        "F:13: 'server s2': 'check' on a UNIX socket server ('unix@/x') is not implemented yet",
     ] {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }
-    assert!(err.contains(&format!("F:7: 'bind unix@/tmp/{long}': socket path")));
+    assert!(err.contains(&format!("F:8: 'bind unix@/tmp/{long}': socket path")));
 }

@@ -176,7 +176,10 @@ pub(crate) enum Special {
 /// Recognizes `unix@<path>`, `<path>` starting with `/`, `abns@<name>`,
 /// `fd@<n>` and `sockpair@<n>` (not implemented). `None`: an IP form.
 pub(crate) fn parse_special(item: &str) -> Option<Result<Special, String>> {
-    if let Some(path) = item.strip_prefix("unix@").or(item.starts_with('/').then_some(item)) {
+    if let Some(path) = item
+        .strip_prefix("unix@")
+        .or(item.starts_with('/').then_some(item))
+    {
         return Some(unix_path(path, item).map(Special::Unix));
     }
     if let Some(name) = item.strip_prefix("abns@") {
@@ -598,9 +601,18 @@ mod tests {
         assert_eq!(sockets("fd@3,/a,:80"), ["fd@3", "unix@/a"]);
         assert_eq!(addrs("fd@3,/a,:80"), ["0.0.0.0:80"]);
         // HAProxy's messages.
-        assert_eq!(err("fd@abc"), "file descriptor 'abc' is not a valid integer in 'fd@abc'");
-        assert_eq!(err("fd@"), "file descriptor '' is not a valid integer in 'fd@'");
-        assert_eq!(err("fd@-1"), "file descriptor '-1' is not a valid integer in 'fd@-1'");
+        assert_eq!(
+            err("fd@abc"),
+            "file descriptor 'abc' is not a valid integer in 'fd@abc'"
+        );
+        assert_eq!(
+            err("fd@"),
+            "file descriptor '' is not a valid integer in 'fd@'"
+        );
+        assert_eq!(
+            err("fd@-1"),
+            "file descriptor '-1' is not a valid integer in 'fd@-1'"
+        );
         let p = format!("/tmp/{}", "a".repeat(92));
         assert_eq!(sockets(&p[..97]).len(), 1);
         assert_eq!(err(&p), format!("socket path '{p}' too long (max 97)"));

@@ -207,7 +207,10 @@ pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
                     fairlead_config::ListenSocket::Unix(_) => sockets::check_perms(&b.unix_perms),
                 };
                 if let Err(e) = r {
-                    errors.push(format!("{}: frontend '{}': bind {sock}: {e}", b.location, f.name));
+                    errors.push(format!(
+                        "{}: frontend '{}': bind {sock}: {e}",
+                        b.location, f.name
+                    ));
                 }
             }
         }
@@ -410,11 +413,17 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
 
 /// The UNIX and `fd@` listening sockets of `f`, with their listener ids.
 /// `bind_tls`: the TLS context of each `bind ... ssl` line, in order.
-fn front_sockets(f: &fairlead_config::Frontend, bind_tls: &[Arc<fairlead_tls::BindContext>]) -> Vec<SockRt> {
+fn front_sockets(
+    f: &fairlead_config::Frontend,
+    bind_tls: &[Arc<fairlead_tls::BindContext>],
+) -> Vec<SockRt> {
     let mut out = Vec::new();
     let (mut id, mut ssl_lines) = (0usize, 0usize);
     for b in &f.binds {
-        let tls = b.tls.as_ref().and_then(|_| bind_tls.get(ssl_lines).cloned());
+        let tls = b
+            .tls
+            .as_ref()
+            .and_then(|_| bind_tls.get(ssl_lines).cloned());
         ssl_lines += usize::from(b.tls.is_some());
         id += b.addrs.len();
         for sock in &b.sockets {
@@ -594,7 +603,11 @@ fn bind_all(
                 for (j, &fd) in fds.iter().enumerate() {
                     let l = os::listener_from_fd(fd, addr)?;
                     l.set_nonblocking(true)?;
-                    out[j % workers].last_mut().expect("pushed above").tcp.push(l);
+                    out[j % workers]
+                        .last_mut()
+                        .expect("pushed above")
+                        .tcp
+                        .push(l);
                 }
                 for w in out.iter_mut().skip(fds.len()) {
                     let l =

@@ -1,6 +1,8 @@
 //! Master-worker mode (`-W`, `-Ws`) and seamless reload.
 //!
-//! The master binds every listening socket once and keeps it open. It runs
+//! The master binds every listening socket once and keeps it open (TCP
+//! addresses, UNIX sockets, and the `fd@` descriptors it inherited, see
+//! [`crate::sockets`]). It runs
 //! the proxy in a worker process that inherits those sockets
 //! ([`crate::inherit`]). On SIGUSR2 it reloads:
 //!
@@ -31,8 +33,8 @@ use crate::inherit::{
 use crate::os;
 use crate::sockets::{self, Lsock};
 use fairlead_config::Config;
-use fairlead_config::{ListenSocket, UnixPerms};
 use fairlead_config::Source;
+use fairlead_config::{ListenSocket, UnixPerms};
 use std::collections::HashMap;
 use std::io::{Error, Read, Result};
 use std::net::{SocketAddr, TcpListener};

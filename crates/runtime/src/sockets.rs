@@ -122,15 +122,18 @@ pub fn adopt(fd: RawFd, backlog: i32) -> Result<Lsock> {
 /// resolved.
 fn owner(perms: &UnixPerms) -> Result<(Option<u32>, Option<u32>)> {
     let uid = match &perms.user {
-        Some(u) => Some(os::lookup_user(u).map(|(uid, _)| uid).ok_or_else(|| {
-            Error::new(ErrorKind::NotFound, format!("unknown user '{u}'"))
-        })?),
+        Some(u) => Some(
+            os::lookup_user(u)
+                .map(|(uid, _)| uid)
+                .ok_or_else(|| Error::new(ErrorKind::NotFound, format!("unknown user '{u}'")))?,
+        ),
         None => perms.uid,
     };
     let gid = match &perms.group {
-        Some(g) => Some(os::lookup_group(g).ok_or_else(|| {
-            Error::new(ErrorKind::NotFound, format!("unknown group '{g}'"))
-        })?),
+        Some(g) => Some(
+            os::lookup_group(g)
+                .ok_or_else(|| Error::new(ErrorKind::NotFound, format!("unknown group '{g}'")))?,
+        ),
         None => perms.gid,
     };
     Ok((uid, gid))
@@ -243,14 +246,25 @@ mod tests {
         let fd = l.as_raw_fd();
         check_fd(fd).unwrap();
         let e = check_fd(987_654).unwrap_err().to_string();
-        assert!(e.starts_with("cannot use file descriptor '987654' : "), "{e}");
+        assert!(
+            e.starts_with("cannot use file descriptor '987654' : "),
+            "{e}"
+        );
         let f = std::fs::File::open("/proc/self/stat").unwrap();
         let e = check_fd(f.as_raw_fd()).unwrap_err().to_string();
-        assert!(e.contains("not a socket") || e.contains("non-socket"), "{e}");
+        assert!(
+            e.contains("not a socket") || e.contains("non-socket"),
+            "{e}"
+        );
         // An unlistened bound socket gets listen().
         let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        s.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into())
-            .unwrap();
+        s.bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
         let raw = std::os::fd::IntoRawFd::into_raw_fd(s);
         let Lsock::Tcp(t) = adopt(raw, 16).unwrap() else {
             panic!("a TCP socket")
