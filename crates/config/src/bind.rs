@@ -613,7 +613,7 @@ mod tests {
             err("fd@-1"),
             "file descriptor '-1' is not a valid integer in 'fd@-1'"
         );
-        let p = format!("/tmp/{}", "a".repeat(92));
+        let p = format!("/tmp/{}", "a".repeat(93));
         assert_eq!(sockets(&p[..97]).len(), 1);
         assert_eq!(err(&p), format!("socket path '{p}' too long (max 97)"));
         let n = format!("abns@{}", "a".repeat(108));

@@ -552,6 +552,7 @@ pub(crate) fn parse_default_server(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::UnixAddr;
 
     #[test]
     fn addresses() {
@@ -590,7 +591,7 @@ mod tests {
         assert!(parse_server_addr("sockpair@4")
             .unwrap_err()
             .contains("not implemented yet"));
-        let long = format!("unix@/tmp/{}", "a".repeat(92));
+        let long = format!("unix@/tmp/{}", "a".repeat(93));
         assert_eq!(
             parse_server_addr(&long).unwrap_err(),
             format!("socket path '{long}' too long (max 97)")
@@ -610,7 +611,7 @@ mod tests {
         assert!(parse_server_addr("we/b:80")
             .unwrap_err()
             .contains("invalid address"));
-        assert!(parse_server_addr("unix@/x")
+        assert!(parse_server_addr("udp@1.2.3.4:80")
             .unwrap_err()
             .contains("not implemented"));
     }
