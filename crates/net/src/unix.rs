@@ -85,3 +85,45 @@ impl UnixAcceptor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::linux::net::SocketAddrExt;
+
+    #[test]
+    fn unix_peers_are_recognized() {
+        let p = unix_peer(3);
+        assert_eq!(p.to_string(), "0.0.0.0:3");
+        assert!(is_unix_peer(&p));
+        assert!(!is_unix_peer(&"127.0.0.1:3".parse().unwrap()));
+    }
+
+    /// A connection accepted and made through the UNIX helpers carries
+    /// bytes both ways as a `TcpStream`; its address calls fail.
+    #[test]
+    fn accept_and_connect_carry_bytes() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let name = format!("fl-net-test-{}", std::process::id());
+            let addr = UnixAddr::from_abstract_name(name.as_bytes()).unwrap();
+            let acceptor = UnixAcceptor::new(UnixListener::bind_addr(&addr).unwrap()).unwrap();
+            let client = connect_unix(&addr, Some(std::time::Duration::from_secs(5)))
+                .await
+                .unwrap();
+            let server = acceptor.accept().await.unwrap();
+            assert!(server.peer_addr().is_err() && client.local_addr().is_err());
+            client.writable().await.unwrap();
+            assert_eq!(client.try_write(b"ping").unwrap(), 4);
+            let mut buf = [0u8; 8];
+            server.readable().await.unwrap();
+            let n = server.try_read(&mut buf).unwrap();
+            assert_eq!(&buf[..n], b"ping");
+            let missing = UnixAddr::from_abstract_name(b"fl-net-test-nobody").unwrap();
+            assert!(connect_unix(&missing, None).await.is_err());
+        });
+    }
+}
