@@ -308,10 +308,10 @@ impl Sockets {
             }
         }
         for (sock, perms) in wanted_other(cfg) {
-            let key = sock.to_string();
-            if !self.other.contains_key(&key) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.other.entry(sock.to_string())
+            {
                 let l = sockets::open(&sock, &perms)?;
-                self.other.insert(key, (sock, l));
+                e.insert((sock, l));
             }
         }
         Ok(())
