@@ -261,7 +261,7 @@ frontend fe\n    bind fd@5\n",
 /// `bind unix@<path> mode 600` (HTTP) and `bind <path>` (TCP mode): the
 /// files are sockets with the asked mode; HTTP requests and a TCP stream
 /// pass through them to a TCP origin; the log says `unix` and the
-/// listener id for the client, and `src` has no value.
+/// listener id for the client.
 #[test]
 fn unix_binds_serve_http_and_tcp() {
     let ip = test_ip();
@@ -274,7 +274,7 @@ fn unix_binds_serve_http_and_tcp() {
     let cfg = format!(
         "defaults\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
 frontend web\n    mode http\n    bind unix@{h} mode 600\n    log {log_addr} local0\n\
-    log-format \"ci=%ci cp=%cp\"\n    http-request set-header x-src \"%[src]\"\n    default_backend bk\n\
+    log-format \"ci=%ci cp=%cp\"\n    default_backend bk\n\
 frontend raw\n    mode tcp\n    bind {t}\n    default_backend bt\n\
 backend bk\n    mode http\n    server s1 {origin}\n\
 backend bt\n    mode tcp\n    server s1 {origin}\n",
@@ -306,7 +306,8 @@ backend bt\n    mode tcp\n    server s1 {origin}\n",
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// `bind abns@<name>`: reachable under HAProxy's padded abstract name.
+/// `bind abns@<name>`: reachable under HAProxy's padded abstract name;
+/// `src` is empty for its clients.
 #[test]
 fn abstract_bind_serves_http() {
     let ip = test_ip();
@@ -315,12 +316,15 @@ fn abstract_bind_serves_http() {
     let cfg = format!(
         "defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
 frontend fe\n    bind abns@{name}\n    default_backend bk\n\
+    http-request return status 200 content-type text/plain lf-string \"src=[%[src]]\" if {{ path /src }}\n\
 backend bk\n    server s1 {origin}\n"
     );
     let path = write_cfg(&cfg);
     let addr = abns(&name);
     let p = start(fairlead(&path), path, || unix_ready(&addr));
     assert_eq!(unix_get(&addr, "/?s=9").body.len(), 9, "{}", p.stderr());
+    // No client address: `src` has no value, as in HAProxy.
+    assert_eq!(unix_get(&addr, "/src").body_str(), "src=[]");
 }
 
 /// `server unix@<path>`, `server <path>` and `server abns@<name>`, in

@@ -489,3 +489,15 @@ fn unique_id_formats() {
     f.render(&r, &mut out);
     assert_eq!(String::from_utf8(out).unwrap(), "7F000001:8296_790A []");
 }
+
+/// A UNIX socket client (0.0.0.0 and its listener's id): HAProxy logs
+/// `unix` and the id.
+#[test]
+fn unix_clients_log_unix_and_the_listener_id() {
+    let r = LogRecord {
+        client: addr("0.0.0.0:2"),
+        ..http_record()
+    };
+    assert_eq!(line("%ci:%cp %{+Q}ci", &r), "unix:2 \"unix\"");
+    assert!(line(HTTPLOG_FORMAT, &r).starts_with("unix:2 [22/Nov/2026"));
+}
