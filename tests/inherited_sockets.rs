@@ -128,6 +128,55 @@ fn unix_origin(l: UnixListener, body: &'static str) {
     });
 }
 
+/// A UNIX socket origin that answers with the request head it received.
+fn unix_echo_origin(l: UnixListener) {
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                if let Some(head) = read_head(&mut r) {
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{head}",
+                        head.len()
+                    );
+                }
+            });
+        }
+    });
+}
+
+/// `option forwardfor` adds no header for a UNIX socket client (it has
+/// no address), and the usual one for a TCP client of the same frontend.
+#[test]
+fn forwardfor_skips_unix_clients() {
+    let ip = test_ip();
+    let dir = sock_dir("xff");
+    let file = dir.join("echo.sock");
+    unix_echo_origin(UnixListener::bind(&file).unwrap());
+    let tcp = free_addr(ip);
+    let name = format!("fl-test-{}-xff", std::process::id());
+    let cfg = format!(
+        "defaults\n    mode http\n    option forwardfor\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {tcp}\n    bind abns@{name}\n    default_backend bk\n\
+backend bk\n    server s1 {f}\n",
+        f = file.display()
+    );
+    let p = Proxy::start(&cfg, &[tcp]);
+    let via_tcp = get(tcp, "/").body_str().to_ascii_lowercase();
+    assert!(
+        via_tcp.contains("x-forwarded-for: 127.0.0.1\r\n"),
+        "{via_tcp}\n{}",
+        p.stderr()
+    );
+    let via_unix = unix_get(&abns(&name), "/").body_str().to_ascii_lowercase();
+    assert!(via_unix.starts_with("get / http/1.1\r\n"), "{via_unix}");
+    assert!(!via_unix.contains("x-forwarded-for"), "{via_unix}");
+    drop(p);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 fn children(pid: i32) -> Vec<i32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
