@@ -252,12 +252,15 @@ fn systemd_socket_activation_survives_reloads() {
     assert!(inode.to_string_lossy().starts_with("socket:["), "{inode:?}");
     // The test's own copy goes: from now on only fairlead holds it.
     drop(l);
+    let mut current = first;
     for round in 0..2 {
         p.signal("USR2");
+        // The previous worker is stopped once the new one is ready.
         wait_until("the previous worker replaced", || {
             let now = children(master);
-            now.len() == 1 && now != first
+            now.len() == 1 && now != current
         });
+        current = children(master);
         assert_eq!(
             get(bind, "/?s=7").body.len(),
             7,
