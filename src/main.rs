@@ -13,6 +13,8 @@ mod demo;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // systemd's socket activation: while the process has one thread.
+    fairlead_runtime::sockets::take_systemd_fds();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("demo") {
         return demo::run(&args[1..]);

@@ -67,15 +67,18 @@ async fn send_proxy_header(
     Ok(())
 }
 
-/// Opens a connection to `server`: TCP, then the TLS handshake when the
-/// server has `ssl`. The handshake shares `timeout connect`.
+/// Opens a connection to `server`: TCP (or a UNIX socket), then the TLS
+/// handshake when the server has `ssl`. The handshake shares `timeout connect`.
 async fn open(
     server: &Server,
     timeout: Option<Duration>,
     names: TlsNames<'_>,
 ) -> std::io::Result<Conn> {
     let addr = **server.admin.addr.load();
-    let tcp = fairlead_net::connect(addr, timeout).await?;
+    let tcp = match &server.conf.unix {
+        None => fairlead_net::connect(addr, timeout).await?,
+        Some(path) => fairlead_net::unix::connect_unix(path, timeout).await?,
+    };
     if server.conf.send_proxy != 0 {
         send_proxy_header(&tcp, server.conf.send_proxy, names.client_addrs, timeout).await?;
     }

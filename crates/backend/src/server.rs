@@ -68,6 +68,10 @@ pub struct ServerConf {
     /// `check`: health checks are configured (the stats show their
     /// state). Default is false.
     pub check: bool,
+    /// `unix@<path>`, `<path>` or `abns@<name>`: connections go to this
+    /// UNIX socket, and [`ServerAdmin::addr`] is only a placeholder.
+    /// Default is none (TCP).
+    pub unix: Option<std::os::unix::net::SocketAddr>,
 }
 
 /// What operators change at run time.
@@ -166,6 +170,12 @@ impl Server {
                 send_proxy: s.send_proxy,
                 proto_h2: s.proto_h2,
                 check: s.check,
+                // The parser checked the path's length and bytes, the
+                // only reasons this could fail.
+                unix: match &s.addr {
+                    config::ServerAddr::Unix(u) => u.socket_addr().ok(),
+                    _ => None,
+                },
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),

@@ -4,14 +4,16 @@
 //! Accepted address forms: `1.2.3.4:80`, `*:80`, `:80` (both IPv4 any),
 //! `[::]:80`, `:::80` (the last colon separates the port), `ipv4@...`,
 //! `ipv6@...` (an empty or `*` host then means `::`), several addresses
-//! separated by commas, and port ranges `8000-8010`. Host names, UNIX
-//! sockets and other address families are reported as not implemented yet.
+//! separated by commas, and port ranges `8000-8010`; UNIX sockets
+//! (`unix@<path>`, a path starting with `/`, `abns@<name>`) and inherited
+//! descriptors (`fd@<n>`). Host names and other address families
+//! (`sockpair@`, `udp@`, ...) are reported as not implemented yet.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use crate::diag::Diags;
 use crate::keywords::Support;
-use crate::model::{Bind, Location};
+use crate::model::{Bind, ListenSocket, Location, UnixAddr, UnixPerms};
 use crate::tls::BindDraft;
 
 /// How a bind option is handled.
@@ -20,6 +22,8 @@ enum Opt {
     Impl,
     /// An implemented TLS option (see [`crate::tls::BindDraft`]).
     Tls,
+    /// A UNIX socket file option (`mode`, `user`, `group`, `uid`, `gid`).
+    Unix,
     /// Accepted with this warning.
     Warn(&'static str),
     /// Rejected as not implemented yet (with a remark, or none).
@@ -79,14 +83,14 @@ const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
     ("backlog", true, NY),
     ("defer-accept", false, NY),
     ("expose-fd", true, NY),
-    ("gid", true, NY),
-    ("group", true, NY),
+    ("gid", true, Opt::Unix),
+    ("group", true, Opt::Unix),
     ("id", true, NY),
     ("interface", true, NY),
     ("level", true, NY),
     ("severity-output", true, NY),
     ("maxconn", true, NY),
-    ("mode", true, NY),
+    ("mode", true, Opt::Unix),
     ("mss", true, NY),
     ("name", true, NY),
     ("namespace", true, NY),
@@ -100,8 +104,8 @@ const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
     ("tfo", false, NY),
     ("thread", true, NY),
     ("transparent", false, NY),
-    ("uid", true, NY),
-    ("user", true, NY),
+    ("uid", true, Opt::Unix),
+    ("user", true, Opt::Unix),
 ];
 
 /// The bind options for [`crate::keyword_support`].
@@ -109,7 +113,7 @@ pub(crate) fn bind_option_support() -> Vec<(&'static str, Support, &'static str)
     BIND_OPTIONS
         .iter()
         .map(|(name, _, opt)| match opt {
-            Opt::Impl | Opt::Tls => (*name, Support::Implemented, ""),
+            Opt::Impl | Opt::Tls | Opt::Unix => (*name, Support::Implemented, ""),
             Opt::Warn(note) => (*name, Support::Warning, *note),
             Opt::NotYet(note) => (*name, Support::NotYet, *note),
         })
@@ -153,6 +157,76 @@ pub(crate) enum Family {
     Any,
     V4,
     V6,
+}
+
+/// Longest socket file path, as HAProxy: `sun_path` (108 bytes) less the
+/// final NUL and room for the temporary name a bind creates first
+/// (`<path>.<pid>.tmp`).
+pub const MAX_UNIX_PATH: usize = 97;
+/// Longest abstract socket name: `sun_path` less the leading NUL.
+pub const MAX_ABNS_NAME: usize = 107;
+
+/// An address that is not an IP address: a UNIX socket or an inherited
+/// descriptor.
+pub(crate) enum Special {
+    Unix(UnixAddr),
+    Fd(i32),
+}
+
+/// Recognizes `unix@<path>`, `<path>` starting with `/`, `abns@<name>`,
+/// `fd@<n>` and `sockpair@<n>` (not implemented). `None`: an IP form.
+pub(crate) fn parse_special(item: &str) -> Option<Result<Special, String>> {
+    if let Some(path) = item
+        .strip_prefix("unix@")
+        .or(item.starts_with('/').then_some(item))
+    {
+        return Some(unix_path(path, item).map(Special::Unix));
+    }
+    if let Some(name) = item.strip_prefix("abns@") {
+        if name.is_empty() {
+            return Some(Err(format!("missing socket name in '{item}'")));
+        }
+        if name.len() > MAX_ABNS_NAME {
+            return Some(Err(format!(
+                "socket path '{item}' too long (max {MAX_ABNS_NAME})"
+            )));
+        }
+        return Some(Ok(Special::Unix(UnixAddr::Abstract(name.to_string()))));
+    }
+    if let Some(n) = item.strip_prefix("fd@") {
+        return Some(fd_number(n, item).map(Special::Fd));
+    }
+    if item.starts_with("sockpair@") {
+        return Some(Err(format!(
+            "'sockpair@' addresses (connections passed over a socket pair with SCM_RIGHTS) are not implemented yet in Fairlead ('{item}'); 'fd@<n>' takes an inherited listening socket"
+        )));
+    }
+    None
+}
+
+fn unix_path(path: &str, item: &str) -> Result<UnixAddr, String> {
+    if path.is_empty() {
+        return Err(format!("missing socket path in '{item}'"));
+    }
+    if path.len() > MAX_UNIX_PATH {
+        return Err(format!(
+            "socket path '{item}' too long (max {MAX_UNIX_PATH})"
+        ));
+    }
+    if path.contains('\0') {
+        return Err(format!("socket path '{item}' contains a NUL byte"));
+    }
+    Ok(UnixAddr::Path(path.to_string()))
+}
+
+/// A descriptor number: decimal digits only, as HAProxy.
+fn fd_number(n: &str, item: &str) -> Result<i32, String> {
+    match n.parse::<i32>() {
+        Ok(fd) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => Ok(fd),
+        _ => Err(format!(
+            "file descriptor '{n}' is not a valid integer in '{item}'"
+        )),
+    }
 }
 
 /// Strips an `ipv4@` / `ipv6@` prefix; other prefixes are not implemented.
@@ -209,21 +283,29 @@ pub(crate) const MAX_LISTEN_ADDRS: usize = 65536;
 
 /// `budget`: addresses still allowed in the configuration; decreased by
 /// what the list expands to, checked before anything is expanded.
-fn parse_addr_list(list: &str, budget: &mut usize) -> Result<Vec<SocketAddr>, Vec<String>> {
-    let mut out = Vec::new();
+/// The addresses of one `bind` line: IP ones, then the others.
+type AddrList = (Vec<SocketAddr>, Vec<ListenSocket>);
+
+fn parse_addr_list(list: &str, budget: &mut usize) -> Result<AddrList, Vec<String>> {
+    let (mut out, mut sockets) = (Vec::new(), Vec::new());
     let mut errs = Vec::new();
     for item in list.split(',') {
         if item.is_empty() {
             errs.push(format!("empty address in '{list}'"));
             continue;
         }
-        match parse_one(item, budget) {
-            Ok(mut v) => out.append(&mut v),
-            Err(e) => errs.push(e),
+        match parse_special(item) {
+            Some(Ok(Special::Unix(u))) => sockets.push(ListenSocket::Unix(u)),
+            Some(Ok(Special::Fd(n))) => sockets.push(ListenSocket::Fd(n)),
+            Some(Err(e)) => errs.push(e),
+            None => match parse_one(item, budget) {
+                Ok(mut v) => out.append(&mut v),
+                Err(e) => errs.push(e),
+            },
         }
     }
     if errs.is_empty() {
-        Ok(out)
+        Ok((out, sockets))
     } else {
         Err(errs)
     }
@@ -280,16 +362,18 @@ pub(crate) fn parse_bind(
         return None;
     };
     let mut ok = true;
-    let addrs = match parse_addr_list(list, listen_budget) {
+    let (addrs, sockets) = match parse_addr_list(list, listen_budget) {
         Ok(a) => a,
         Err(errs) => {
             for e in errs {
                 diags.alert(loc, format!("'bind {list}': {e}"));
             }
             ok = false;
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
     };
+    let mut unix_perms = UnixPerms::default();
+    let mut unix_opts = Vec::new();
     let mut v6only = None;
     let mut accept_proxy = false;
     let mut proto_h2 = false;
@@ -334,6 +418,13 @@ pub(crate) fn parse_bind(
                 }
             },
             Opt::Impl => v6only = Some(name == "v6only"),
+            Opt::Unix => {
+                if let Err(e) = unix_option(&mut unix_perms, name, arg) {
+                    diags.alert(loc, format!("'bind {list}': {e}"));
+                    ok = false;
+                }
+                unix_opts.push(name);
+            }
             Opt::Tls => {
                 if let Err(e) = tls.apply(name, arg) {
                     diags.alert(loc, format!("'bind {list}': {e}"));
@@ -368,6 +459,24 @@ pub(crate) fn parse_bind(
         );
         ok = false;
     }
+    if proto_h2 && !sockets.is_empty() {
+        diags.alert(
+            loc,
+            format!("'bind {list}': 'proto h2' on UNIX and 'fd@' sockets is not implemented yet in Fairlead"),
+        );
+        ok = false;
+    }
+    let has_unix = sockets.iter().any(|s| matches!(s, ListenSocket::Unix(_)));
+    if !has_unix && !unix_opts.is_empty() {
+        let names: Vec<String> = unix_opts.iter().map(|n| format!("'{n}'")).collect();
+        diags.warn(
+            loc,
+            format!(
+                "'bind {list}': ignored: these options only apply to the UNIX socket files a line creates: {}",
+                names.join(", ")
+            ),
+        );
+    }
     if !tls.ssl && !tls_opts.is_empty() {
         let names: Vec<String> = tls_opts.iter().map(|n| format!("'{n}'")).collect();
         diags.warn(
@@ -386,11 +495,37 @@ pub(crate) fn parse_bind(
                 proto_h2,
                 tls: None,
                 accept_proxy,
+                sockets,
+                unix_perms,
                 location: loc.clone(),
             },
             tls,
         )
     })
+}
+
+/// One of `mode`, `user`, `group`, `uid`, `gid`.
+fn unix_option(p: &mut UnixPerms, name: &str, arg: &str) -> Result<(), String> {
+    let number = |what: &str| {
+        arg.parse::<u32>()
+            .ok()
+            .filter(|_| arg.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| format!("'{name}' expects {what}, got '{arg}'"))
+    };
+    match name {
+        "mode" => {
+            let m = u32::from_str_radix(arg, 8)
+                .ok()
+                .filter(|m| *m <= 0o7777 && !arg.is_empty())
+                .ok_or_else(|| format!("'mode' expects an octal mode such as 660, got '{arg}'"))?;
+            p.mode = Some(m);
+        }
+        "uid" => p.uid = Some(number("a numeric user id")?),
+        "gid" => p.gid = Some(number("a numeric group id")?),
+        "user" => p.user = Some(arg.to_string()),
+        _ => p.group = Some(arg.to_string()),
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -400,6 +535,7 @@ mod tests {
     fn addrs(s: &str) -> Vec<String> {
         parse_addr_list(s, &mut { MAX_LISTEN_ADDRS })
             .unwrap()
+            .0
             .iter()
             .map(|a| a.to_string())
             .collect()
@@ -441,10 +577,74 @@ mod tests {
         assert!(err(":http").contains("invalid port 'http'"));
         assert!(err("example.com:80").contains("host names"));
         assert!(err("ipv4@[::]:80").contains("not an IPv4"));
-        assert!(err("unix@/tmp/s").contains("not implemented yet"));
-        assert!(err("/var/run/x.sock").contains("UNIX socket"));
+        assert!(err("sockpair@3").contains("'sockpair@' addresses"));
+        assert!(err("udp@:53").contains("not implemented yet"));
         assert!(err(":80,").contains("empty address"));
         assert!(err("[::1:80").contains("missing ']'"));
+    }
+
+    fn sockets(s: &str) -> Vec<String> {
+        parse_addr_list(s, &mut { MAX_LISTEN_ADDRS })
+            .unwrap()
+            .1
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn unix_and_fd_forms() {
+        assert_eq!(sockets("unix@/run/a.sock"), ["unix@/run/a.sock"]);
+        assert_eq!(sockets("/run/a.sock"), ["unix@/run/a.sock"]);
+        assert_eq!(sockets("abns@lb"), ["abns@lb"]);
+        assert_eq!(sockets("fd@3"), ["fd@3"]);
+        assert_eq!(sockets("fd@3,/a,:80"), ["fd@3", "unix@/a"]);
+        assert_eq!(addrs("fd@3,/a,:80"), ["0.0.0.0:80"]);
+        // HAProxy's messages.
+        assert_eq!(
+            err("fd@abc"),
+            "file descriptor 'abc' is not a valid integer in 'fd@abc'"
+        );
+        assert_eq!(
+            err("fd@"),
+            "file descriptor '' is not a valid integer in 'fd@'"
+        );
+        assert_eq!(
+            err("fd@-1"),
+            "file descriptor '-1' is not a valid integer in 'fd@-1'"
+        );
+        let p = format!("/tmp/{}", "a".repeat(93));
+        assert_eq!(sockets(&p[..97]).len(), 1);
+        assert_eq!(err(&p), format!("socket path '{p}' too long (max 97)"));
+        let n = format!("abns@{}", "a".repeat(108));
+        assert_eq!(err(&n), format!("socket path '{n}' too long (max 107)"));
+        assert_eq!(sockets(&n[..112]).len(), 1);
+        assert!(err("unix@").contains("missing socket path"));
+        assert!(err("abns@").contains("missing socket name"));
+    }
+
+    #[test]
+    fn unix_options() {
+        let mut p = UnixPerms::default();
+        unix_option(&mut p, "mode", "660").unwrap();
+        unix_option(&mut p, "uid", "0").unwrap();
+        unix_option(&mut p, "gid", "42").unwrap();
+        unix_option(&mut p, "user", "www").unwrap();
+        unix_option(&mut p, "group", "web").unwrap();
+        assert_eq!(
+            p,
+            UnixPerms {
+                mode: Some(0o660),
+                uid: Some(0),
+                user: Some("www".into()),
+                gid: Some(42),
+                group: Some("web".into()),
+            }
+        );
+        assert!(unix_option(&mut p, "mode", "689").is_err());
+        assert!(unix_option(&mut p, "mode", "77777").is_err());
+        assert!(unix_option(&mut p, "uid", "-1").is_err());
+        assert!(unix_option(&mut p, "gid", "x").is_err());
     }
 
     /// Found by the `config_parse` fuzz target's memory limit: a short
@@ -453,14 +653,14 @@ mod tests {
     fn address_budget() {
         let mut budget = 10;
         assert_eq!(
-            parse_addr_list(":1-4,:5-10", &mut budget).unwrap().len(),
+            parse_addr_list(":1-4,:5-10", &mut budget).unwrap().0.len(),
             10
         );
         assert_eq!(budget, 0);
         assert!(parse_addr_list(":80", &mut budget).unwrap_err()[0].contains("limit of"));
         let mut budget = MAX_LISTEN_ADDRS;
         assert_eq!(
-            parse_addr_list(":1-65535", &mut budget).unwrap().len(),
+            parse_addr_list(":1-65535", &mut budget).unwrap().0.len(),
             65535
         );
         assert_eq!(budget, 1);

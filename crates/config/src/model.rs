@@ -11,7 +11,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 mod checks;
+mod sockets;
 pub use checks::*;
+pub use sockets::*;
 
 pub use fairlead_log::{Facility, LogAddr, SyslogFormat, TargetSpec};
 
@@ -653,6 +655,14 @@ pub struct Bind {
     /// header (v1 or v2), whose addresses replace the socket's. Default
     /// is off.
     pub accept_proxy: bool,
+    /// The line's listening sockets that are not an IP address and port:
+    /// UNIX sockets (`unix@`, `/path`, `abns@`) and inherited descriptors
+    /// (`fd@`). Default is none.
+    pub sockets: Vec<ListenSocket>,
+    /// `mode`, `user`, `group`, `uid`, `gid`: the permissions of the UNIX
+    /// socket files this line creates. Default is none of them (the
+    /// process's umask and owner).
+    pub unix_perms: UnixPerms,
     pub location: Location,
 }
 
@@ -692,6 +702,8 @@ pub enum ServerAddr {
     Ip(SocketAddr),
     /// A host name and port, resolved when the runtime starts.
     Name(String, u16),
+    /// `unix@<path>`, `<path>` or `abns@<name>`: a UNIX stream socket.
+    Unix(UnixAddr),
 }
 
 /// One `server` line.

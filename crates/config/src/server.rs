@@ -191,8 +191,17 @@ pub(crate) fn server_option_support() -> Vec<(&'static str, Support, &'static st
         .collect()
 }
 
-/// Parses a server address: `ip:port`, `[v6]:port`, `host:port`.
+/// Parses a server address: `ip:port`, `[v6]:port`, `host:port`,
+/// `unix@<path>`, `<path>`, `abns@<name>`.
 pub(crate) fn parse_server_addr(s: &str) -> Result<ServerAddr, String> {
+    match crate::bind::parse_special(s) {
+        Some(Ok(crate::bind::Special::Unix(u))) => return Ok(ServerAddr::Unix(u)),
+        Some(Ok(crate::bind::Special::Fd(_))) => {
+            return Err(format!("a file descriptor is not acceptable here in '{s}'"))
+        }
+        Some(Err(e)) => return Err(e),
+        None => {}
+    }
     let (fam, rest) = strip_family(s)?;
     let (host, port) = split_host_port(rest)?;
     let Some(port) = port else {
@@ -502,6 +511,17 @@ pub(crate) fn parse_server(
         None
     };
     let addr = addr?;
+    if let ServerAddr::Unix(u) = &addr {
+        for (on, what) in [(tmpl.srv.check, "check"), (agent.is_some(), "agent-check")] {
+            if on {
+                diags.alert(
+                    loc,
+                    format!("{label}: '{what}' on a UNIX socket server ('{u}') is not implemented yet in Fairlead"),
+                );
+                ok = false;
+            }
+        }
+    }
     ok.then(|| {
         (
             Server {
@@ -532,6 +552,7 @@ pub(crate) fn parse_default_server(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::UnixAddr;
 
     #[test]
     fn addresses() {
@@ -551,6 +572,30 @@ mod tests {
             parse_server_addr("web-1.example.com:8080"),
             Ok(ServerAddr::Name("web-1.example.com".into(), 8080))
         );
+        assert_eq!(
+            parse_server_addr("unix@/run/app.sock"),
+            Ok(ServerAddr::Unix(UnixAddr::Path("/run/app.sock".into())))
+        );
+        assert_eq!(
+            parse_server_addr("/run/app.sock"),
+            Ok(ServerAddr::Unix(UnixAddr::Path("/run/app.sock".into())))
+        );
+        assert_eq!(
+            parse_server_addr("abns@app"),
+            Ok(ServerAddr::Unix(UnixAddr::Abstract("app".into())))
+        );
+        assert_eq!(
+            parse_server_addr("fd@3").unwrap_err(),
+            "a file descriptor is not acceptable here in 'fd@3'"
+        );
+        assert!(parse_server_addr("sockpair@4")
+            .unwrap_err()
+            .contains("not implemented yet"));
+        let long = format!("unix@/tmp/{}", "a".repeat(93));
+        assert_eq!(
+            parse_server_addr(&long).unwrap_err(),
+            format!("socket path '{long}' too long (max 97)")
+        );
         assert!(parse_server_addr("web")
             .unwrap_err()
             .contains("has no port"));
@@ -566,7 +611,7 @@ mod tests {
         assert!(parse_server_addr("we/b:80")
             .unwrap_err()
             .contains("invalid address"));
-        assert!(parse_server_addr("unix@/x")
+        assert!(parse_server_addr("udp@1.2.3.4:80")
             .unwrap_err()
             .contains("not implemented"));
     }

@@ -167,7 +167,10 @@ impl Session {
             .and_then(|m| m.st.fx.src)
             .unwrap_or(self.peer.ip());
         let forwarded_for = fe.forwardfor.as_ref().and_then(|ff| {
-            let excepted = ff.except.is_some_and(|n| n.contains(ip));
+            // No header for a UNIX socket client (0.0.0.0, see
+            // `fairlead_net::unix`), as HAProxy adds none.
+            let excepted = ff.except.is_some_and(|n| n.contains(ip))
+                || fairlead_net::unix::is_unix_peer(&std::net::SocketAddr::new(ip, 0));
             let present = ff.if_none
                 && match model.as_deref() {
                     Some(m) => m.head.view(buf).has(ff.header.as_bytes()),

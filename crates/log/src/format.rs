@@ -759,6 +759,11 @@ fn render_var(v: Var, flags: u8, r: &LogRecord, out: &mut Vec<u8>) -> bool {
         }
     };
     match v {
+        // A client of a UNIX socket has 0.0.0.0 and its listener's id
+        // (`fairlead_net::unix`): HAProxy logs `unix` and the id.
+        Var::Ci if r.client.is_some_and(|a| a.ip().is_unspecified()) => {
+            text(out, Some(b"unix"), flags)
+        }
         Var::Ci => ip(out, r.client, flags),
         Var::Cp => port(out, r.client, flags),
         Var::Fi => ip(out, r.frontend_addr, flags),

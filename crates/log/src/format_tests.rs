@@ -517,3 +517,15 @@ fn address_variables_are_known_at_compile_time() {
         "127.0.0.1:8080 10.0.0.2:40000 2001:db8::1:8443 20010DB8000000000000000000000001:20FB"
     );
 }
+
+/// A UNIX socket client (0.0.0.0 and its listener's id): HAProxy logs
+/// `unix` and the id.
+#[test]
+fn unix_clients_log_unix_and_the_listener_id() {
+    let r = LogRecord {
+        client: addr("0.0.0.0:2"),
+        ..http_record()
+    };
+    assert_eq!(line("%ci:%cp %{+Q}ci", &r), "unix:2 \"unix\"");
+    assert!(line(HTTPLOG_FORMAT, &r).starts_with("unix:2 [22/Nov/2026"));
+}

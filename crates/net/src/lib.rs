@@ -15,6 +15,7 @@ pub mod pool;
 pub mod profile;
 pub mod reuse;
 pub mod stop;
+pub mod unix;
 
 pub use buf::IoBuf;
 pub use conn::{Conn, TlsInfo, TlsLayer};

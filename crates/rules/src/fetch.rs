@@ -525,8 +525,16 @@ impl Fetch {
                 }
             }
             Kind::Status => txn.res().map(|m| Sample::Sint(m.status() as i64)),
-            Kind::Src => txn.src().map(|a| ip_sample(a.ip())),
-            Kind::SrcPort => txn.src().map(|a| Sample::Sint(a.port() as i64)),
+            // A UNIX socket client's address is 0.0.0.0 (see
+            // `fairlead_net::unix`): no sample, as in HAProxy.
+            Kind::Src => txn
+                .src()
+                .filter(|a| !a.ip().is_unspecified())
+                .map(|a| ip_sample(a.ip())),
+            Kind::SrcPort => txn
+                .src()
+                .filter(|a| !a.ip().is_unspecified())
+                .map(|a| Sample::Sint(a.port() as i64)),
             Kind::Dst => txn.dst().map(|a| ip_sample(a.ip())),
             Kind::DstPort => txn.dst().map(|a| Sample::Sint(a.port() as i64)),
             Kind::SslFc => Some(Sample::Bool(txn.tls().is_some())),

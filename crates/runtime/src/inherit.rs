@@ -20,11 +20,54 @@ pub const READY_FD_ENV: &str = "FAIRLEAD_READY_FD";
 /// Set in the environment of workers started by a master.
 pub const WORKER_ENV: &str = "FAIRLEAD_WORKER";
 
-/// Descriptors per listening address.
+/// Environment variable carrying the inherited listening sockets that are
+/// not IP ones (UNIX sockets, `fd@`): `key=fd;key=fd`, the key being the
+/// address as the configuration spells it (`unix@/path`, `abns@name`,
+/// `fd@3`) with `%` and `;` escaped as `%25` and `%3B`.
+pub const LISTEN_SOCKETS_ENV: &str = "FAIRLEAD_LISTEN_SOCKETS";
+
+/// Descriptors per listening address (IP ones, several per address), and
+/// per other listening socket (one each, see [`LISTEN_SOCKETS_ENV`]).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct FdMap(pub HashMap<SocketAddr, Vec<RawFd>>);
+pub struct FdMap(
+    pub HashMap<SocketAddr, Vec<RawFd>>,
+    pub HashMap<String, RawFd>,
+);
+
+fn escape_key(k: &str) -> String {
+    k.replace('%', "%25").replace(';', "%3B")
+}
+
+fn unescape_key(k: &str) -> String {
+    k.replace("%3B", ";").replace("%25", "%")
+}
 
 impl FdMap {
+    /// The [`LISTEN_SOCKETS_ENV`] value.
+    pub fn encode_sockets(&self) -> String {
+        let mut parts: Vec<String> = self
+            .1
+            .iter()
+            .map(|(k, fd)| format!("{}={fd}", escape_key(k)))
+            .collect();
+        parts.sort();
+        parts.join(";")
+    }
+
+    /// Reads a [`LISTEN_SOCKETS_ENV`] value into `self.1`.
+    pub fn decode_sockets(&mut self, s: &str) -> Result<(), String> {
+        for part in s.split(';').filter(|p| !p.is_empty()) {
+            let (key, fd) = part
+                .rsplit_once('=')
+                .ok_or_else(|| format!("bad entry '{part}'"))?;
+            let fd = fd
+                .parse::<RawFd>()
+                .map_err(|e| format!("bad fd '{fd}': {e}"))?;
+            self.1.insert(unescape_key(key), fd);
+        }
+        Ok(())
+    }
+
     pub fn encode(&self) -> String {
         let mut parts: Vec<String> = self
             .0
@@ -53,15 +96,19 @@ impl FdMap {
                 .collect::<Result<Vec<_>, _>>()?;
             map.insert(addr, fds);
         }
-        Ok(FdMap(map))
+        Ok(FdMap(map, HashMap::new()))
     }
 
     /// The inherited map of this process, if it was started by a master.
     pub fn from_env() -> Result<Option<FdMap>, String> {
-        match std::env::var(LISTEN_FDS_ENV) {
-            Ok(s) => FdMap::decode(&s).map(Some),
-            Err(_) => Ok(None),
+        let Ok(s) = std::env::var(LISTEN_FDS_ENV) else {
+            return Ok(None);
+        };
+        let mut m = FdMap::decode(&s)?;
+        if let Ok(s) = std::env::var(LISTEN_SOCKETS_ENV) {
+            m.decode_sockets(&s)?;
         }
+        Ok(Some(m))
     }
 }
 
@@ -79,6 +126,21 @@ mod tests {
         assert!(FdMap::decode("nonsense").is_err());
         assert!(FdMap::decode("127.0.0.1:80=x").is_err());
         assert_eq!(FdMap::decode("").unwrap(), FdMap::default());
+    }
+
+    #[test]
+    fn sockets_round_trip() {
+        let mut m = FdMap::default();
+        m.1.insert("unix@/run/a;b=c%d.sock".into(), 9);
+        m.1.insert("fd@3".into(), 3);
+        m.1.insert("abns@lb".into(), 10);
+        let s = m.encode_sockets();
+        assert_eq!(s, "abns@lb=10;fd@3=3;unix@/run/a%3Bb=c%25d.sock=9");
+        let mut back = FdMap::default();
+        back.decode_sockets(&s).unwrap();
+        assert_eq!(back, m);
+        assert!(back.decode_sockets("fd@3").is_err());
+        assert!(back.decode_sockets("fd@3=x").is_err());
     }
 }
 

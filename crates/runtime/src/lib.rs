@@ -23,6 +23,7 @@ pub mod limits;
 pub mod master;
 pub mod os;
 mod proxy_accept;
+pub mod sockets;
 pub mod stats;
 mod worker;
 
@@ -93,6 +94,21 @@ pub struct FrontendRt {
     pub tls_stats: TlsStats,
     /// Listening addresses of `bind ... accept-proxy` lines.
     pub accept_proxy: Vec<SocketAddr>,
+    /// The listening sockets that are not IP addresses (UNIX, `fd@`),
+    /// with what their `bind` line asks.
+    pub sockets: Vec<SockRt>,
+}
+
+/// A UNIX or `fd@` listening socket of a frontend.
+pub struct SockRt {
+    pub sock: fairlead_config::ListenSocket,
+    pub perms: fairlead_config::UnixPerms,
+    pub tls: Option<Arc<fairlead_tls::BindContext>>,
+    pub accept_proxy: bool,
+    /// The listener's id in its frontend (1-based, in the order of the
+    /// `bind` lines and their addresses): HAProxy's `%cp` for UNIX
+    /// clients.
+    pub id: u16,
 }
 
 /// TLS handshake counters of a frontend.
@@ -168,6 +184,9 @@ impl Shared {
 fn resolve(addr: &fairlead_config::ServerAddr) -> Result<SocketAddr> {
     match addr {
         fairlead_config::ServerAddr::Ip(a) => Ok(*a),
+        // Connections go to the socket (`ServerConf::unix`); the IP
+        // address is a placeholder.
+        fairlead_config::ServerAddr::Unix(_) => Ok(SocketAddr::from(([0, 0, 0, 0], 0))),
         fairlead_config::ServerAddr::Name(host, port) => (host.as_str(), *port)
             .to_socket_addrs()?
             .next()
@@ -182,6 +201,20 @@ fn resolve(addr: &fairlead_config::ServerAddr) -> Result<SocketAddr> {
 pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
     let (mut warnings, mut errors) = (Vec::new(), Vec::new());
     for f in &cfg.frontends {
+        for b in &f.binds {
+            for sock in &b.sockets {
+                let r = match sock {
+                    fairlead_config::ListenSocket::Fd(fd) => sockets::check_fd(*fd),
+                    fairlead_config::ListenSocket::Unix(_) => sockets::check_perms(&b.unix_perms),
+                };
+                if let Err(e) = r {
+                    errors.push(format!(
+                        "{}: frontend '{}': bind {sock}: {e}",
+                        b.location, f.name
+                    ));
+                }
+            }
+        }
         for b in &f.binds {
             let Some(t) = &b.tls else { continue };
             match fairlead_tls::BindContext::build(t) {
@@ -279,6 +312,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .flat_map(|b| b.addrs.iter().copied())
             .collect();
         let mut tls = Vec::new();
+        let mut bind_tls = Vec::new();
         for b in &f.binds {
             let Some(t) = &b.tls else { continue };
             let cache = cfg.global.ssl_cachesize.unwrap_or(20000);
@@ -299,7 +333,9 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             }
             let ctx = Arc::new(ctx);
             tls.extend(b.addrs.iter().map(|a| (*a, ctx.clone())));
+            bind_tls.push(ctx);
         }
+        let sockets = front_sockets(f, &bind_tls);
         let routes = Arc::new(fairlead_l4::Routes {
             fe_rules: f.rules.clone(),
             backends: backends.clone(),
@@ -353,6 +389,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             tls,
             tls_stats: TlsStats::default(),
             accept_proxy,
+            sockets,
         }));
     }
     Ok(Shared {
@@ -394,6 +431,35 @@ pub(crate) fn logger_options(cfg: &Config) -> fairlead_log::LoggerOptions {
         hostname: send_hostname,
         ..Default::default()
     }
+}
+
+/// The UNIX and `fd@` listening sockets of `f`, with their listener ids.
+/// `bind_tls`: the TLS context of each `bind ... ssl` line, in order.
+fn front_sockets(
+    f: &fairlead_config::Frontend,
+    bind_tls: &[Arc<fairlead_tls::BindContext>],
+) -> Vec<SockRt> {
+    let mut out = Vec::new();
+    let (mut id, mut ssl_lines) = (0usize, 0usize);
+    for b in &f.binds {
+        let tls = b
+            .tls
+            .as_ref()
+            .and_then(|_| bind_tls.get(ssl_lines).cloned());
+        ssl_lines += usize::from(b.tls.is_some());
+        id += b.addrs.len();
+        for sock in &b.sockets {
+            id += 1;
+            out.push(SockRt {
+                sock: sock.clone(),
+                perms: b.unix_perms.clone(),
+                tls: tls.clone(),
+                accept_proxy: b.accept_proxy,
+                id: u16::try_from(id).unwrap_or(u16::MAX),
+            });
+        }
+    }
+    out
 }
 
 /// Starts the logger when some frontend has log targets, and returns each
@@ -469,9 +535,55 @@ fn longest_timeout(cfg: &Config) -> Option<Duration> {
     .max()
 }
 
+/// A worker's listening sockets of one frontend: one per IP address, and
+/// one per UNIX or `fd@` socket (its index in [`FrontendRt::sockets`]).
+#[derive(Default)]
+pub(crate) struct FeListeners {
+    pub tcp: Vec<std::net::TcpListener>,
+    pub socks: Vec<(usize, sockets::Lsock)>,
+}
+
 /// Binds one listening socket per worker for every frontend address.
-/// Returns `listeners[worker][frontend] = [(socket, addr)]`.
-type Listeners = Vec<Vec<Vec<std::net::TcpListener>>>;
+/// Returns `listeners[worker][frontend]`.
+type Listeners = Vec<Vec<FeListeners>>;
+
+/// Opens (or takes from the master) each UNIX and `fd@` socket once and
+/// gives every worker a duplicate of it.
+fn bind_sockets(
+    shared: &Shared,
+    out: &mut Listeners,
+    inherited: Option<&inherit::FdMap>,
+) -> Result<()> {
+    let mut opened: Vec<(String, sockets::Lsock)> = Vec::new();
+    for (fe_idx, fe) in shared.frontends.iter().enumerate() {
+        for (i, s) in fe.sockets.iter().enumerate() {
+            let key = s.sock.to_string();
+            let l = match opened.iter().find(|(k, _)| *k == key) {
+                Some((_, l)) => l.try_clone()?,
+                None => {
+                    let l = match inherited.and_then(|m| m.1.get(&key)) {
+                        Some(&fd) => sockets::from_master(fd),
+                        None => sockets::open(&s.sock, &s.perms),
+                    }
+                    .map_err(|e| {
+                        Error::new(e.kind(), format!("frontend '{}': {e}", fe.front.name))
+                    })?;
+                    opened.push((key, l.try_clone()?));
+                    l
+                }
+            };
+            if let sockets::Lsock::Unix(u) = &l {
+                u.set_nonblocking(true)?;
+            } else if let sockets::Lsock::Tcp(t) = &l {
+                t.set_nonblocking(true)?;
+            }
+            for worker in out.iter_mut() {
+                worker[fe_idx].socks.push((i, l.try_clone()?));
+            }
+        }
+    }
+    Ok(())
+}
 
 fn bind_all(
     shared: &Shared,
@@ -482,7 +594,7 @@ fn bind_all(
     let mut out: Listeners = (0..workers).map(|_| Vec::new()).collect();
     for fe in &shared.frontends {
         for w in out.iter_mut() {
-            w.push(Vec::new());
+            w.push(FeListeners::default());
         }
         for &(addr, v6only) in &fe.addrs {
             // Sockets handed down by the master: the same kernel sockets
@@ -497,12 +609,16 @@ fn bind_all(
                 for (j, &fd) in fds.iter().enumerate() {
                     let l = os::listener_from_fd(fd, addr)?;
                     l.set_nonblocking(true)?;
-                    out[j % workers].last_mut().expect("pushed above").push(l);
+                    out[j % workers]
+                        .last_mut()
+                        .expect("pushed above")
+                        .tcp
+                        .push(l);
                 }
                 for w in out.iter_mut().skip(fds.len()) {
                     let l =
                         fairlead_net::bind_reuseport(addr, v6only, fairlead_net::DEFAULT_BACKLOG)?;
-                    w.last_mut().expect("pushed above").push(l);
+                    w.last_mut().expect("pushed above").tcp.push(l);
                 }
                 continue;
             }
@@ -525,10 +641,11 @@ fn bind_all(
                         format!("frontend '{}': cannot bind {addr}: {e}", fe.front.name),
                     )
                 })?;
-                w.last_mut().expect("pushed above").push(l);
+                w.last_mut().expect("pushed above").tcp.push(l);
             }
         }
     }
+    bind_sockets(shared, &mut out, inherited)?;
     Ok(out)
 }
 
@@ -620,7 +737,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
                 .flat_map(|f| f.addrs.iter().map(|(a, _)| *a))
                 .collect();
             match os::take_listeners(old, &addrs) {
-                Ok(m) if !m.is_empty() => inherited = Some(inherit::FdMap(m)),
+                Ok(m) if !m.is_empty() => inherited = Some(inherit::FdMap(m, Default::default())),
                 Ok(_) => {}
                 Err(e) => eprintln!(
                     "[WARNING]  cannot take the listening sockets of process {old} ({e}); \

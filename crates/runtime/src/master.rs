@@ -1,6 +1,8 @@
 //! Master-worker mode (`-W`, `-Ws`) and seamless reload.
 //!
-//! The master binds every listening socket once and keeps it open. It runs
+//! The master binds every listening socket once and keeps it open (TCP
+//! addresses, UNIX sockets, and the `fd@` descriptors it inherited, see
+//! [`crate::sockets`]). It runs
 //! the proxy in a worker process that inherits those sockets
 //! ([`crate::inherit`]). On SIGUSR2 it reloads:
 //!
@@ -25,11 +27,14 @@
 //! from ([`PATTERN_RESTORE_ENV`]); see [`crate::admin::PatternState`].
 
 use crate::inherit::{
-    encode_sources, FdMap, CONFIG_FD_ENV, LISTEN_FDS_ENV, READY_FD_ENV, WORKER_ENV,
+    encode_sources, FdMap, CONFIG_FD_ENV, LISTEN_FDS_ENV, LISTEN_SOCKETS_ENV, READY_FD_ENV,
+    WORKER_ENV,
 };
 use crate::os;
+use crate::sockets::{self, Lsock};
 use fairlead_config::Config;
 use fairlead_config::Source;
+use fairlead_config::{ListenSocket, UnixPerms};
 use std::collections::HashMap;
 use std::io::{Error, Read, Result};
 use std::net::{SocketAddr, TcpListener};
@@ -242,10 +247,28 @@ fn show_proc(
     out
 }
 
-/// Listening sockets owned by the master, per address.
+/// Listening sockets owned by the master, per address, and the UNIX and
+/// `fd@` ones (one each), by their configuration spelling.
 #[derive(Default)]
 struct Sockets {
     map: HashMap<SocketAddr, Vec<TcpListener>>,
+    other: HashMap<String, (ListenSocket, Lsock)>,
+}
+
+/// The UNIX and `fd@` sockets a configuration listens on, with their
+/// `bind` line's file permissions.
+fn wanted_other(cfg: &Config) -> Vec<(ListenSocket, UnixPerms)> {
+    let mut out: Vec<(ListenSocket, UnixPerms)> = Vec::new();
+    for f in cfg.frontends.iter().filter(|f| !f.disabled) {
+        for b in &f.binds {
+            for s in &b.sockets {
+                if !out.iter().any(|(x, _)| x == s) {
+                    out.push((s.clone(), b.unix_perms.clone()));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Addresses a configuration listens on, with their `v6only` setting.
@@ -284,13 +307,24 @@ impl Sockets {
                 list.push(l);
             }
         }
+        for (sock, perms) in wanted_other(cfg) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.other.entry(sock.to_string())
+            {
+                let l = sockets::open(&sock, &perms)?;
+                e.insert((sock, l));
+            }
+        }
         Ok(())
     }
 
-    /// Closes the sockets of addresses `cfg` no longer uses.
+    /// Closes the sockets of addresses `cfg` no longer uses. Inherited
+    /// `fd@` sockets stay open: they could not be opened again.
     fn retain_for(&mut self, cfg: &Config) {
         let keep: Vec<SocketAddr> = wanted(cfg).into_iter().map(|(a, _)| a).collect();
         self.map.retain(|a, _| keep.contains(a));
+        let keep: Vec<ListenSocket> = wanted_other(cfg).into_iter().map(|(s, _)| s).collect();
+        self.other
+            .retain(|_, (s, _)| matches!(s, ListenSocket::Fd(_)) || keep.contains(s));
     }
 
     fn fd_map(&self, cfg: &Config, n: usize) -> FdMap {
@@ -298,6 +332,12 @@ impl Sockets {
         for (addr, _) in wanted(cfg) {
             if let Some(ls) = self.map.get(&addr) {
                 m.0.insert(addr, ls.iter().take(n).map(|l| l.as_raw_fd()).collect());
+            }
+        }
+        for (sock, _) in wanted_other(cfg) {
+            let key = sock.to_string();
+            if let Some((_, l)) = self.other.get(&key) {
+                m.1.insert(key, l.raw_fd());
             }
         }
         m
@@ -349,6 +389,7 @@ fn spawn_worker(
     let (mut ours, theirs) = UnixStream::pair()?;
     let (mut cfg_ours, cfg_theirs) = UnixStream::pair()?;
     let mut fds: Vec<i32> = map.0.values().flatten().copied().collect();
+    fds.extend(map.1.values().copied());
     fds.push(theirs.as_raw_fd());
     fds.push(cfg_theirs.as_raw_fd());
     for &fd in &fds {
@@ -366,6 +407,7 @@ fn spawn_worker(
         .args(&opts.worker_args)
         .env(WORKER_ENV, "1")
         .env(LISTEN_FDS_ENV, map.encode())
+        .env(LISTEN_SOCKETS_ENV, map.encode_sockets())
         .env(READY_FD_ENV, theirs.as_raw_fd().to_string())
         .env(CONFIG_FD_ENV, cfg_theirs.as_raw_fd().to_string())
         .stdin(Stdio::null())

@@ -181,6 +181,52 @@ pub fn listener_from_fd(
     Ok(l)
 }
 
+/// What [`inspect_socket`] found behind a descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketKind {
+    /// `AF_UNIX` (else IPv4 or IPv6).
+    pub unix: bool,
+    /// `listen()` was called on it.
+    pub listening: bool,
+}
+
+/// Checks, without taking ownership, that `fd` is an open stream socket
+/// of the UNIX, IPv4 or IPv6 family (`fd@<n>`). The error says what it is
+/// instead, in the words of `strerror`, as HAProxy reports it.
+pub fn inspect_socket(fd: std::os::fd::RawFd) -> Result<SocketKind> {
+    // SAFETY: F_GETFD only checks that the descriptor is open.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: the descriptor is open (checked above) and only borrowed for
+    // the getsockopt calls below, within this function.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let sock = socket2::SockRef::from(&borrowed);
+    let domain = sock.domain()?;
+    if sock.r#type()? != socket2::Type::STREAM {
+        return Err(Error::other("not a stream socket"));
+    }
+    let unix = domain == socket2::Domain::UNIX;
+    if !unix && domain != socket2::Domain::IPV4 && domain != socket2::Domain::IPV6 {
+        return Err(Error::other("not a UNIX, IPv4 or IPv6 socket"));
+    }
+    Ok(SocketKind {
+        unix,
+        listening: sock.is_listener()?,
+    })
+}
+
+/// Takes ownership of an inherited socket after [`inspect_socket`]
+/// accepted it. The caller must make sure that nothing else in the process
+/// owns `fd` (each inherited descriptor is adopted once).
+pub fn adopt_socket(fd: std::os::fd::RawFd) -> Result<(std::os::fd::OwnedFd, SocketKind)> {
+    use std::os::fd::FromRawFd;
+    let kind = inspect_socket(fd)?;
+    // SAFETY: the descriptor is an open socket (checked above), handed to
+    // this process by its parent for this purpose, and adopted once.
+    Ok((unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }, kind))
+}
+
 /// Takes ownership of an inherited stream socket (the readiness channel to
 /// the master).
 pub fn unix_stream_from_fd(fd: std::os::fd::RawFd) -> Result<std::os::unix::net::UnixStream> {

@@ -119,7 +119,11 @@ fn server_stats(be: &Backend, s: &Server) -> ServerStats {
         lastchg_secs: s.health.last_change_secs(),
         slim: (maxconn > 0).then_some(u64::from(maxconn)),
         qlimit: (s.conf.maxqueue > 0).then_some(u64::from(s.conf.maxqueue)),
-        addr: Some(s.admin.addr.load().to_string()),
+        // HAProxy shows `unix` for a UNIX socket server.
+        addr: Some(match s.conf.unix {
+            Some(_) => "unix".to_string(),
+            None => s.admin.addr.load().to_string(),
+        }),
         cookie: s.conf.cookie.clone(),
         counters: c,
         ..Default::default()

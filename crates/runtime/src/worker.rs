@@ -38,7 +38,7 @@ pub(crate) type Service = Arc<dyn fairlead_l7::LocalService + Send + Sync>;
 pub(crate) fn run(
     worker: usize,
     shared: Arc<Shared>,
-    listeners: Vec<Vec<std::net::TcpListener>>,
+    listeners: Vec<crate::FeListeners>,
     services: Vec<Option<Service>>,
     stop: watch::Receiver<bool>,
 ) {
@@ -82,32 +82,18 @@ pub(crate) fn run(
         }
         let mut accepts = Vec::new();
         for (fe_idx, ls) in listeners.into_iter().enumerate() {
-            for l in ls {
-                let l = match TcpListener::from_std(l) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        eprintln!("[ALERT]    cannot register listener: {e}");
-                        continue;
-                    }
-                };
-                let fe = shared.frontends[fe_idx].clone();
-                let ctx = Rc::new(HttpCtx {
-                    service: services.get(fe_idx).cloned().flatten(),
-                    front: fe.front.clone(),
-                    stop: local_stop.clone(),
-                });
+            let fe = shared.frontends[fe_idx].clone();
+            let ctx = Rc::new(HttpCtx {
+                service: services.get(fe_idx).cloned().flatten(),
+                front: fe.front.clone(),
+                stop: local_stop.clone(),
+            });
+            for lst in listeners_of(&fe, ls) {
                 shared.listeners_open.fetch_add(1, Ordering::SeqCst);
-                let shared2 = shared.clone();
-                let tls = l.local_addr().ok().and_then(|a| fe.tls_for(a));
-                let accept_proxy = l.local_addr().is_ok_and(|a| fe.accept_proxy.contains(&a));
+                let (shared2, fe, ctx) = (shared.clone(), fe.clone(), ctx.clone());
                 accepts.push(tokio::task::spawn_local(Profiled::new(
                     TaskKind::Accept,
                     async move {
-                        let lst = Listener {
-                            tcp: l,
-                            tls,
-                            accept_proxy,
-                        };
                         accept_loop(shared2.clone(), fe, ctx, lst, worker, fe_idx).await;
                         // The listener is closed (dropped with the loop).
                         shared2.listeners_open.fetch_sub(1, Ordering::SeqCst);
@@ -123,6 +109,62 @@ pub(crate) fn run(
         // until the main thread ends the process.
         std::future::pending::<()>().await;
     });
+}
+
+/// Registers a worker's listening sockets of one frontend with its event
+/// loop, each with what its `bind` line asks.
+fn listeners_of(fe: &FrontendRt, ls: crate::FeListeners) -> Vec<Listener> {
+    let mut out = Vec::new();
+    for l in ls.tcp {
+        let l = match TcpListener::from_std(l) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("[ALERT]    cannot register listener: {e}");
+                continue;
+            }
+        };
+        let tls = l.local_addr().ok().and_then(|a| fe.tls_for(a));
+        let accept_proxy = l.local_addr().is_ok_and(|a| fe.accept_proxy.contains(&a));
+        out.push(Listener {
+            tcp: Acceptor::Tcp(l),
+            tls,
+            accept_proxy,
+        });
+    }
+    for (i, l) in ls.socks {
+        let Some(s) = fe.sockets.get(i) else { continue };
+        let acceptor = match l {
+            crate::sockets::Lsock::Tcp(l) => TcpListener::from_std(l).map(Acceptor::Tcp),
+            crate::sockets::Lsock::Unix(l) => {
+                fairlead_net::unix::UnixAcceptor::new(l).map(|u| Acceptor::Unix(u, s.id))
+            }
+        };
+        match acceptor {
+            Ok(a) => out.push(Listener {
+                tcp: a,
+                tls: s.tls.clone(),
+                accept_proxy: s.accept_proxy,
+            }),
+            Err(e) => eprintln!("[ALERT]    cannot register listener {}: {e}", s.sock),
+        }
+    }
+    out
+}
+
+/// A listening socket: TCP, or UNIX (with its listener id, for the
+/// client address of its connections, see [`fairlead_net::unix`]).
+enum Acceptor {
+    Tcp(TcpListener),
+    Unix(fairlead_net::unix::UnixAcceptor, u16),
+}
+
+impl Acceptor {
+    async fn accept(&self) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+        match self {
+            Acceptor::Tcp(l) => l.accept().await,
+            Acceptor::Unix(l, id) => Ok((l.accept().await?, fairlead_net::unix::unix_peer(*id))),
+        }
+    }
 }
 
 /// Wraps an accepted socket: clear, or TLS once the handshake completed.
@@ -285,7 +327,7 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 /// One listening socket and what its `bind` line asks of each
 /// connection.
 struct Listener {
-    tcp: TcpListener,
+    tcp: Acceptor,
     tls: Option<Arc<fairlead_tls::BindContext>>,
     /// `accept-proxy`.
     accept_proxy: bool,

@@ -452,7 +452,9 @@ fn serialise(
     }
     let mut out = pool::take_out();
     let ff = cx.ctx.front.forwardfor.as_ref().and_then(|ff| {
-        let excepted = ff.except.is_some_and(|n| n.contains(ip));
+        // None for a UNIX socket client, as on HTTP/1 (`forward.rs`).
+        let excepted = ff.except.is_some_and(|n| n.contains(ip))
+            || fairlead_net::unix::is_unix_peer(&std::net::SocketAddr::new(ip, 0));
         let present = ff.if_none && head.view(&[]).has(ff.header.as_bytes());
         (!excepted && !present).then_some((ff.header.as_str(), ip))
     });
