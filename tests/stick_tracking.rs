@@ -338,3 +338,49 @@ backend b\n    server s {origin}\n",
     let fe = entry_until(&sock, "fe", ip, "use=0");
     assert!(fe.contains(" gpt0=6 gpt1=7 gpc0=0 gpc1=0 gpc2=3 "), "{fe}");
 }
+
+/// The Prometheus exporter shows each table's size and entries in use
+/// (`haproxy_sticktable_size`, `haproxy_sticktable_used`), in HAProxy's
+/// order (reverse declaration order).
+#[test]
+fn prometheus_shows_table_size_and_use() {
+    let ip = test_ip();
+    let (_t, origin) = term(ip, "o");
+    let bind = free_addr(ip);
+    let metrics = free_addr(ip);
+    let cfg = format!(
+        "defaults\n    mode http\n    timeout connect 2s\n    timeout client 5s\n    timeout server 5s\n\
+frontend fe\n    bind {bind}\n\
+    stick-table type ip size 1k expire 30s store http_req_cnt\n\
+    http-request track-sc0 src\n\
+    default_backend b\n\
+backend b\n    server s {origin}\n\
+backend names\n    stick-table type string len 8 size 2k\n\
+frontend metrics\n    bind {metrics}\n\
+    http-request use-service prometheus-exporter\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind, metrics]);
+    let r = request_from(
+        ip,
+        bind,
+        "GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let m = get(metrics, "/metrics").body_str();
+    assert!(
+        m.contains(
+            "haproxy_sticktable_size{name=\"names\",type=\"string\"} 2048\nhaproxy_sticktable_size{name=\"fe\",type=\"ip\"} 1024\n"
+        ),
+        "{m}"
+    );
+    // The test client's entry only (the readiness probe sent no request,
+    // the scrape went to another frontend).
+    assert!(
+        m.contains("haproxy_sticktable_used{name=\"fe\",type=\"ip\"} 1\n"),
+        "{m}"
+    );
+    assert!(
+        m.contains("haproxy_sticktable_used{name=\"names\",type=\"string\"} 0\n"),
+        "{m}"
+    );
+}
