@@ -6,14 +6,13 @@
 
 mod common;
 use common::*;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixSocketAddr, UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A directory of its own for one test's socket files (short paths: a
@@ -58,22 +57,7 @@ fn pass_as_fd3(cmd: &mut Command, fd: RawFd) {
 /// [`Proxy`], capturing stderr, and waits until `ready` holds.
 fn start(mut cmd: Command, cfg_path: std::path::PathBuf, ready: impl Fn() -> bool) -> Proxy {
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fairlead");
-    let stderr = Arc::new(Mutex::new(String::new()));
-    let pipe = child.stderr.take().unwrap();
-    let sink = stderr.clone();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            let mut s = sink.lock().unwrap();
-            s.push_str(&line);
-            s.push('\n');
-        }
-    });
-    let mut p = Proxy {
-        child,
-        cfg_path,
-        stderr,
-    };
+    let mut p = Proxy::from_child(cmd.spawn().expect("spawn fairlead"), cfg_path);
     let end = Instant::now() + DEADLINE;
     while !ready() {
         if let Ok(Some(st)) = p.child.try_wait() {

@@ -80,26 +80,7 @@ impl Proxy {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         adjust(&mut cmd);
-        let mut child = cmd.spawn().expect("spawn fairlead");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let pipe = child.stderr.take().unwrap();
-        let sink = stderr.clone();
-        let stderr_eof = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let eof = stderr_eof.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-            eof.store(true, std::sync::atomic::Ordering::Release);
-        });
-        let mut p = Proxy {
-            child,
-            cfg_path,
-            stderr,
-            stderr_eof,
-        };
+        let mut p = Proxy::from_child(cmd.spawn().expect("spawn fairlead"), cfg_path);
         for &a in wait_for {
             let end = Instant::now() + DEADLINE;
             loop {
@@ -118,6 +99,30 @@ impl Proxy {
             }
         }
         p
+    }
+
+    /// A started `fairlead` (its stderr piped) as a [`Proxy`]: a thread
+    /// collects what it writes to stderr.
+    pub fn from_child(mut child: Child, cfg_path: std::path::PathBuf) -> Proxy {
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stderr.take().unwrap();
+        let sink = stderr.clone();
+        let stderr_eof = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let eof = stderr_eof.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+            eof.store(true, std::sync::atomic::Ordering::Release);
+        });
+        Proxy {
+            child,
+            cfg_path,
+            stderr,
+            stderr_eof,
+        }
     }
 
     pub fn pid(&self) -> i32 {

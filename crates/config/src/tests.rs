@@ -365,7 +365,7 @@ fn error_messages() {
         ("frontend f\n bind :1\n stick-table type ip size 1k\n stick-table type ip size 1k\n", "only one stick-table per proxy section"),
         ("frontend f\n bind :1\n use_backend b if a\n", "no such ACL : 'a'"),
         ("frontend f\n bind :1\n http-request track-sc0 src\n", "'http-request track-sc0': no table declared in this section"),
-        ("frontend f\n bind :1\n tcp-request connection track-sc0 src\n", "'tcp-request connection track-sc0' is not implemented yet in Fairlead"),
+        ("frontend f\n bind :1\n tcp-request connection track-sc0 src\n", "'tcp-request connection track-sc0': no table declared in this section"),
         ("frontend f\n bind :1\n http-request track-sc0 src table nope\n", "unable to find table 'nope'"),
         ("defaults\n use_backend x\n", "'use_backend' not allowed in 'defaults' section."),
         ("backend b\n option abortonclose\n", "'option abortonclose' is not implemented yet in Fairlead"),

@@ -71,6 +71,14 @@ impl Ctx<'_> {
                 .collect()
         };
         let samples: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+        // The stream's bytes on its stick counters (HAProxy counts them
+        // as they flow; the stream ends here).
+        let levels = sess.levels();
+        if levels.stream.is_some() || levels.session.is_some() {
+            let now = fairlead_rules::stick::now_ms();
+            levels.on_bytes_in(end.bytes.0, now);
+            levels.on_bytes_out(end.bytes.1, now);
+        }
         let log = StreamLog {
             front: self.front,
             accepted: self.accepted,
@@ -132,11 +140,13 @@ pub async fn serve_tcp(
     };
     let mut input = Input::new(&client, routes.inspect_max);
     let fe = &routes.fe_rules;
+    sess.start_stream();
     if !fe.tcp_content.is_empty() {
         // Before switching, the frontend is the stream's backend.
         let o = content(&cx, &mut input, fe, &mut sess, &front.name).await;
         if o != Outcome::Accept {
             refuse(&cx, &input, o, &front.name, None, &sess);
+            sess.end_trackers(fairlead_rules::stick::now_ms());
             return Ok(());
         }
     }
@@ -155,10 +165,12 @@ pub async fn serve_tcp(
         let o = content(&cx, &mut input, br, &mut sess, &be.name).await;
         if o != Outcome::Accept {
             refuse(&cx, &input, o, &be.name, Some(be), &sess);
+            sess.end_trackers(fairlead_rules::stick::now_ms());
             return Ok(());
         }
     }
     forward(&cx, &client, input, be, be_idx, &mut sess).await;
+    sess.end_trackers(fairlead_rules::stick::now_ms());
     Ok(())
 }
 

@@ -26,6 +26,15 @@ pub struct SessState {
     /// `tcp-request connection expect-proxy layer4` matched: read a PROXY
     /// protocol header first. Default is false.
     pub expect_proxy: bool,
+    /// The session's stick counter slots (`tcp-request connection` and
+    /// `tcp-request session` `track-scN`), created at the first one.
+    /// Default is none.
+    pub trackers: Option<fairlead_stick::Trackers>,
+    /// The stream's slots (`tcp-request content` `track-scN`), once the
+    /// stream started ([`SessState::start_stream`]). Default is none.
+    strm_trackers: Option<fairlead_stick::Trackers>,
+    /// Rules now run on the stream (content rules), not the session.
+    in_stream: bool,
 }
 
 impl SessState {
@@ -45,6 +54,32 @@ impl SessState {
     /// variables they set, which the HTTP transactions inherit.
     pub fn into_sess_vars(self) -> fairlead_rules::vars::SessVars {
         self.vars.into_sess()
+    }
+
+    /// From now on, rules run on the stream: `track-scN` fills the
+    /// stream's slots (TCP mode, before `tcp-request content`).
+    pub fn start_stream(&mut self) {
+        self.in_stream = true;
+    }
+
+    /// The stream's and the session's slots, as `sc_*` fetches and counter
+    /// events see them.
+    pub fn levels(&self) -> fairlead_stick::Levels<'_> {
+        fairlead_stick::Levels {
+            stream: self.strm_trackers.as_ref(),
+            session: self.trackers.as_ref(),
+        }
+    }
+
+    /// The end of the TCP stream and of its session: the stream's slots,
+    /// then the session's, give their `conn_cur` back and are released.
+    pub fn end_trackers(&mut self, now: u64) {
+        if let Some(mut t) = self.strm_trackers.take() {
+            t.end_connection(now);
+        }
+        if let Some(mut t) = self.trackers.take() {
+            t.end_connection(now);
+        }
     }
 
     /// The client address after `set-src`.
@@ -157,9 +192,23 @@ impl Txn for TcpTxn<'_> {
     fn hostname(&self) -> &str {
         self.conn.hostname
     }
+    fn trackers(&self) -> Option<&fairlead_stick::Trackers> {
+        self.sess.strm_trackers.as_ref()
+    }
+    fn sess_trackers(&self) -> Option<&fairlead_stick::Trackers> {
+        self.sess.trackers.as_ref()
+    }
 }
 
 impl Stream for TcpTxn<'_> {
+    fn trackers_mut(&mut self) -> Option<&mut fairlead_stick::Trackers> {
+        let t = if self.sess.in_stream {
+            &mut self.sess.strm_trackers
+        } else {
+            &mut self.sess.trackers
+        };
+        Some(t.get_or_insert_with(Default::default))
+    }
     fn edit(&mut self, _res: bool) -> Option<&mut dyn Edit> {
         None
     }

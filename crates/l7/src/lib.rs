@@ -40,7 +40,7 @@ mod respond;
 mod session;
 mod txn;
 
-pub use session::{serve_http, serve_http_with};
+pub use session::{serve_http, serve_http_with, SessCarry};
 
 pub use fairlead_l4::{CapturedRequest, ErrorCapture, Frontend, Routes};
 

@@ -58,13 +58,7 @@ impl Model {
         let fx = &mut self.st.fx;
         // The request's stick counters: its status counts as an error or
         // a failure, then the slots are released (end of the stream).
-        if let Some(mut t) = fx.trackers.take() {
-            let now = fairlead_rules::stick::now_ms();
-            if let Some(status) = rl.status {
-                t.on_response_status(status, now);
-            }
-            t.end_stream(now);
-        }
+        fx.end_trackers(rl.status);
         keep_captures(fx, rl);
         let sess = std::mem::take(&mut self.st.vars).into_sess();
         self.give();

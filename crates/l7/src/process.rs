@@ -374,6 +374,11 @@ fn section_rules(
     {
         return local_of(ctx, be, realm, v, tx, close).map(Decision::Local);
     }
+    if std::ptr::eq(rules, &*ctx.front.routes.fe_rules) {
+        // The request counts on the stick counters once the frontend's
+        // content rules tracked theirs (HAProxy's http_wait_for_request).
+        tx.fx.count_request();
+    }
     let v = run(&rules.http_request, &rules.acls, tx, false);
     if let Some(l) = local_of(ctx, be, realm, v, tx, close) {
         return Some(Decision::Local(l));

@@ -40,14 +40,67 @@ pub(crate) struct Session {
     /// (`http-reuse never`); with the other modes it goes back to the
     /// thread's idle pool after each response.
     pub(crate) attached: Option<Attached>,
-    /// The connection's `sess` variables between requests.
-    pub(crate) sess_vars: crate::txn::SessVars,
+    /// What the connection keeps between requests, boxed (most
+    /// connections have none): its `sess` variables and stick counters.
+    pub(crate) sess: Option<Box<SessCarry>>,
     pub(crate) first: bool,
     accepted_at: Instant,
     /// End of the previous request (or accept), for the next log line.
     last_end: Instant,
     /// When the current request's first byte arrived.
     first_byte: Instant,
+}
+
+/// What a connection keeps between its requests: what its
+/// `tcp-request connection|session` rules left ([`SessCarry::new`]), then
+/// what its transactions leave.
+#[derive(Default)]
+pub struct SessCarry {
+    /// The `sess` variables.
+    pub(crate) vars: crate::txn::SessVars,
+    /// The stick counter slots of `tcp-request connection|session`
+    /// `track-scN`; released when the connection ends.
+    pub(crate) trk: Option<Rc<fairlead_stick::Trackers>>,
+}
+
+impl SessCarry {
+    /// The `sess` variables and the stick counter slots that the
+    /// connection's `tcp-request connection|session` rules set; `None`
+    /// when there are neither (no allocation).
+    pub fn new(
+        vars: fairlead_rules::vars::SessVars,
+        trackers: Option<fairlead_stick::Trackers>,
+    ) -> Option<Box<SessCarry>> {
+        (vars.is_some() || trackers.is_some()).then(|| {
+            Box::new(SessCarry {
+                vars,
+                trk: trackers.map(Rc::new),
+            })
+        })
+    }
+}
+
+impl Session {
+    /// The `sess` variables, for a transaction.
+    fn take_vars(&mut self) -> crate::txn::SessVars {
+        self.sess.as_mut().and_then(|c| c.vars.take())
+    }
+
+    /// The `sess` variables back from a transaction.
+    fn put_vars(&mut self, vars: crate::txn::SessVars) {
+        if vars.is_some() || self.sess.is_some() {
+            self.sess.get_or_insert_with(Default::default).vars = vars;
+        }
+    }
+
+    /// The connection's stick counter slots.
+    fn trk(&self) -> Option<&Rc<fairlead_stick::Trackers>> {
+        self.sess.as_ref().and_then(|c| c.trk.as_ref())
+    }
+
+    fn take_trk(&mut self) -> Option<Rc<fairlead_stick::Trackers>> {
+        self.sess.as_mut().and_then(|c| c.trk.take())
+    }
 }
 
 /// Serves one HTTP client connection until it closes.
@@ -63,16 +116,19 @@ pub fn serve_http(
 }
 
 /// [`serve_http`] for a connection whose `tcp-request connection|session`
-/// rules already ran: `sess` holds the `sess` variables they set (`peer`
-/// is the address after their `set-src`).
+/// rules already ran: `sess` ([`SessCarry::new`]) holds the `sess`
+/// variables they set (`peer` is the address after their `set-src`) and
+/// the stick counter slots they tracked (counted by every request of the
+/// connection and released when it ends).
 pub async fn serve_http_with(
     client: Conn,
     peer: SocketAddr,
     ctx: Rc<HttpCtx>,
-    sess: fairlead_rules::vars::SessVars,
+    sess: Option<Box<SessCarry>>,
 ) {
     if crate::h2::selected(&client, &ctx) {
-        return Box::pin(crate::h2::serve_h2(client, peer, ctx, IoBuf::new())).await;
+        let trk = sess.and_then(|c| c.trk);
+        return Box::pin(crate::h2::serve_h2(client, peer, ctx, IoBuf::new(), trk)).await;
     }
     let _ = client.set_nodelay(true);
     let eff = Effective {
@@ -89,7 +145,7 @@ pub async fn serve_http_with(
         eff,
         cbuf: IoBuf::new(),
         attached: None,
-        sess_vars: sess,
+        sess,
         first: true,
         accepted_at: Instant::now(),
         last_end: Instant::now(),
@@ -123,11 +179,22 @@ pub async fn serve_http_with(
     if let Some(a) = s.attached.take() {
         park(a, s.eff);
     }
+    end_sess_trackers(s.take_trk());
+}
+
+/// The end of the connection: its stick counter slots give their
+/// `conn_cur` back and are released.
+pub(crate) fn end_sess_trackers(t: Option<Rc<fairlead_stick::Trackers>>) {
+    if let Some(Ok(mut t)) = t.map(Rc::try_unwrap) {
+        t.end_connection(fairlead_rules::stick::now_ms());
+    }
 }
 
 /// The connection turned out to be HTTP/2: its task goes on as the
 /// HTTP/2 connection task (boxed: only its pointer stays in this task).
 fn into_h2(s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> {
+    let mut s = s;
+    let sess_trk = s.take_trk();
     let Session {
         client,
         peer,
@@ -135,7 +202,7 @@ fn into_h2(s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>
         ctx,
         ..
     } = s;
-    Box::pin(crate::h2::serve_h2(client, peer, ctx, cbuf))
+    Box::pin(crate::h2::serve_h2(client, peer, ctx, cbuf, sess_trk))
 }
 
 /// Phases 2 to 6 of one request, owning the session meanwhile.
@@ -308,11 +375,34 @@ impl Session {
         }
     }
 
+    /// The connection's stick counters for a request the rules did not
+    /// see (no rules, or a request that failed to parse): one request,
+    /// and its status as an error or a failure.
+    fn count_plain(&self, rl: &ReqLog) {
+        let Some(t) = self.trk().map(|t| &**t) else {
+            return;
+        };
+        let modelled = rl.head_done.is_some() && self.ctx.front.routes.active();
+        if modelled || (rl.head_done.is_none() && rl.status.is_none()) {
+            return;
+        }
+        let levels = fairlead_stick::Levels {
+            stream: None,
+            session: Some(t),
+        };
+        let now = fairlead_rules::stick::now_ms();
+        levels.on_http_request(now);
+        if let Some(status) = rl.status {
+            levels.on_response_status(status, now);
+        }
+    }
+
     /// One request/response exchange, logged when it ends.
     async fn one_request(&mut self) -> Next {
         let mut rl = ReqLog::new(self.last_end);
         rl.first_byte = Some(self.first_byte);
         let next = self.one_request_inner(&mut rl).await;
+        self.count_plain(&rl);
         self.record_latency(&rl);
         self.log(&rl);
         self.last_end = Instant::now();
@@ -338,12 +428,15 @@ impl Session {
         let mut model = None;
         let mut prefer = None;
         if self.ctx.front.routes.active() {
-            let mut m = crate::local::Model::take(self.cbuf.filled(), &head, self.sess_vars.take());
+            let vars = self.take_vars();
+            let mut m = crate::local::Model::take(self.cbuf.filled(), &head, vars);
+            m.st.fx.sess_trackers = self.trk().cloned();
             match self.process(&head, &mut m).await {
                 crate::process::Decision::Local(l) => {
                     rl.backend = m.st.fx.backend_stage.flatten();
                     let next = self.send_local(l, &head, &mut m, rl).await;
-                    self.sess_vars = m.finish(rl);
+                    let v = m.finish(rl);
+                    self.put_vars(v);
                     return next;
                 }
                 crate::process::Decision::Forward { be, server } => {
@@ -355,13 +448,15 @@ impl Session {
         }
         if let Some(next) = self.local_service(&head, model.as_mut(), rl).await {
             if let Some(m) = model {
-                self.sess_vars = m.finish(rl);
+                let v = m.finish(rl);
+                self.put_vars(v);
             }
             return next;
         }
         let outcome = self.exchange(&head, model.as_mut(), prefer, rl).await;
         if let Some(m) = model {
-            self.sess_vars = m.finish(rl);
+            let v = m.finish(rl);
+            self.put_vars(v);
         }
         let Some(outcome) = outcome else {
             return Next::Close;

@@ -65,7 +65,7 @@ fn idle_connection_state_is_small() {
             },
             cbuf: fairlead_net::IoBuf::new(),
             attached: None,
-            sess_vars: None,
+            sess: None,
             first: true,
             accepted_at: tokio::time::Instant::now(),
             last_end: tokio::time::Instant::now(),

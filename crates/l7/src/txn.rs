@@ -98,9 +98,49 @@ pub(crate) struct Effects {
     /// frontend's (`None`): decides whose `http-after-response` rules run.
     pub backend_stage: Option<Option<usize>>,
     /// The stick counter slots tracked by this request's rules
-    /// (`http-request track-scN`), created at the first `track-sc`;
-    /// released when the request ends. Default is none.
+    /// (`tcp-request content`, `http-request`, `http-response`
+    /// `track-scN`), created at the first `track-sc`; released when the
+    /// request ends. Default is none.
     pub trackers: Option<fairlead_stick::Trackers>,
+    /// The connection's slots (`tcp-request connection|session`
+    /// `track-scN`), shared by its requests. Default is none.
+    pub sess_trackers: Option<std::rc::Rc<fairlead_stick::Trackers>>,
+}
+
+impl Effects {
+    /// The request's slots and the connection's, as `sc_*` fetches and
+    /// counter events see them.
+    pub(crate) fn levels(&self) -> fairlead_stick::Levels<'_> {
+        fairlead_stick::Levels {
+            stream: self.trackers.as_ref(),
+            session: self.sess_trackers.as_deref(),
+        }
+    }
+
+    /// One HTTP request on the stick counters (after the frontend's
+    /// `tcp-request content` rules, before its `http-request` rules).
+    pub(crate) fn count_request(&self) {
+        if self.trackers.is_some() || self.sess_trackers.is_some() {
+            self.levels()
+                .on_http_request(fairlead_rules::stick::now_ms());
+        }
+    }
+
+    /// The end of the request: its status counts as an error or a failure
+    /// on the stick counters, then the request's slots are released.
+    pub(crate) fn end_trackers(&mut self, status: Option<u16>) {
+        if self.trackers.is_none() && self.sess_trackers.is_none() {
+            return;
+        }
+        let now = fairlead_rules::stick::now_ms();
+        if let Some(status) = status {
+            self.levels().on_response_status(status, now);
+        }
+        if let Some(mut t) = self.trackers.take() {
+            t.end_connection(now);
+        }
+        self.sess_trackers = None;
+    }
 }
 
 /// The transaction as rules see it.
@@ -183,6 +223,9 @@ impl Txn for HttpTxn<'_> {
 
     fn trackers(&self) -> Option<&fairlead_stick::Trackers> {
         self.fx.trackers.as_ref()
+    }
+    fn sess_trackers(&self) -> Option<&fairlead_stick::Trackers> {
+        self.fx.sess_trackers.as_deref()
     }
 }
 

@@ -134,15 +134,16 @@ pub enum Action {
         table: fairlead_stick::Table,
         from: fairlead_stick::TrackFrom,
     },
-    /// `sc-inc-gpc0(N)`, `sc-inc-gpc1(N)`.
+    /// `sc-inc-gpc0(N)`, `sc-inc-gpc1(N)`, `sc-inc-gpc(idx,N)`.
     ScIncGpc {
         slot: usize,
         which: fairlead_stick::Gpc,
     },
-    /// `sc-set-gpt0(N) <expr>`.
-    ScSetGpt0 {
+    /// `sc-set-gpt0(N) <value>`, `sc-set-gpt(idx,N) <value>`.
+    ScSetGpt {
         slot: usize,
-        value: Expr,
+        which: fairlead_stick::Gpt,
+        value: crate::stick_actions::GptValue,
     },
     RefEdit {
         op: RefEdit,
@@ -296,11 +297,6 @@ fn allowed(set: RuleSet) -> &'static [&'static str] {
 /// Actions HAProxy has that Fairlead does not implement yet, so the error
 /// says "not implemented" rather than "unknown".
 pub(crate) const KNOWN_NOT_YET: &[&str] = &[
-    "sc-inc-gpc",
-    "sc-set-gpt",
-    "sc-clr-gpc",
-    "sc-clr-gpc0",
-    "sc-clr-gpc1",
     "sc-add-gpc",
     "do-resolve",
     "wait-for-body",
@@ -380,11 +376,7 @@ pub fn parse(words: &[String], cx: &mut ActionCtx<'_>) -> Result<Action, String>
                     "'{full}': this action is not valid in '{kw}' rules"
                 ));
             }
-        } else if KNOWN_NOT_YET.contains(&name)
-            || name.starts_with("lua.")
-            || name.starts_with("track-sc")
-            || name.starts_with("sc-")
-        {
+        } else if KNOWN_NOT_YET.contains(&name) || name.starts_with("lua.") {
             return Err(format!("'{full}' is not implemented yet in Fairlead"));
         } else {
             return Err(format!(

@@ -102,6 +102,8 @@ enum Operand {
 #[derive(Debug)]
 enum Kind {
     Map(MapConv),
+    /// `in_table`, `table_*`.
+    Stick(Box<crate::stick::StickConv>),
     Lower,
     Upper,
     Length,
@@ -314,6 +316,15 @@ impl Conv {
                 kind: Kind::Map(m),
                 input: in_t,
                 output: out_t,
+            });
+        }
+        if let Some(c) = crate::stick::StickConv::parse(name, args, env) {
+            let c = c?;
+            return Ok(Conv {
+                name: name.to_string(),
+                output: c.out_type(),
+                kind: Kind::Stick(Box::new(c)),
+                input: SmpType::Any,
             });
         }
         let spec = SPECS
@@ -550,6 +561,7 @@ impl Conv {
         let s = s.cast(self.input)?;
         let out = match &self.kind {
             Kind::Map(m) => return m.apply(s),
+            Kind::Stick(c) => return c.apply(&s),
             Kind::Lower => Sample::Str(text::map_bytes(bytes(s)?, u8::to_ascii_lowercase)),
             Kind::Upper => Sample::Str(text::map_bytes(bytes(s)?, u8::to_ascii_uppercase)),
             Kind::Length => Sample::Sint(bytes(s)?.len() as i64),

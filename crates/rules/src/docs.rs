@@ -450,7 +450,7 @@ pub fn actions_table() -> String {
     let _ = writeln!(
         out,
         "\nKnown HAProxy actions refused with \"not implemented yet in Fairlead\": {} \
-(and every `lua.*`, `track-sc*` and `sc-*` action).",
+(and every `lua.*` action).",
         codes(later)
     );
     out

@@ -50,8 +50,11 @@ pub trait Stream: Txn {
     /// `expect-proxy layer4`: a PROXY protocol header must be read before
     /// anything else.
     fn expect_proxy(&mut self) {}
-    /// The stream's stick counter slots, for `track-scN` and the `sc-*`
-    /// actions; `None` where tracking is not wired (nothing happens).
+    /// The stick counter slots `track-scN` and the `sc-*` actions use:
+    /// the stream's when the rules run on a stream (`tcp-request content`,
+    /// `tcp-response content`, HTTP rules), else the session's
+    /// (`tcp-request connection|session`), as HAProxy 2.6 does; `None`
+    /// where tracking is not wired (nothing happens).
     fn trackers_mut(&mut self) -> Option<&mut fairlead_stick::Trackers> {
         None
     }
@@ -187,9 +190,16 @@ fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
             from,
         } => {
             let v = key.eval(s).ok().flatten().map(Sample::into_owned);
+            // `http-response track-scN` counts the response's status.
+            let from = match from {
+                fairlead_stick::TrackFrom::HttpResponse(_) => {
+                    fairlead_stick::TrackFrom::HttpResponse(s.res().map_or(0, |r| r.status()))
+                }
+                f => *f,
+            };
             if let Some(v) = v {
                 if let (Some(k), Some(t)) = (crate::stick::key_input(&v), s.trackers_mut()) {
-                    t.track(*slot, table, &k, *from, false, crate::stick::now_ms());
+                    t.track(*slot, table, &k, from, false, crate::stick::now_ms());
                 }
             }
         }
@@ -198,18 +208,18 @@ fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
                 t.inc_gpc(*slot, *which, crate::stick::now_ms());
             }
         }
-        Action::ScSetGpt0 { slot, value } => {
-            let v = match value
-                .eval(s)
-                .ok()
-                .flatten()
-                .and_then(|v| v.cast(SmpType::Sint))
-            {
-                Some(Sample::Sint(v)) => Some(v),
-                _ => None,
+        Action::ScSetGpt { slot, which, value } => {
+            let v = match value {
+                crate::stick_actions::GptValue::Int(i) => Some(*i),
+                crate::stick_actions::GptValue::Expr(e) => {
+                    match e.eval(s).ok().flatten().and_then(|v| v.cast(SmpType::Sint)) {
+                        Some(Sample::Sint(v)) => Some(v),
+                        _ => None,
+                    }
+                }
             };
             if let (Some(v), Some(t)) = (v, s.trackers_mut()) {
-                t.set_gpt(*slot, fairlead_stick::Gpt::Gpt0, v, crate::stick::now_ms());
+                t.set_gpt(*slot, *which, v, crate::stick::now_ms());
             }
         }
         Action::SetSrc(e) => {

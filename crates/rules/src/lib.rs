@@ -42,7 +42,7 @@ pub mod redirect;
 pub mod reply;
 pub mod sample;
 pub mod stick;
-mod stick_actions;
+pub mod stick_actions;
 mod tlshello;
 pub mod txn;
 pub mod uniqueid;

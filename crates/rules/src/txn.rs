@@ -158,8 +158,15 @@ pub trait Txn {
     fn unique_id(&self) -> Option<&[u8]> {
         None
     }
-    /// The stream's stick counter slots (`track-scN`), if it has any.
+    /// The stream's stick counter slots (`tcp-request content`,
+    /// `http-request` and `http-response` `track-scN`), if it has any.
     fn trackers(&self) -> Option<&fairlead_stick::Trackers> {
+        None
+    }
+    /// The session's stick counter slots (`tcp-request connection` and
+    /// `tcp-request session` `track-scN`), if it has any: `sc_*` fetches
+    /// read slot N there when the stream does not track it.
+    fn sess_trackers(&self) -> Option<&fairlead_stick::Trackers> {
         None
     }
 }

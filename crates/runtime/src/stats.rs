@@ -235,6 +235,18 @@ pub fn snapshot(shared: &Shared, facts: &ProcessFacts, rates: &Rates) -> Snapsho
             ..Default::default()
         },
         proxies,
+        // HAProxy lists its tables in reverse declaration order.
+        tables: shared
+            .tables
+            .iter()
+            .rev()
+            .map(|t| fairlead_stats::TableStats {
+                name: t.name().to_string(),
+                key_type: t.spec().key_type.name().to_string(),
+                size: t.spec().size,
+                used: t.len(),
+            })
+            .collect(),
     }
 }
 

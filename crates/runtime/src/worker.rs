@@ -270,6 +270,7 @@ fn admit(
     }
     fe.front.denied_conn.fetch_add(1, Ordering::Relaxed);
     fairlead_net::set_abortive_close(stream);
+    sess.end_trackers(crate::stick_now());
     false
 }
 
@@ -298,8 +299,14 @@ fn open_session(
         if gate != Gate::Accept {
             fe.front.denied_sess.fetch_add(1, Ordering::Relaxed);
             conn.abort();
+            sess.end_trackers(crate::stick_now());
             return false;
         }
+    }
+    // The session counts on the slots its connection and session rules
+    // tracked (HAProxy's session_count_new).
+    if let Some(t) = &sess.trackers {
+        t.on_session_accepted(crate::stick_now());
     }
     if let Some(l) = fe.front.log.as_deref() {
         let client = sess.effective_src(peer);
@@ -452,7 +459,9 @@ fn spawn_session(
                 // `set-src` and the `sess` variables of the connection
                 // and session rules reach the HTTP transactions.
                 let peer = sess.effective_src(peer);
-                fairlead_l7::serve_http_with(conn, peer, ctx, sess.into_sess_vars()).await;
+                let trackers = sess.trackers.take();
+                let carry = fairlead_l7::SessCarry::new(sess.into_sess_vars(), trackers);
+                fairlead_l7::serve_http_with(conn, peer, ctx, carry).await;
             }))
         }
         Mode::Tcp => tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {

@@ -124,7 +124,7 @@ pub use http::{
 };
 pub use model::{
     CheckInfo, Counters, Latency, Mode, ProcessInfo, ProxyKind, ProxyStats, ServerState,
-    ServerStats, Snapshot,
+    ServerStats, Snapshot, TableStats,
 };
 pub use prometheus::{prometheus, CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE};
 pub use stat::{csv, info, json};

@@ -18,6 +18,25 @@ pub struct Snapshot {
     /// its [`ProxyKind::Backend`] carrying the servers. That gives
     /// HAProxy's line order: frontend, servers, backend.
     pub proxies: Vec<ProxyStats>,
+    /// Stick tables, in HAProxy's order (reverse declaration order, as
+    /// `show table` lists them), for `haproxy_sticktable_*`. Default is
+    /// none.
+    pub tables: Vec<TableStats>,
+}
+
+/// One stick table's size and use (`haproxy_sticktable_size`,
+/// `haproxy_sticktable_used`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableStats {
+    /// The table's name (its proxy's).
+    pub name: String,
+    /// The key type keyword (`ip`, `ipv6`, `integer`, `string`,
+    /// `binary`).
+    pub key_type: String,
+    /// `size`: most entries.
+    pub size: u32,
+    /// Entries in use.
+    pub used: u32,
 }
 
 /// Process-wide information, as in HAProxy's `show info`.

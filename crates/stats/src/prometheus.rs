@@ -643,4 +643,30 @@ pub fn prometheus(snap: &Snapshot, out: &mut Vec<u8>) {
             .collect();
         histograms(out, prefix, &counters);
     }
+    sticktables(snap, out);
+}
+
+/// `haproxy_sticktable_size` and `haproxy_sticktable_used`, labelled with
+/// the table's name and key type, as HAProxy 2.6's exporter writes them
+/// (tables of size 0 left out).
+fn sticktables(snap: &Snapshot, out: &mut Vec<u8>) {
+    type Get = fn(&crate::model::TableStats) -> u32;
+    let fams: [(&str, &str, Get); 2] = [
+        ("size", "Stick table size.", |t| t.size),
+        ("used", "Number of entries used in this stick table.", |t| {
+            t.used
+        }),
+    ];
+    let tables: Vec<_> = snap.tables.iter().filter(|t| t.size != 0).collect();
+    if tables.is_empty() {
+        return;
+    }
+    for (n, help, get) in fams {
+        let name = format!("haproxy_sticktable_{n}");
+        header(out, &name, help, Gauge.as_str());
+        for t in &tables {
+            let labels = [("name", t.name.as_str()), ("type", t.key_type.as_str())];
+            sample(out, &name, "", &labels, U(u64::from(get(t))));
+        }
+    }
 }

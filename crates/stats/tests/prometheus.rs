@@ -196,6 +196,10 @@ const HAPROXY_26_NAMES: &[&str] = &[
     "haproxy_server_used_connections_current",
     "haproxy_server_need_connections_current",
     "haproxy_server_uweight",
+    // The fixture's stick table (checked against HAProxy 2.6.12 with a
+    // `stick-table type ip size 1k` frontend).
+    "haproxy_sticktable_size",
+    "haproxy_sticktable_used",
 ];
 
 type Labels = Vec<(String, String)>;
@@ -407,8 +411,8 @@ fn names_and_types_follow_haproxy() {
     ] {
         assert!(fams.contains_key(must), "missing {must}");
     }
-    // Labels: proxy on frontends/backends, proxy+server on servers, plus
-    // state / code / le where applicable.
+    // Labels: proxy on frontends/backends, proxy+server on servers,
+    // name+type on stick tables, plus state / code / le where applicable.
     for (name, (_, samples)) in &fams {
         for (_, labels, _) in samples {
             let keys: Vec<&str> = labels.iter().map(|(k, _)| k.as_str()).collect();
@@ -417,6 +421,8 @@ fn names_and_types_follow_haproxy() {
                     &[]
                 } else if name.starts_with("haproxy_server_") {
                     &["proxy", "server"]
+                } else if name.starts_with("haproxy_sticktable_") {
+                    &["name", "type"]
                 } else {
                     &["proxy"]
                 };
@@ -707,4 +713,35 @@ fn empty_snapshot_has_only_process_metrics() {
     assert!(fams
         .keys()
         .all(|k| k.starts_with("haproxy_process_") || k.starts_with("fairlead_process_")));
+}
+
+/// Stick tables as HAProxy 2.6's exporter shows them (lines checked
+/// against HAProxy 2.6.12): one gauge family each for the size and the
+/// entries in use, labelled by name and type.
+#[test]
+fn sticktable_size_and_used() {
+    let mut s = common::fixture();
+    s.tables.push(TableStats {
+        name: "empty".into(),
+        key_type: "string".into(),
+        size: 0,
+        used: 0,
+    });
+    let mut out = Vec::new();
+    prometheus(&s, &mut out);
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(
+            "# HELP haproxy_sticktable_size Stick table size.\n# TYPE haproxy_sticktable_size gauge\nhaproxy_sticktable_size{name=\"www\",type=\"ip\"} 1024\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "# HELP haproxy_sticktable_used Number of entries used in this stick table.\n# TYPE haproxy_sticktable_used gauge\nhaproxy_sticktable_used{name=\"www\",type=\"ip\"} 3\n"
+        ),
+        "{text}"
+    );
+    // A table of size 0 is left out, as HAProxy does.
+    assert!(!text.contains("name=\"empty\""), "{text}");
 }

@@ -76,7 +76,7 @@ impl EntryRef {
         self.inc_pair(DataType::HttpFailCnt, DataType::HttpFailRate, now)
     }
 
-    fn add_bytes(&self, cnt: DataType, rate: DataType, n: u64, now: u64) {
+    fn add_bytes(&self, cnt: DataType, rate: DataType, n: u64, now: u64) -> bool {
         let changed = self.with_data(|d| {
             let a = d.add_ull(cnt, n).is_some();
             // The rate takes a 32-bit increment in HAProxy.
@@ -86,16 +86,19 @@ impl EntryRef {
         if changed {
             self.touch(now);
         }
+        changed
     }
 
-    /// `n` bytes received from the client (`stkctr_inc_bytes_in_ctr`).
-    pub fn add_bytes_in(&self, n: u64, now: u64) {
-        self.add_bytes(DataType::BytesInCnt, DataType::BytesInRate, n, now);
+    /// `n` bytes received from the client (`stkctr_inc_bytes_in_ctr`);
+    /// false when the table stores neither counter.
+    pub fn add_bytes_in(&self, n: u64, now: u64) -> bool {
+        self.add_bytes(DataType::BytesInCnt, DataType::BytesInRate, n, now)
     }
 
-    /// `n` bytes sent to the client (`stkctr_inc_bytes_out_ctr`).
-    pub fn add_bytes_out(&self, n: u64, now: u64) {
-        self.add_bytes(DataType::BytesOutCnt, DataType::BytesOutRate, n, now);
+    /// `n` bytes sent to the client (`stkctr_inc_bytes_out_ctr`); false
+    /// when the table stores neither counter.
+    pub fn add_bytes_out(&self, n: u64, now: u64) -> bool {
+        self.add_bytes(DataType::BytesOutCnt, DataType::BytesOutRate, n, now)
     }
 
     /// Increments a general purpose counter and its rate (the

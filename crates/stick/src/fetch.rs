@@ -27,7 +27,7 @@ use crate::data::{Gpc, Gpt};
 use crate::key::KeyInput;
 use crate::spec::DataType;
 use crate::table::{EntryRef, Table};
-use crate::track::Trackers;
+use crate::track::Levels;
 
 /// Where a fetch finds its entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,15 +319,17 @@ pub struct FetchArgs<'a> {
     pub default_table: Option<&'a Table>,
 }
 
-/// Evaluates a fetch. `src` is the client's source address (for `src_*`).
-/// `None` means the fetch fails.
-pub fn eval_fetch(
+/// Evaluates a fetch. `trackers` are the stream's slots, or a stream's
+/// and its session's ([`Levels`]); `src` is the client's source address
+/// (for `src_*`). `None` means the fetch fails.
+pub fn eval_fetch<'t>(
     f: &StickFetch,
     args: &FetchArgs<'_>,
-    trackers: &Trackers,
+    trackers: impl Into<Levels<'t>>,
     src: Option<KeyInput<'_>>,
     now: u64,
 ) -> Option<StickSample> {
+    let trackers: Levels<'t> = trackers.into();
     let table = args.table.or(args.default_table);
     match f.scope {
         Scope::Table => {

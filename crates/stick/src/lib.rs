@@ -31,4 +31,4 @@ pub use data::{Gpc, Gpt, Value};
 pub use key::{KeyInput, TableKey};
 pub use spec::{DataType, KeyType, SrvKey, Stored, TableSpec};
 pub use table::{EntryRef, InUse, Table};
-pub use track::{TrackFrom, Trackers};
+pub use track::{Levels, TrackFrom, Trackers};

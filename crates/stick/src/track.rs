@@ -227,14 +227,18 @@ impl Trackers {
     /// `n` bytes from the client.
     pub fn on_bytes_in(&self, n: u64, now: u64) {
         if n != 0 {
-            self.each(|e| e.add_bytes_in(n, now));
+            self.each(|e| {
+                e.add_bytes_in(n, now);
+            });
         }
     }
 
     /// `n` bytes to the client.
     pub fn on_bytes_out(&self, n: u64, now: u64) {
         if n != 0 {
-            self.each(|e| e.add_bytes_out(n, now));
+            self.each(|e| {
+                e.add_bytes_out(n, now);
+            });
         }
     }
 
@@ -274,5 +278,102 @@ impl Trackers {
     /// End of the connection: releases every slot.
     pub fn end_connection(&mut self, now: u64) {
         self.release_where(now, |_| true);
+    }
+}
+
+/// A stream's slots and its session's, looked up as HAProxy 2.6 does
+/// (`smp_fetch_sc_stkctr`, `stream_inc_http_req_ctr`...): slot N is the
+/// stream's when the stream tracks it, else the session's.
+///
+/// The session's slots are those of `tcp-request connection` and
+/// `tcp-request session` rules (kept for the connection); the stream's
+/// those of `tcp-request content`, `http-request` and `http-response`
+/// rules (released at the end of each stream: each HTTP request, or the
+/// TCP stream). Each level has its own "first `track-scN` wins": a slot
+/// the session tracks does not stop a stream from tracking the same slot
+/// number. A counter event goes to the stream's slot, or to the session's
+/// when the stream's slot is free or its table stores no such counter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Levels<'a> {
+    /// The stream's slots (`None`: no stream, or none tracked).
+    pub stream: Option<&'a Trackers>,
+    /// The session's slots.
+    pub session: Option<&'a Trackers>,
+}
+
+impl<'a> From<&'a Trackers> for Levels<'a> {
+    fn from(t: &'a Trackers) -> Levels<'a> {
+        Levels {
+            stream: Some(t),
+            session: None,
+        }
+    }
+}
+
+impl<'a> Levels<'a> {
+    /// The entry of slot `n`: the stream's, else the session's.
+    pub fn entry(&self, n: usize) -> Option<&'a EntryRef> {
+        self.stream
+            .and_then(|t| t.entry(n))
+            .or_else(|| self.session.and_then(|t| t.entry(n)))
+    }
+
+    fn slots(&self) -> usize {
+        let a = self.stream.map_or(0, Trackers::slots);
+        let b = self.session.map_or(0, Trackers::slots);
+        a.max(b)
+    }
+
+    /// For each slot, `f` on the stream's entry; when it reports nothing
+    /// done (untracked, or not stored), on the session's.
+    fn each(&self, f: impl Fn(&EntryRef) -> bool) {
+        for n in 0..self.slots() {
+            let done = self.stream.and_then(|t| t.entry(n)).is_some_and(&f);
+            if !done {
+                if let Some(e) = self.session.and_then(|t| t.entry(n)) {
+                    f(e);
+                }
+            }
+        }
+    }
+
+    /// One HTTP request (`stream_inc_http_req_ctr`).
+    pub fn on_http_request(&self, now: u64) {
+        self.each(|e| e.inc_http_req(now));
+    }
+
+    /// One HTTP error (`stream_inc_http_err_ctr`).
+    pub fn on_http_error(&self, now: u64) {
+        self.each(|e| e.inc_http_err(now));
+    }
+
+    /// One HTTP failure (`stream_inc_http_fail_ctr`).
+    pub fn on_http_fail(&self, now: u64) {
+        self.each(|e| e.inc_http_fail(now));
+    }
+
+    /// A response status: 4xx counts an error, 5xx other than 501 and 505
+    /// a failure.
+    pub fn on_response_status(&self, status: u16, now: u64) {
+        if status_is_http_err(status) {
+            self.on_http_error(now);
+        }
+        if status_is_http_fail(status) {
+            self.on_http_fail(now);
+        }
+    }
+
+    /// `n` bytes from the client (`stream_process_counters`).
+    pub fn on_bytes_in(&self, n: u64, now: u64) {
+        if n != 0 {
+            self.each(|e| e.add_bytes_in(n, now));
+        }
+    }
+
+    /// `n` bytes to the client.
+    pub fn on_bytes_out(&self, n: u64, now: u64) {
+        if n != 0 {
+            self.each(|e| e.add_bytes_out(n, now));
+        }
     }
 }

@@ -103,6 +103,9 @@ pub(crate) struct ConnCx {
     pub served: Cell<bool>,
     /// The connection is closing: the writer stops once all is written.
     closing: Cell<bool>,
+    /// The connection's stick counter slots (`tcp-request connection|session`
+    /// `track-scN`), shared by its streams.
+    pub sess_trk: RefCell<Option<Rc<fairlead_stick::Trackers>>>,
 }
 
 impl ConnCx {
@@ -135,7 +138,13 @@ fn codec_config(ctx: &HttpCtx) -> fairlead_h2::Config {
 
 /// Serves one HTTP/2 client connection until it closes. `cbuf` holds
 /// what was already read (the preface, when it was detected).
-pub async fn serve_h2(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>, cbuf: IoBuf) {
+pub async fn serve_h2(
+    client: Conn,
+    peer: SocketAddr,
+    ctx: Rc<HttpCtx>,
+    cbuf: IoBuf,
+    sess_trk: Option<Rc<fairlead_stick::Trackers>>,
+) {
     let _ = client.set_nodelay(true);
     let mut out = pool::take_out();
     let codec = Codec::server(codec_config(&ctx), &mut out);
@@ -154,6 +163,7 @@ pub async fn serve_h2(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>, cbuf: Io
         idle_since: Cell::new(Instant::now()),
         served: Cell::new(false),
         closing: Cell::new(false),
+        sess_trk: RefCell::new(sess_trk),
     });
     cx.wr.notify_one();
     let set: RefCell<FuturesUnordered<StreamFut>> = RefCell::new(FuturesUnordered::new());
@@ -174,6 +184,10 @@ pub async fn serve_h2(client: Conn, peer: SocketAddr, ctx: Rc<HttpCtx>, cbuf: Io
         let _ = tokio::time::timeout(LINGER, &mut w).await;
     }
     close(&cx).await;
+    // The connection's stick counters are released once its streams are
+    // gone (they hold the other references).
+    let trk = cx.sess_trk.take();
+    crate::session::end_sess_trackers(trk);
 }
 
 /// Closes with a linger.

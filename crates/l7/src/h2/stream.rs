@@ -38,6 +38,7 @@ pub(crate) async fn run(cx: Rc<ConnCx>, id: u32, mut head: Head, end: bool, sig:
     };
     rec.rl.first_byte = Some(now);
     rec.rl.head_done = Some(now);
+    rec.st.fx.sess_trackers = cx.sess_trk.borrow().clone();
     let completed = {
         let ex = exchange(&cx, id, &mut head, end, &sig, &mut rec.rl, &mut rec.st);
         tokio::select! {
@@ -67,6 +68,9 @@ struct Record {
 impl Record {
     fn emit(&mut self) {
         self.logged = true;
+        // The stream's stick counters: its status, then its slots are
+        // released (also for a stream dropped with its connection).
+        self.st.fx.end_trackers(self.rl.status);
         crate::local::keep_captures(&mut self.st.fx, &mut self.rl);
         record_latency(&self.cx, &self.rl);
         log(&self.cx, &self.rl);
@@ -144,6 +148,10 @@ async fn exchange(
         rl.line = Some(request_line(head));
     }
     let mut prefer = None;
+    if !ctx.front.routes.active() {
+        // No rules: the request counts on the connection's slots here.
+        st.fx.count_request();
+    }
     if ctx.front.routes.active() {
         let d = {
             let tls = cx.client.tls_info_ref();

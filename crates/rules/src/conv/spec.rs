@@ -99,11 +99,17 @@ const MAP_DOC: (&str, &str) = (
     "looks the input up in a map file: <match> is str, beg, sub, dir, dom, end, reg, regm, int or ip; <out> is str, int or ip",
 );
 
-pub(super) const fn converters_table() -> [(&'static str, &'static str); SPECS.len() + 1] {
-    let mut out = [MAP_DOC; SPECS.len() + 1];
+const STICK_DOC: (&str, &str) = (
+    "in_table, table_<data>",
+    "looks the input up in a stick table (`in_table(<table>)`: whether it is there; `table_<data>([<idx>,]<table>)`: the entry's value, 0 when absent): bytes_in_rate, bytes_out_rate, conn_cnt, conn_cur, conn_rate, gpt, gpt0, gpc, gpc0, gpc1, gpc_rate, gpc0_rate, gpc1_rate, http_err_cnt, http_err_rate, http_fail_cnt, http_fail_rate, http_req_cnt, http_req_rate, kbytes_in, kbytes_out, server_id, sess_cnt, sess_rate, trackers",
+);
+
+pub(super) const fn converters_table() -> [(&'static str, &'static str); SPECS.len() + 2] {
+    let mut out = [MAP_DOC; SPECS.len() + 2];
+    out[1] = STICK_DOC;
     let mut i = 0;
     while i < SPECS.len() {
-        out[i + 1] = (SPECS[i].name, SPECS[i].desc);
+        out[i + 2] = (SPECS[i].name, SPECS[i].desc);
         i += 1;
     }
     out

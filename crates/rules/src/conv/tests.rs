@@ -830,8 +830,9 @@ fn unknown_names_and_arity() {
 
 #[test]
 fn converter_table() {
-    assert_eq!(CONVERTERS.len(), SPECS.len() + 1);
+    assert_eq!(CONVERTERS.len(), SPECS.len() + 2);
     assert!(CONVERTERS[0].0.starts_with("map"));
+    assert!(CONVERTERS[1].0.starts_with("in_table"));
     for w in SPECS.windows(2) {
         assert!(w[0].name < w[1].name, "{} / {}", w[0].name, w[1].name);
     }
@@ -856,4 +857,56 @@ fn converter_table() {
         assert_eq!(c.name(), s.name);
         assert_eq!(c.in_type(), s.input);
     }
+}
+
+/// `in_table` and `table_*`: the table is mandatory and must exist, the
+/// array forms take an index first; absent keys read 0 / false.
+#[test]
+fn stick_table_converters() {
+    let mut env = Env::default();
+    let spec = fairlead_stick::TableSpec::parse(
+        "t",
+        &[
+            "type",
+            "string",
+            "size",
+            "10",
+            "store",
+            "gpc(2),http_req_cnt",
+        ],
+        false,
+    )
+    .unwrap()
+    .0;
+    let table = fairlead_stick::Table::new(spec);
+    env.tables.insert("t".into(), table.clone());
+    let p = |name: &str, args: &[&str]| Conv::parse(name, &strings(args), Str, &env);
+    assert!(p("in_table", &[])
+        .unwrap_err()
+        .contains("expects a table name"));
+    assert!(p("table_gpc0", &["nope"])
+        .unwrap_err()
+        .contains("unable to find table 'nope'"));
+    assert!(p("table_gpc", &["t"])
+        .unwrap_err()
+        .contains("invalid array index 't'"));
+    let e = table.get_or_create(b"abc", 0).unwrap();
+    e.inc_gpc(fairlead_stick::Gpc::Idx(1), 0);
+    let txn = TestTxn::default();
+    let run = |c: &Conv, k: &'static str| {
+        c.apply(Sample::Str(k.as_bytes().into()), &txn)
+            .map(|s| s.into_owned())
+    };
+    let in_t = p("in_table", &["t"]).unwrap();
+    assert_eq!(in_t.out_type(), Bool);
+    assert!(matches!(run(&in_t, "abc"), Some(Sample::Bool(true))));
+    assert!(matches!(run(&in_t, "zzz"), Some(Sample::Bool(false))));
+    let g = p("table_gpc", &["1", "t"]).unwrap();
+    assert!(matches!(run(&g, "abc"), Some(Sample::Sint(1))));
+    assert!(matches!(run(&g, "zzz"), Some(Sample::Sint(0))));
+    // Data the table does not store: the converter fails.
+    let c = p("table_conn_cur", &["t"]).unwrap();
+    assert!(run(&c, "abc").is_none());
+    let r = p("table_http_req_cnt", &["t"]).unwrap();
+    assert!(matches!(run(&r, "abc"), Some(Sample::Sint(0))));
 }

@@ -266,5 +266,11 @@ pub fn fixture() -> Snapshot {
             ..Default::default()
         },
         proxies: vec![www, app, tcpb, st_fe, st_be],
+        tables: vec![TableStats {
+            name: "www".into(),
+            key_type: "ip".into(),
+            size: 1024,
+            used: 3,
+        }],
     }
 }
