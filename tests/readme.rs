@@ -66,7 +66,7 @@ fn corpus_block() -> String {
         "Current result: **{accepted} of {} accepted**; every other file is rejected \
 with a `file:line` message for each unsupported line. ACLs, `http-request` \
 rules, content switching, HTTP/2, DNS discovery, stick tables and the PROXY \
-protocol are in; what is left is mostly compression, `tcp-request` tracking, \
+protocol are in; what is left is mostly compression, \
 the health checks of other protocols (`pgsql-check`, `external-check`) and \
 files the corpus does not ship (error pages, maps), which HAProxy needs too; \
 the TLS lines left are options rustls has no equivalent for, such as `curves` \
