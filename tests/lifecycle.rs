@@ -98,8 +98,10 @@ fn fd_exhaustion_pauses_then_recovers() {
     let (_t, a) = term(ip, "o");
     let bind = free_addr(ip);
     // maxconn above what 64 descriptors allow, so accept() hits EMFILE.
-    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"))
-        .replace("global\n", "global\n    maxconn 1000\n");
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}")).replace(
+        "global\n",
+        "global\n    maxconn 1000\n    no strict-limits\n",
+    );
     // 64 descriptors: a few dozen clients exhaust them.
     let p = Proxy::start_with(&cfg, &[bind], |c| {
         let exe = c.get_program().to_owned();

@@ -88,6 +88,7 @@ impl Proxy {
                     break;
                 }
                 if let Ok(Some(st)) = p.child.try_wait() {
+                    p.settle_stderr();
                     panic!("fairlead exited ({st}) before listening:\n{}", p.stderr());
                 }
                 assert!(
@@ -150,12 +151,7 @@ impl Proxy {
         let end = Instant::now() + DEADLINE;
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {
-                let drained = Instant::now() + Duration::from_secs(2);
-                while !self.stderr_eof.load(std::sync::atomic::Ordering::Acquire)
-                    && Instant::now() < drained
-                {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
+                self.settle_stderr();
                 return st;
             }
             assert!(
@@ -164,6 +160,18 @@ impl Proxy {
                 self.stderr()
             );
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Once the process exited: waits (2 s at most) until the stderr
+    /// reader met the end of the pipe, so that [`Proxy::stderr`] has all
+    /// of it (a process it started may still hold the pipe).
+    pub fn settle_stderr(&self) {
+        let drained = Instant::now() + Duration::from_secs(2);
+        while !self.stderr_eof.load(std::sync::atomic::Ordering::Acquire)
+            && Instant::now() < drained
+        {
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
