@@ -3554,7 +3554,7 @@ def report_keepalive_ab(path, res, md):
                "| | median | min – max | per round |", "|---|---|---|---|"] + rows + [""]
     md += saturation_note(s)
     # earlier series of the same two commits (only the newest is shown above)
-    older = []
+    older, others = [], []
     for f in sorted(os.listdir(RESULTS)):
         q = os.path.join(RESULTS, f)
         if not re.match(r"keepalive-ab-\d{8}-\d{6}\.json$", f) or os.path.abspath(q) == os.path.abspath(path):
@@ -3566,13 +3566,22 @@ def report_keepalive_ab(path, res, md):
             continue
         ob, oc = (o["machine"].get("build") or {}), ((o["params"].get("compare") or {}).get("build") or {})
         v = (o.get("ab") or {}).get("cpu_us_per_req")
-        if v and ob.get("commit") == a.get("commit") and oc.get("commit") == b.get("commit"):
-            older.append("[`%s`](bench/results/%s) (%d rounds × %g s): CPU µs/req ×%.3f (×%.3f – ×%.3f), user "
-                         "×%s, sys ×%s" % (f, f, o["params"]["rounds"], o["params"]["duration_s"], v["median"],
-                                          v["min"], v["max"], "%.3f" % o["ab"]["cpu_user_us_per_req"]["median"],
-                                          "%.3f" % o["ab"]["cpu_sys_us_per_req"]["median"]))
+        if not v:
+            continue
+        line = ("[`%s`](bench/results/%s) (%d rounds × %g s): CPU µs/req ×%.3f (×%.3f – ×%.3f), user "
+                "×%s, sys ×%s" % (f, f, o["params"]["rounds"], o["params"]["duration_s"], v["median"],
+                                 v["min"], v["max"], "%.3f" % o["ab"]["cpu_user_us_per_req"]["median"],
+                                 "%.3f" % o["ab"]["cpu_sys_us_per_req"]["median"]))
+        if ob.get("commit") == a.get("commit") and oc.get("commit") == b.get("commit"):
+            older.append(line)
+        elif ob.get("commit") and oc.get("commit"):
+            # other pairs of builds stay visible: each A/B answers its own question
+            others.append("`%s` vs `%s`: %s" % (ob["commit"][:10], oc["commit"][:10], line))
     if older:
         md += ["Earlier series of the same two commits (paired medians, min – max): " + "; ".join(older) + ".", ""]
+    if others:
+        md += ["Earlier series of other pairs of builds (*Fairlead* vs *Fairlead (before)*, paired medians, "
+               "min – max):", ""] + ["- " + o for o in others] + [""]
     if client_cmd_of(case):
         md += ["Client: `%s`" % client_cmd_of(case), ""]
     md += header_block(res, path)
