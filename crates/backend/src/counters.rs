@@ -11,8 +11,10 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Worker slots. Threads beyond this share the last slot (still correct:
-/// shared slots use atomic adds). Default is 64.
+/// Worker slots. Workers 0 to `MAX_THREADS - 2` each own a slot; the last
+/// slot is shared, with atomic adds, by the workers beyond them and by
+/// every other thread, so counts stay exact for any thread count.
+/// Default is 64.
 pub const MAX_THREADS: usize = 64;
 
 thread_local! {
@@ -20,8 +22,10 @@ thread_local! {
 }
 
 /// Declares the calling thread as worker `i` (0-based) for counting.
+/// Workers from `MAX_THREADS - 1` on share the last slot, where adds are
+/// atomic: a single-writer slot is never written by two threads.
 pub fn set_thread_slot(i: usize) {
-    SLOT.with(|s| s.set(i.min(MAX_THREADS - 2)));
+    SLOT.with(|s| s.set(i.min(MAX_THREADS - 1)));
 }
 
 /// The counters HAProxy reports, by name.
@@ -176,6 +180,33 @@ mod tests {
         assert_eq!(c.get(C::Hrsp2xx), 4000);
         assert_eq!(c.get(C::Bin), 40);
         assert_eq!(c.get(C::Hrsp5xx), 0);
+    }
+
+    #[test]
+    fn more_workers_than_slots_count_exactly() {
+        // The workers past the owned slots count a lot, at the same time:
+        // with a single-writer store in a shared slot, updates get lost.
+        let c = Arc::new(Counters::new());
+        let workers = MAX_THREADS + 10;
+        let many = |i: usize| if i >= MAX_THREADS - 2 { 500_000 } else { 1_000 };
+        let barrier = Arc::new(std::sync::Barrier::new(workers));
+        let hs: Vec<_> = (0..workers)
+            .map(|i| {
+                let (c, barrier) = (c.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    set_thread_slot(i);
+                    barrier.wait();
+                    for _ in 0..many(i) {
+                        c.inc(C::ReqTot);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let want: u64 = (0..workers).map(|i| many(i) as u64).sum();
+        assert_eq!(c.get(C::ReqTot), want);
     }
 }
 
