@@ -135,13 +135,9 @@ pub fn print_diagnostics(diags: &[Diagnostic], quiet: bool) {
     }
 }
 
-/// Loads and parses the configuration, printing diagnostics.
-pub fn load(files: &[String], quiet: bool) -> Result<fairlead_config::Config, ()> {
-    load_sources(files, quiet).map(|(c, _)| c)
-}
-
-/// Like [`load`], also returning the sources as read. A worker started by
-/// a master reads the sources its master checked, not the files.
+/// Loads and parses the configuration, printing diagnostics; returns it
+/// with the sources as read. A worker started by a master reads the
+/// sources its master checked, not the files.
 pub fn load_sources(
     files: &[String],
     quiet: bool,
@@ -176,9 +172,15 @@ pub fn execute(o: Options) -> ExitCode {
     if o.master_worker && !o.check {
         return run_master(o);
     }
-    let Ok(cfg) = load(&o.files, o.quiet) else {
+    let Ok((cfg, sources)) = load_sources(&o.files, o.quiet) else {
         return ExitCode::from(1);
     };
+    // `master-worker` in `global` is `-W` (a worker started by a master
+    // reads the same configuration and stays a worker).
+    let is_worker = std::env::var_os(fairlead_runtime::inherit::WORKER_ENV).is_some();
+    if cfg.global.master_worker && !o.check && !is_worker {
+        return run_master_with(o, cfg, sources);
+    }
     if o.check {
         let (warnings, errors) = fairlead_runtime::check_files(&cfg);
         if !o.quiet {
@@ -221,6 +223,11 @@ fn run_master(o: Options) -> ExitCode {
     let Ok((cfg, sources)) = load_sources(&o.files, o.quiet) else {
         return ExitCode::from(1);
     };
+    run_master_with(o, cfg, sources)
+}
+
+/// Runs as the master of the configuration already loaded.
+fn run_master_with(o: Options, cfg: fairlead_config::Config, sources: Vec<Source>) -> ExitCode {
     let mut worker_args = Vec::new();
     for f in &o.files {
         worker_args.push("-f".to_string());

@@ -206,6 +206,28 @@ fn master_stops_its_workers() {
     });
 }
 
+/// `master-worker` in `global` is `-W`: a master and one worker, and a
+/// reload (SIGUSR2) starts a new worker, without `-W` on the command line.
+#[test]
+fn master_worker_keyword_is_dash_w() {
+    let ip = test_ip();
+    let (_t, a) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a}"))
+        .replace("global\n", "global\n    master-worker\n");
+    let mut p = Proxy::start(&cfg, &[bind]);
+    wait_until("worker started", || children(p.pid()).len() == 1);
+    let first = children(p.pid())[0];
+    assert_eq!(get(bind, "/").status, 200);
+    p.signal("USR2");
+    wait_until("new worker", || {
+        children(p.pid()).iter().any(|&w| w != first)
+    });
+    assert_eq!(get(bind, "/").status, 200);
+    p.signal("TERM");
+    p.wait_exit();
+}
+
 #[test]
 fn master_cli_shows_processes_and_reloads() {
     let ip = test_ip();

@@ -117,7 +117,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("stats timeout", G, I),
     kw!("stats maxconn", G, I),
     kw!("stats bind-process", G, W, "Fairlead runs a single process; 'stats bind-process' is ignored"),
-    kw!("master-worker", G, W, "master-worker mode is not implemented yet; Fairlead runs as a single process"),
+    kw!("master-worker", G, I, "the same as -W"),
     kw!("log-send-hostname", G, I),
     kw!("log-tag", G | P, I),
     kw!("description", G | FLB, I, "accepted; only informative"),

@@ -184,6 +184,9 @@ pub struct Global {
     pub cpu_map: Vec<CpuMap>,
     /// `daemon`. Default is false.
     pub daemon: bool,
+    /// `master-worker`: run as a master and its worker, as `-W` does.
+    /// Default is false.
+    pub master_worker: bool,
     /// `pidfile`. Default is none.
     pub pidfile: Option<String>,
     /// `user` / `uid`. Default is none (stay as the starting user).
@@ -255,6 +258,7 @@ impl Default for Global {
             nbthread: None,
             cpu_map: Vec::new(),
             daemon: false,
+            master_worker: false,
             pidfile: None,
             user: None,
             uid: None,

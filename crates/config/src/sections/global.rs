@@ -159,6 +159,13 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             }
             g.daemon = true;
         }
+        "master-worker" => match words.get(1).map(String::as_str) {
+            None => g.master_worker = true,
+            Some("no-exit-on-failure") => {
+                return Err("'no-exit-on-failure' is not implemented yet in Fairlead (a worker that fails stops the master)".into())
+            }
+            Some(w) => return Err(format!("unknown option '{w}' (only 'no-exit-on-failure')")),
+        },
         "pidfile" => g.pidfile = Some(one_arg(words)?.to_string()),
         "user" => g.user = Some(one_arg(words)?.to_string()),
         "group" => g.group = Some(one_arg(words)?.to_string()),
