@@ -9,7 +9,7 @@ mod dnsmasq;
 
 use common::*;
 use dnsmasq::{require_dnsmasq, Dnsmasq};
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,15 +53,6 @@ fn sock_path(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("fairlead-dns-it-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join("admin.sock")
-}
-
-fn ask(sock: &std::path::Path, cmd: &str) -> String {
-    let mut s = UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 /// Who served one request (`x-served-by`), or the status when it failed.

@@ -586,7 +586,7 @@ fn idle_h2_connections_hold_no_buffers() {
         }
         let end = std::time::Instant::now() + DEADLINE;
         loop {
-            let pools = tls::ask(&sock, "show pools");
+            let pools = ask(&sock, "show pools");
             if tls::pool_used(&pools, "buffer").is_some_and(|u| u <= 2) {
                 break;
             }

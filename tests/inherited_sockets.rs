@@ -161,14 +161,6 @@ backend bk\n    server s1 {f}\n",
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-fn children(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 /// `bind fd@3`: a socket bound by the parent, not yet listening, serves
 /// HTTP; `src` and the log see the real TCP client.
 #[test]

@@ -175,7 +175,7 @@ fn maxconn_derived_from_the_limit() {
     wait_until("stats socket", || {
         std::os::unix::net::UnixStream::connect(&sock).is_ok()
     });
-    let info = common::tls::ask(&sock, "show info");
+    let info = ask(&sock, "show info");
     let _ = std::fs::remove_file(&sock);
     assert!(info.contains("\nMaxconn: 499\n"), "{info}");
 }

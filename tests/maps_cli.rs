@@ -261,14 +261,6 @@ curr_ver=0 next_ver=0 entry_cnt=1\n\n"
     assert_eq!(ask(&sock, "show acl #0"), "\n");
 }
 
-fn children(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 /// The pid `show info` reports, if the socket answers.
 fn cli_pid(sock: &Path) -> Option<i32> {
     let info = try_ask(sock, "show info\n")?;

@@ -84,14 +84,6 @@ fn keep_alive(bind: SocketAddr, stop: Arc<AtomicBool>, t: Arc<Tally>) {
     }
 }
 
-fn children(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 #[test]
 fn twenty_reloads_under_load_lose_nothing() {
     let ip = test_ip();

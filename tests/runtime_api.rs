@@ -6,15 +6,6 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 
-fn ask(sock: &std::path::Path, cmd: &str) -> String {
-    let mut s = UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
 fn served(bind: std::net::SocketAddr, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| get(bind, "/").header("x-served-by").unwrap().to_string())

@@ -3,17 +3,7 @@
 
 mod common;
 use common::*;
-use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-
-fn ask(sock: &std::path::Path, cmd: &str) -> String {
-    let mut s = UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
 
 #[test]
 fn table_commands_on_the_stats_socket() {

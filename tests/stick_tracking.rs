@@ -11,15 +11,6 @@ use std::io::{BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 
-fn ask(sock: &std::path::Path, cmd: &str) -> String {
-    let mut s = UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(DEADLINE)).unwrap();
-    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
 fn sock_path(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("fairlead-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

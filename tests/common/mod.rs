@@ -338,6 +338,25 @@ pub fn read_all(s: &mut TcpStream) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// One runtime API command on a unix socket; returns the whole answer.
+pub fn ask(sock: &std::path::Path, cmd: &str) -> String {
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The child processes of `pid` (a master's workers).
+pub fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 /// Standard HTTP frontend+backend configuration around `servers` lines.
 pub fn http_cfg(bind: SocketAddr, extra_defaults: &str, servers: &str) -> String {
     format!(

@@ -4,7 +4,6 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -351,17 +350,6 @@ pub fn resolve(name: &str, addr: SocketAddr) -> String {
 /// `https://name:port/path`.
 pub fn https_url(name: &str, addr: SocketAddr, path: &str) -> String {
     format!("https://{name}:{}{path}", addr.port())
-}
-
-/// One runtime API command on a unix socket.
-pub fn ask(sock: &Path, cmd: &str) -> String {
-    use std::io::Read;
-    let mut s = UnixStream::connect(sock).unwrap();
-    s.set_read_timeout(Some(super::DEADLINE)).unwrap();
-    s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
 }
 
 /// A field of `show stat` for `pxname,svname` (`None` if absent).

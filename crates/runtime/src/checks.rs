@@ -36,16 +36,7 @@ impl BackendLogs {
         }
         let sinks = logging
             .iter()
-            .map(|b| fairlead_log::Sink {
-                targets: b
-                    .options
-                    .log
-                    .targets
-                    .iter()
-                    .map(|t| t.spec.clone())
-                    .collect(),
-                tag: b.options.log.tag.clone(),
-            })
+            .map(|b| crate::log_sink(&b.options.log))
             .collect();
         let logger = fairlead_log::Logger::start(crate::logger_options(cfg), sinks)?;
         Ok(BackendLogs {

@@ -413,6 +413,14 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
     })
 }
 
+/// The log sink of a proxy's `log` lines and `log-tag`.
+pub(crate) fn log_sink(log: &fairlead_config::ProxyLog) -> fairlead_log::Sink {
+    fairlead_log::Sink {
+        targets: log.targets.iter().map(|t| t.spec.clone()).collect(),
+        tag: log.tag.clone(),
+    }
+}
+
 /// The global logging settings (`log-tag`, `log-send-hostname`).
 pub(crate) fn logger_options(cfg: &Config) -> fairlead_log::LoggerOptions {
     let send_hostname = cfg.global.log_send_hostname.as_ref().map(|h| {
@@ -473,19 +481,7 @@ fn start_logging(cfg: &Config) -> Result<Vec<(String, Arc<fairlead_l7::logging::
     if logging.is_empty() {
         return Ok(Vec::new());
     }
-    let sinks = logging
-        .iter()
-        .map(|f| fairlead_log::Sink {
-            targets: f
-                .options
-                .log
-                .targets
-                .iter()
-                .map(|t| t.spec.clone())
-                .collect(),
-            tag: f.options.log.tag.clone(),
-        })
-        .collect();
+    let sinks = logging.iter().map(|f| log_sink(&f.options.log)).collect();
     let logger = fairlead_log::Logger::start(logger_options(cfg), sinks)?;
     let hostname = fairlead_log::system_hostname();
     Ok(logging
