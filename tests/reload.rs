@@ -302,3 +302,31 @@ fn sf_takes_over_the_listening_sockets_under_load() {
         "refused connections"
     );
 }
+
+/// A worker whose parent is not the master that started it (the master
+/// died before the worker asked to die with it) stops at once instead of
+/// running orphaned.
+#[test]
+fn worker_without_its_master_stops() {
+    let ip = test_ip();
+    let bind = free_addr(ip);
+    let cfg = http_cfg(bind, "", "    server s1 127.0.0.1:9");
+    let path = write_cfg(&cfg);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fairlead"))
+        .arg("-f")
+        .arg(&path)
+        // Started "by" process 1, whose child this is not.
+        .env("FAIRLEAD_WORKER", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut p = Proxy::from_child(child, path);
+    let st = p.wait_exit();
+    assert_eq!(st.code(), Some(1));
+    assert!(
+        p.stderr().contains("exited before the worker started"),
+        "{}",
+        p.stderr()
+    );
+}

@@ -17,7 +17,8 @@ pub const LISTEN_FDS_ENV: &str = "FAIRLEAD_LISTEN_FDS";
 /// Environment variable carrying the descriptor on which a worker reports
 /// that it is ready (one byte), then closes it.
 pub const READY_FD_ENV: &str = "FAIRLEAD_READY_FD";
-/// Set in the environment of workers started by a master.
+/// Set in the environment of workers started by a master: the master's
+/// process id.
 pub const WORKER_ENV: &str = "FAIRLEAD_WORKER";
 
 /// Environment variable carrying the inherited listening sockets that are

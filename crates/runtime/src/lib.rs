@@ -744,7 +744,13 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     }
     let is_worker = std::env::var_os(inherit::WORKER_ENV).is_some();
     if is_worker {
-        os::die_with_parent();
+        let master = std::env::var(inherit::WORKER_ENV).ok();
+        if !os::die_with_parent(master.as_deref().and_then(|m| m.parse().ok())) {
+            return Err(std::io::Error::other(format!(
+                "this worker's master (pid {}) exited before the worker started; stopping",
+                master.as_deref().unwrap_or("?")
+            )));
+        }
     }
     let listeners = bind_all(
         &shared,

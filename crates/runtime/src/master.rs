@@ -405,7 +405,8 @@ fn spawn_worker(
     };
     let spawned = command
         .args(&opts.worker_args)
-        .env(WORKER_ENV, "1")
+        // The worker checks that this is still its parent.
+        .env(WORKER_ENV, std::process::id().to_string())
         .env(LISTEN_FDS_ENV, map.encode())
         .env(LISTEN_SOCKETS_ENV, map.encode_sockets())
         .env(READY_FD_ENV, theirs.as_raw_fd().to_string())

@@ -240,12 +240,17 @@ pub fn unix_stream_from_fd(fd: std::os::fd::RawFd) -> Result<std::os::unix::net:
 }
 
 /// Asks the kernel to send SIGTERM to this process when its parent (the
-/// master) dies, so that no worker outlives a killed master.
-pub fn die_with_parent() {
+/// master) dies, so that no worker outlives a killed master. Returns false
+/// when the parent is no longer `master` (it died before the request was
+/// made, so the signal will never come): the worker must stop.
+pub fn die_with_parent(master: Option<i32>) -> bool {
     // SAFETY: prctl with integer arguments only.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
     }
+    // SAFETY: getppid has no arguments and cannot fail.
+    let parent = unsafe { libc::getppid() };
+    master.is_none_or(|m| m == parent)
 }
 
 /// Parses a `/proc/net/tcp{,6}` local address (`0100007F:1F90`).
