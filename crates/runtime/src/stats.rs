@@ -314,7 +314,10 @@ pub fn start_rate_ticker(hub: Arc<Hub>) {
                 }
                 v
             };
-            let mut prev = all();
+            // Counters start at zero with the process, and traffic may be
+            // counted before this thread first runs: the first second's
+            // rate counts from zero, not from a late first sample.
+            let mut prev = vec![(0, 0); all().len()];
             loop {
                 std::thread::sleep(std::time::Duration::from_secs(1));
                 let now = all();
