@@ -414,3 +414,85 @@ pub fn start_fails(cfg: &str, extra_args: &[&str]) -> (Option<i32>, String) {
         ),
     )
 }
+
+/// `global` (two threads, plus `global_extra`), `defaults` in mode http,
+/// then `body`.
+pub fn cfg(global_extra: &str, body: &str) -> String {
+    format!(
+        "global\n    nbthread 2\n{global_extra}\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+{body}"
+    )
+}
+
+pub fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Splits curl's stdout at the `-w` marker `##`: (body, write-out).
+pub fn split_w(out: &str) -> (&str, &str) {
+    out.rsplit_once("##").expect("curl write-out marker")
+}
+
+/// Waits for the admin socket.
+pub fn wait_sock(sock: &Path) {
+    super::wait_until("stats socket", || {
+        std::os::unix::net::UnixStream::connect(sock).is_ok()
+    });
+}
+
+/// A UDP syslog sink for one test.
+pub struct Syslog {
+    sock: std::net::UdpSocket,
+    pub addr: SocketAddr,
+    lines: Vec<String>,
+}
+
+impl Syslog {
+    pub fn new(ip: std::net::IpAddr) -> Syslog {
+        let sock = std::net::UdpSocket::bind((ip, 0)).unwrap();
+        sock.set_read_timeout(Some(std::time::Duration::from_millis(100)))
+            .unwrap();
+        let addr = sock.local_addr().unwrap();
+        Syslog {
+            sock,
+            addr,
+            lines: Vec::new(),
+        }
+    }
+
+    /// Waits for a received line containing every one of `needles`.
+    pub fn wait_for(&mut self, needles: &[&str]) -> String {
+        let end = std::time::Instant::now() + super::DEADLINE;
+        loop {
+            if let Some(l) = self
+                .lines
+                .iter()
+                .find(|l| needles.iter().all(|n| l.contains(n)))
+            {
+                return l.clone();
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "no log line with {needles:?}; got:\n{}",
+                self.lines.join("\n")
+            );
+            let mut buf = [0u8; 8192];
+            if let Ok(n) = self.sock.recv(&mut buf) {
+                self.lines
+                    .push(String::from_utf8_lossy(&buf[..n]).trim_end().to_string());
+            }
+        }
+    }
+}
+
+/// `show info`'s value for `key`.
+pub fn info(sock: &Path, key: &str) -> u64 {
+    let out = super::ask(sock, "show info");
+    out.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+        .unwrap_or_else(|| panic!("no {key} in show info:\n{out}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
