@@ -413,6 +413,11 @@ fn error_messages() {
         ("global\n cpu-map 2/1 0\n", "only process 1 exists"),
         ("global\n tune.bufsize 10\n", "must be between 1024"),
         ("global\n tune.maxaccept 0\n", "must be -1 (unlimited) or a positive integer"),
+        ("global\n tune.h2.header-table-size 70000\n", "must be between 0 and 65536 (got 70000)"),
+        ("global\n tune.h2.max-frame-size 1000\n", "must be between 16384 and 16777215"),
+        ("global\n tune.h2.initial-window-size -1\n", "expects an unsigned integer"),
+        ("global\n tune.h2.fe.max-total-streams\n", "'tune.h2.fe.max-total-streams': expects one argument"),
+        ("global\n tune.h2.bogus 1\n", "unknown keyword 'tune.h2.bogus'"),
         ("global\n log\n", "'log': expects <address>"),
         ("backend b\n mode\n", "'mode': expects exactly one argument (got 0)"),
         ("backend b\n option redispatch x\n", "'option redispatch': expects an integer interval (got 'x')"),
@@ -737,4 +742,48 @@ fn accept_proxy_and_send_proxy_are_parsed() {
     assert!(!f.binds[1].accept_proxy);
     let s: Vec<u8> = c.backends[0].servers.iter().map(|s| s.send_proxy).collect();
     assert_eq!(s, [1, 2, 0]);
+}
+
+/// `tune.h2.*`: the side-specific keyword wins over the common one
+/// whatever their order; unset values give HAProxy's defaults.
+#[test]
+fn tune_h2_settings() {
+    let d = crate::model::H2Tune::default();
+    assert_eq!(
+        (
+            d.header_table_size(),
+            d.initial_window_size(true),
+            d.max_concurrent_streams(false)
+        ),
+        (4096, 65_535, 100)
+    );
+    assert_eq!(
+        (
+            d.max_frame_size(),
+            d.fe_max_total_streams(),
+            d.glitches_threshold(true)
+        ),
+        (16_384, 0, 200)
+    );
+    let p = ok("\
+global
+    tune.h2.fe.initial-window-size 1000000
+    tune.h2.initial-window-size 200000
+    tune.h2.max-concurrent-streams 50
+    tune.h2.be.max-concurrent-streams 8
+    tune.h2.header-table-size 8192
+    tune.h2.max-frame-size 32768
+    tune.h2.fe.max-total-streams 1000
+    tune.h2.fe.glitches-threshold 0
+");
+    let h = p.config.global.h2;
+    assert_eq!(h.initial_window_size(true), 1_000_000);
+    assert_eq!(h.initial_window_size(false), 200_000);
+    assert_eq!(h.max_concurrent_streams(true), 50);
+    assert_eq!(h.max_concurrent_streams(false), 8);
+    assert_eq!(h.header_table_size(), 8192);
+    assert_eq!(h.max_frame_size(), 32_768);
+    assert_eq!(h.fe_max_total_streams(), 1000);
+    assert_eq!(h.glitches_threshold(true), 0);
+    assert_eq!(h.glitches_threshold(false), 200);
 }

@@ -51,6 +51,8 @@ pub struct Frontend {
     /// Listening addresses of `bind ... proto h2` lines: connections
     /// accepted there speak HTTP/2 only. Default is none.
     pub h2_only: Vec<std::net::SocketAddr>,
+    /// `tune.h2.*` (global). Default is HAProxy's settings.
+    pub h2: fairlead_config::H2Tune,
 }
 
 /// The last invalid request a frontend received, for `show errors`.

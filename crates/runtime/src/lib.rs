@@ -380,6 +380,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                 .filter(|b| b.proto_h2)
                 .flat_map(|b| b.addrs.iter().copied())
                 .collect(),
+            h2: cfg.global.h2,
         });
         frontends.push(Arc::new(FrontendRt {
             front,

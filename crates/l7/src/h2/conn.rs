@@ -125,10 +125,22 @@ impl ConnCx {
 
 type StreamFut = Pin<Box<dyn Future<Output = ()>>>;
 
-/// The codec settings of a client connection.
-fn codec_config(ctx: &HttpCtx) -> fairlead_h2::Config {
+/// The codec settings of a client connection (`fe`) or of a
+/// connection to a server, from `tune.h2.*` and `tune.bufsize`.
+pub(crate) fn codec_config(ctx: &HttpCtx, fe: bool) -> fairlead_h2::Config {
     let max_head = ctx.front.max_head;
-    let mut cfg = fairlead_h2::Config::default();
+    let t = &ctx.front.h2;
+    let mut cfg = fairlead_h2::Config {
+        max_concurrent_streams: match t.max_concurrent_streams(fe) {
+            0 => u32::MAX,
+            n => n,
+        },
+        initial_window_size: t.initial_window_size(fe),
+        max_frame_size: t.max_frame_size(),
+        header_table_size: t.header_table_size(),
+        reset_budget: t.glitches_threshold(fe),
+        ..fairlead_h2::Config::default()
+    };
     // A whole header block must fit in one receive buffer.
     let block = u32::try_from(max_head).unwrap_or(u32::MAX);
     cfg.max_header_block = cfg.max_header_block.min(block);
@@ -147,7 +159,7 @@ pub async fn serve_h2(
 ) {
     let _ = client.set_nodelay(true);
     let mut out = pool::take_out();
-    let codec = Codec::server(codec_config(&ctx), &mut out);
+    let codec = Codec::server(codec_config(&ctx, true), &mut out);
     let cx = Rc::new(ConnCx {
         client,
         peer,
@@ -331,23 +343,30 @@ fn idle_deadline(cx: &ConnCx) -> Option<Instant> {
 enum Pass {
     /// All buffered input was processed.
     Done,
-    /// It stopped at [`NEW_STREAMS_PER_PASS`] new streams: let them run
+    /// It stopped at [`new_streams_per_pass`] new streams: let them run
     /// before going on (rapid-reset and stream-flood defence).
     Capped,
     /// A connection error (its GOAWAY is queued).
     Failed,
 }
 
-/// New streams one read pass may open, about twice the concurrency limit
-/// (the streams that end at once free their places).
-const NEW_STREAMS_PER_PASS: usize = 200;
+/// New streams one read pass may open: twice the concurrency limit (the
+/// streams that end at once free their places), 200 by default, at most
+/// 2000 (when the limit is off).
+fn new_streams_per_pass(t: &fairlead_config::H2Tune) -> usize {
+    match t.max_concurrent_streams(true) {
+        0 => 2000,
+        n => (n as usize).saturating_mul(2).clamp(2, 2000),
+    }
+}
 
 /// Feeds the buffered input to the codec and acts on its events.
 fn dispatch(cx: &Rc<ConnCx>, cbuf: &mut IoBuf, set: &RefCell<FuturesUnordered<StreamFut>>) -> Pass {
     let mut opened = 0;
     let mut pass = Pass::Done;
+    let cap = new_streams_per_pass(&cx.ctx.front.h2);
     loop {
-        if opened >= NEW_STREAMS_PER_PASS {
+        if opened >= cap {
             pass = Pass::Capped;
             break;
         }
@@ -401,6 +420,12 @@ fn on_event(cx: &Rc<ConnCx>, sh: &mut Shared, e: Event<'_>) -> Option<StreamFut>
                 sig: sig.clone(),
             });
             cx.served.set(true);
+            let total = u64::from(cx.ctx.front.h2.fe_max_total_streams());
+            if total > 0 && sh.codec.opened_streams() >= total {
+                // `tune.h2.fe.max-total-streams`: this is the last one.
+                sh.codec
+                    .goaway(fairlead_h2::ErrorCode::NO_ERROR, &mut sh.out);
+            }
             let fut = super::stream::run(cx.clone(), stream, head, end_stream, sig);
             return Some(Box::pin(fut));
         }

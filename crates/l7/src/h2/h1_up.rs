@@ -87,7 +87,7 @@ impl Session {
             h.append_field(b"te", b"trailers");
         }
         let mut out = pool::take_out();
-        let codec = Codec::client(fairlead_h2::Config::default(), &mut out);
+        let codec = Codec::client(super::conn::codec_config(&ctx, false), &mut out);
         let mut st = St {
             codec,
             sid: 0,

@@ -69,7 +69,7 @@ pub(crate) async fn run(
     st: &mut TxnState,
 ) -> Ended {
     let mut out = pool::take_out();
-    let mut codec = Codec::client(fairlead_h2::Config::default(), &mut out);
+    let mut codec = Codec::client(super::conn::codec_config(&cx.ctx, false), &mut out);
     let sid = match codec.send_request(head, &[], end, &mut out) {
         Ok(s) => s,
         Err(_) => {
