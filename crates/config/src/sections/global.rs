@@ -373,6 +373,35 @@ fn parse_cpu_map(args: &[String]) -> Result<CpuMap, String> {
     })
 }
 
+/// One `tune.h2.*` line, with HAProxy's ranges.
+fn tune_h2(h: &mut crate::model::H2Tune, kw: &str, words: &[String]) -> Result<(), String> {
+    let n: u32 = parse_uint(one_arg(words)?, kw)?;
+    let range = |lo: u32, hi: u32| {
+        if (lo..=hi).contains(&n) {
+            Ok(Some(n))
+        } else {
+            Err(format!("must be between {lo} and {hi} (got {n})"))
+        }
+    };
+    const WIN: u32 = (1 << 31) - 1;
+    let slot = match kw {
+        "tune.h2.header-table-size" => (&mut h.header_table_size, range(0, 65_536)?),
+        "tune.h2.initial-window-size" => (&mut h.initial_window_size, range(0, WIN)?),
+        "tune.h2.fe.initial-window-size" => (&mut h.fe_initial_window_size, range(0, WIN)?),
+        "tune.h2.be.initial-window-size" => (&mut h.be_initial_window_size, range(0, WIN)?),
+        "tune.h2.max-concurrent-streams" => (&mut h.max_concurrent_streams, Some(n)),
+        "tune.h2.fe.max-concurrent-streams" => (&mut h.fe_max_concurrent_streams, Some(n)),
+        "tune.h2.be.max-concurrent-streams" => (&mut h.be_max_concurrent_streams, Some(n)),
+        "tune.h2.max-frame-size" => (&mut h.max_frame_size, range(16_384, (1 << 24) - 1)?),
+        "tune.h2.fe.max-total-streams" => (&mut h.fe_max_total_streams, Some(n)),
+        "tune.h2.fe.glitches-threshold" => (&mut h.fe_glitches_threshold, Some(n)),
+        "tune.h2.be.glitches-threshold" => (&mut h.be_glitches_threshold, Some(n)),
+        _ => return Err("is not a known 'tune.h2' keyword".into()),
+    };
+    *slot.0 = slot.1;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,31 +439,3 @@ mod tests {
     }
 }
 
-/// One `tune.h2.*` line, with HAProxy's ranges.
-fn tune_h2(h: &mut crate::model::H2Tune, kw: &str, words: &[String]) -> Result<(), String> {
-    let n: u32 = parse_uint(one_arg(words)?, kw)?;
-    let range = |lo: u32, hi: u32| {
-        if (lo..=hi).contains(&n) {
-            Ok(Some(n))
-        } else {
-            Err(format!("must be between {lo} and {hi} (got {n})"))
-        }
-    };
-    const WIN: u32 = (1 << 31) - 1;
-    let slot = match kw {
-        "tune.h2.header-table-size" => (&mut h.header_table_size, range(0, 65_536)?),
-        "tune.h2.initial-window-size" => (&mut h.initial_window_size, range(0, WIN)?),
-        "tune.h2.fe.initial-window-size" => (&mut h.fe_initial_window_size, range(0, WIN)?),
-        "tune.h2.be.initial-window-size" => (&mut h.be_initial_window_size, range(0, WIN)?),
-        "tune.h2.max-concurrent-streams" => (&mut h.max_concurrent_streams, Some(n)),
-        "tune.h2.fe.max-concurrent-streams" => (&mut h.fe_max_concurrent_streams, Some(n)),
-        "tune.h2.be.max-concurrent-streams" => (&mut h.be_max_concurrent_streams, Some(n)),
-        "tune.h2.max-frame-size" => (&mut h.max_frame_size, range(16_384, (1 << 24) - 1)?),
-        "tune.h2.fe.max-total-streams" => (&mut h.fe_max_total_streams, Some(n)),
-        "tune.h2.fe.glitches-threshold" => (&mut h.fe_glitches_threshold, Some(n)),
-        "tune.h2.be.glitches-threshold" => (&mut h.be_glitches_threshold, Some(n)),
-        _ => return Err("is not a known 'tune.h2' keyword".into()),
-    };
-    *slot.0 = slot.1;
-    Ok(())
-}
