@@ -283,6 +283,52 @@ fn websocket_upgrade_becomes_a_tunnel() {
     }
 }
 
+/// h2c upgrade smuggling: `Upgrade: h2c` and `HTTP2-Settings` never reach
+/// the server (HAProxy 2.6 forwards them), so the server cannot switch
+/// the connection to HTTP/2 behind the proxy; the request is served as
+/// plain HTTP/1.1 and the connection stays usable. WebSocket still
+/// passes (see above).
+#[test]
+fn h2c_upgrade_is_stripped() {
+    let ip = test_ip();
+    let (origin, _) = raw_origin(ip, |s| {
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let mut w = s;
+        while let Some(head) = read_head(&mut r) {
+            let body = head.to_ascii_lowercase();
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if w.write_all(resp.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(bind, "", &format!("    server o {origin}")),
+        &[bind],
+    );
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for _ in 0..2 {
+        w.write_all(
+            b"GET /up HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n",
+        )
+        .unwrap();
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.status, 200);
+        let seen = resp.body_str();
+        assert!(seen.starts_with("get /up http/1.1\r\n"), "{seen}");
+        for gone in ["upgrade", "h2c", "http2-settings"] {
+            assert!(!seen.contains(gone), "{gone} reached the server: {seen}");
+        }
+    }
+}
+
 /// The output side frames a chunked response: an HTTP/1.1 client gets it
 /// chunked again (upper-case hex sizes, as HAProxy writes them), an
 /// HTTP/1.0 client, which cannot take chunked encoding, the bare data

@@ -154,6 +154,9 @@ pub(crate) struct Analysis {
     pub host_offset: usize,
     pub expect_continue: bool,
     pub upgrade_header: bool,
+    /// An `Upgrade` header lists `websocket` (the only upgrade a request
+    /// may ask a server for).
+    pub upgrade_websocket: bool,
     /// A `TE` header lists `trailers` (kept toward HTTP/2 servers).
     pub te_trailers: bool,
 }
@@ -273,6 +276,7 @@ pub(crate) fn analyze(
             }
             7 if eq_ic(name, b"upgrade") && !value.is_empty() => {
                 a.upgrade_header = true;
+                a.upgrade_websocket |= list_elems(value).any(is_websocket);
             }
             2 if eq_ic(name, b"te") => {
                 a.te_trailers |= list_elems(value).any(|t| eq_ic(t, b"trailers"));
@@ -305,7 +309,14 @@ pub(crate) fn is_hop_by_hop(
     keep_upgrade: bool,
     listed_in_connection: impl FnOnce(&[u8]) -> bool,
 ) -> bool {
-    const FIXED: &[&[u8]] = &[b"connection", b"keep-alive", b"proxy-connection", b"te"];
+    // HTTP2-Settings goes with `Upgrade: h2c`, which never passes.
+    const FIXED: &[&[u8]] = &[
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"te",
+        b"http2-settings",
+    ];
     if FIXED.iter().any(|f| eq_ic(name, f)) {
         return true;
     }
@@ -317,6 +328,12 @@ pub(crate) fn is_hop_by_hop(
         return false;
     }
     listed_in_connection(name)
+}
+
+/// `websocket`, or `websocket/<version>`, in an Upgrade list.
+fn is_websocket(token: &[u8]) -> bool {
+    let proto = token.split(|&b| b == b'/').next().unwrap_or(token);
+    eq_ic(trim_ows(proto), b"websocket")
 }
 
 /// True when a Connection header value lists a token other than

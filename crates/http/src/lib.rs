@@ -101,7 +101,9 @@ pub struct RequestHead {
     pub is_head: bool,
     /// Method is CONNECT.
     pub is_connect: bool,
-    /// An `Upgrade` header is present (and `Connection: upgrade`).
+    /// A WebSocket upgrade: `Upgrade` lists `websocket` (and
+    /// `Connection: upgrade`, HTTP/1.1). Other upgrades (`h2c`) are not
+    /// one: their Upgrade header is dropped.
     pub upgrade: bool,
     /// The client wants the connection kept after this request: HTTP/1.1
     /// without `close`, or HTTP/1.0 with `keep-alive`. Always false when

@@ -213,7 +213,11 @@ fn finish(
         expect_continue: http11 && a.expect_continue,
         is_head: m == b"HEAD",
         is_connect: m == b"CONNECT",
-        upgrade: http11 && a.upgrade_header && a.conn.upgrade,
+        // Only WebSocket upgrades pass: `Upgrade: h2c` (and any other
+        // protocol) is dropped with the Connection header's `upgrade`, so
+        // a server is never switched to HTTP/2 behind the proxy's back
+        // (h2c smuggling).
+        upgrade: http11 && a.upgrade_websocket && a.conn.upgrade,
         keep_alive: !repaired && !a.conn.close && (http11 || a.conn.keep_alive),
         drop_content_length: repaired && a.content_length.is_some(),
         te_trailers: a.te_trailers,

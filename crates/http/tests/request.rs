@@ -89,6 +89,20 @@ fn connection_tokens() {
     // Upgrade header without the connection token, and vice versa.
     assert!(!ok(b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n").upgrade);
     assert!(!ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\n\r\n").upgrade);
+    // Only WebSocket is an upgrade: h2c (smuggling) and others are not.
+    assert!(!ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n").upgrade);
+    assert!(
+        !ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: tls/1.0\r\n\r\n")
+            .upgrade
+    );
+    assert!(
+        ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: h2c, WebSocket\r\n\r\n")
+            .upgrade
+    );
+    assert!(
+        ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: websocket/13\r\n\r\n")
+            .upgrade
+    );
     // HTTP/1.0 Upgrade is ignored.
     assert!(!ok(b"GET / HTTP/1.0\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n").upgrade);
 }

@@ -438,4 +438,3 @@ mod tests {
         assert!(cm("auto:1-4 0-2").unwrap_err().contains("as many CPUs"));
     }
 }
-

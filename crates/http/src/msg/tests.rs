@@ -40,7 +40,13 @@ mod oracle {
     use std::io::Write as _;
 
     fn hop(name: &[u8], keep_upgrade: bool, conn_lines: Option<HeaderLines<'_>>) -> bool {
-        const FIXED: &[&[u8]] = &[b"connection", b"keep-alive", b"proxy-connection", b"te"];
+        const FIXED: &[&[u8]] = &[
+            b"connection",
+            b"keep-alive",
+            b"proxy-connection",
+            b"te",
+            b"http2-settings",
+        ];
         if FIXED.iter().any(|f| eq_ic(name, f)) {
             return true;
         }
