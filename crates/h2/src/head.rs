@@ -11,6 +11,14 @@
 //! as sent (HTTP/2 may split them: an HTTP/1 serialiser joins them with
 //! `; `, RFC 9113 §8.2.3).
 //!
+//! Extended CONNECT (RFC 8441), when the connection advertised
+//! SETTINGS_ENABLE_CONNECT_PROTOCOL ([`Builder::allow_protocol`]): a
+//! request with `:protocol` (which needs `:method CONNECT`, `:scheme`,
+//! `:path` and `:authority`) becomes what an HTTP/1 client would have
+//! sent, as HAProxy converts it: method `GET`, target `:path`, and an
+//! `upgrade` field with the protocol (a field an HTTP/2 request cannot
+//! otherwise carry, so its presence marks the conversion).
+//!
 //! A message breaking any rule is *malformed*: the stream is reset with
 //! PROTOCOL_ERROR. Once an error is recorded, later fields are only
 //! counted: the HPACK block is still decoded to the end so that the
@@ -46,6 +54,7 @@ const SCHEME: u8 = 2;
 const AUTHORITY: u8 = 4;
 const PATH: u8 = 8;
 const STATUS: u8 = 16;
+const PROTOCOL: u8 = 32;
 
 /// Fills a `Head` from decoded fields; see the module docs.
 #[derive(Debug)]
@@ -59,6 +68,8 @@ pub struct Builder<'h> {
     pseudo: u8,
     regular: bool,
     connect: bool,
+    /// `:protocol` is allowed (extended CONNECT).
+    protocol_ok: bool,
     /// The parsed `content-length`, if any.
     pub content_length: Option<u64>,
     error: Option<Reject>,
@@ -135,9 +146,16 @@ impl<'h> Builder<'h> {
             pseudo: 0,
             regular: false,
             connect: false,
+            protocol_ok: false,
             content_length: None,
             error: None,
         }
+    }
+
+    /// Accepts `:protocol` (extended CONNECT, RFC 8441): for a server
+    /// connection that advertised SETTINGS_ENABLE_CONNECT_PROTOCOL.
+    pub fn allow_protocol(&mut self) {
+        self.protocol_ok = true;
     }
 
     /// One decoded field.
@@ -209,6 +227,7 @@ impl<'h> Builder<'h> {
             (BlockKind::Request, b"scheme") => (SCHEME, Part::Scheme),
             (BlockKind::Request, b"authority") => (AUTHORITY, Part::Authority),
             (BlockKind::Request, b"path") => (PATH, Part::Target),
+            (BlockKind::Request, b"protocol") if self.protocol_ok => (PROTOCOL, Part::Method),
             (BlockKind::Response, b"status") => (STATUS, Part::Target),
             _ => return Err("invalid pseudo-header"),
         };
@@ -234,6 +253,13 @@ impl<'h> Builder<'h> {
                 self.connect = value == b"CONNECT";
             }
             PATH if value.is_empty() => return Err("empty :path"),
+            PROTOCOL => {
+                if value.is_empty() || !value.iter().all(|&b| b > b' ' && b != 0x7f) {
+                    return Err("invalid :protocol");
+                }
+                self.head.append_field(b"upgrade", value);
+                return Ok(());
+            }
             _ => {}
         }
         if value.iter().any(|&b| b <= b' ' || b == 0x7f) && bit != AUTHORITY {
@@ -276,6 +302,18 @@ impl<'h> Builder<'h> {
         let bad = |r| Err(Reject::Malformed(r));
         if self.pseudo & METHOD == 0 {
             return bad("missing :method");
+        }
+        if self.pseudo & PROTOCOL != 0 {
+            if !self.connect {
+                return bad(":protocol without CONNECT");
+            }
+            if self.pseudo != METHOD | SCHEME | AUTHORITY | PATH | PROTOCOL
+                || !self.head.view(&[]).target().starts_with(b"/")
+            {
+                return bad("extended CONNECT needs :scheme, :path and :authority");
+            }
+            self.head.set_part(Part::Method, b"GET");
+            return Ok(self.content_length);
         }
         let v = self.head.view(&[]);
         if self.connect {

@@ -107,6 +107,67 @@ fn connect_targets_authority() {
     assert!(matches!(r, Err(Reject::Malformed(_))));
 }
 
+fn build_ext(fields: F<'_>) -> (Head, Result<Option<u64>, Reject>) {
+    let mut head = Head::default();
+    let mut b = Builder::new(&mut head, BlockKind::Request, 16384, 100);
+    b.allow_protocol();
+    for (n, v) in fields {
+        b.field(n.as_bytes(), v.as_bytes());
+    }
+    let r = b.finish();
+    (head, r)
+}
+
+const WS: F<'static> = &[
+    (":method", "CONNECT"),
+    (":protocol", "websocket"),
+    (":scheme", "https"),
+    (":path", "/chat?room=1"),
+    (":authority", "example.com"),
+    ("sec-websocket-version", "13"),
+];
+
+/// Extended CONNECT (RFC 8441) becomes the HTTP/1 upgrade request.
+#[test]
+fn extended_connect_becomes_get_with_upgrade() {
+    let (h, r) = build_ext(WS);
+    assert_eq!(r, Ok(None));
+    let v = h.view(&[]);
+    assert_eq!(
+        (v.method(), v.target()),
+        (&b"GET"[..], &b"/chat?room=1"[..])
+    );
+    assert_eq!(v.get_last(b"upgrade"), Some(&b"websocket"[..]));
+    assert_eq!(v.get_last(b"host"), Some(&b"example.com"[..]));
+    assert_eq!(v.get_last(b"sec-websocket-version"), Some(&b"13"[..]));
+    // Without the setting, :protocol is unknown: malformed.
+    let (_, r) = build(BlockKind::Request, WS);
+    assert_eq!(r, Err(Reject::Malformed("invalid pseudo-header")));
+    // :protocol needs CONNECT, and CONNECT with :protocol needs all four.
+    let mut get = WS.to_vec();
+    get[0] = (":method", "GET");
+    assert_eq!(
+        build_ext(&get).1,
+        Err(Reject::Malformed(":protocol without CONNECT"))
+    );
+    for drop in [":scheme", ":path", ":authority"] {
+        let f: Vec<_> = WS.iter().copied().filter(|(n, _)| *n != drop).collect();
+        assert!(
+            matches!(build_ext(&f).1, Err(Reject::Malformed(_))),
+            "{drop}"
+        );
+    }
+    let mut empty = WS.to_vec();
+    empty[1] = (":protocol", "");
+    assert_eq!(
+        build_ext(&empty).1,
+        Err(Reject::Malformed("invalid :protocol"))
+    );
+    // Plain CONNECT is unchanged when :protocol is allowed.
+    let (h, r) = build_ext(&[(":method", "CONNECT"), (":authority", "h:443")]);
+    assert_eq!((r, h.view(&[]).method()), (Ok(None), &b"CONNECT"[..]));
+}
+
 #[test]
 fn response_and_trailers() {
     let (h, r) = build(BlockKind::Response, &[(":status", "204"), ("server", "x")]);

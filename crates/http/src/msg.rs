@@ -250,6 +250,13 @@ impl Head {
         self.write_status(status, reason);
     }
 
+    /// For protocol conversions (a tunnel's `101` answered as HTTP/2's
+    /// `200`): sets the status, with HAProxy's default reason, without
+    /// the rule layer's framing check of [`HeadMut::set_status`].
+    pub fn set_status_for_codec(&mut self, status: u16) {
+        self.write_status(status, None);
+    }
+
     /// For codecs building a head from HTTP/2 (`fairlead-h2`): sets one
     /// start-line part or pseudo-header without the rule-layer checks of
     /// [`HeadMut`] (the codec validates on its own). The bytes go to the

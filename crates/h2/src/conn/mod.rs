@@ -86,8 +86,8 @@ pub struct Config {
     /// [`Conn::flushed`]; past it (a SETTINGS or PING flood from a peer
     /// that does not read): GOAWAY ENHANCE_YOUR_CALM. Default is 1000.
     pub max_pending_control: u32,
-    /// Advertise SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441). Default is
-    /// false (extended CONNECT is not supported yet).
+    /// Advertise SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441) and, as a
+    /// server, accept `:protocol` (see [`crate::head`]). Default is false.
     pub enable_connect_protocol: bool,
 }
 

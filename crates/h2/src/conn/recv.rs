@@ -398,6 +398,7 @@ impl Conn {
     ) -> Result<Option<Decoded>, Error> {
         let max_list = self.cfg.max_header_list_size as usize;
         let max_fields = self.cfg.max_header_fields as usize;
+        let protocol_ok = self.cfg.enable_connect_protocol && self.role == Role::Server;
         let decoder = &mut self.decoder;
         let r = SCRATCH.with(|s| {
             let mut scratch = s.borrow_mut();
@@ -408,6 +409,9 @@ impl Conn {
                 Use::Decode(kind) => {
                     let mut head = msg::take();
                     let mut b = Builder::new(&mut head, kind, max_list, max_fields);
+                    if protocol_ok {
+                        b.allow_protocol();
+                    }
                     let r = decoder.decode(block, &mut scratch, |n, v, _| b.field(n, v));
                     let res = b.finish();
                     r.map(|_| Some((head, res)))

@@ -139,6 +139,8 @@ pub(crate) fn codec_config(ctx: &HttpCtx, fe: bool) -> fairlead_h2::Config {
         max_frame_size: t.max_frame_size(),
         header_table_size: t.header_table_size(),
         reset_budget: t.glitches_threshold(fe),
+        // Extended CONNECT (RFC 8441), for WebSocket over HTTP/2.
+        enable_connect_protocol: fe,
         ..fairlead_h2::Config::default()
     };
     // A whole header block must fit in one receive buffer.

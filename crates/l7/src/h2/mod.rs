@@ -68,6 +68,7 @@ mod h1_up;
 mod resp;
 mod rules;
 mod stream;
+mod tunnel;
 mod upstream;
 
 pub use conn::serve_h2;

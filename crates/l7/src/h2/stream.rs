@@ -4,6 +4,7 @@
 
 use super::conn::{ConnCx, Signals};
 use super::resp::{self, send_all, send_h1_bytes, Dechunk, Gone};
+use super::tunnel::{Kind as TunnelKind, Tunnel};
 use crate::forward::{count_failure, host_without_port, is_server_error, pooled, Replay, Tries};
 use crate::logging::{self, Gauges, ReqLog};
 use crate::process::{self, conn_facts, Decision, Local, TxnState};
@@ -147,6 +148,8 @@ async fn exchange(
     if ctx.front.log.is_some() {
         rl.line = Some(request_line(head));
     }
+    // Read before the rules: a rule adding `Upgrade` makes no tunnel.
+    let tunnel = Tunnel::of(head);
     let mut prefer = None;
     if !ctx.front.routes.active() {
         // No rules: the request counts on the connection's slots here.
@@ -172,25 +175,20 @@ async fn exchange(
     if let Some(sent) = local_service(cx, id, sig, head, st, rl).await {
         return sent;
     }
-    if head.view(&[]).method() == b"CONNECT" {
-        // Tunnels over HTTP/2 (CONNECT, RFC 8441) are not supported yet.
-        let page = process::error_page(&ctx, rl.backend, 501);
-        return send_local(
-            cx,
-            id,
-            sig,
-            Local::Send {
-                bytes: page,
-                status: 501,
-                close: false,
-                tarpit: false,
-                denied: false,
-            },
-            rl,
-        )
-        .await;
-    }
-    forward(cx, id, head, end, sig, prefer, rl, st).await
+    forward(cx, id, head, end, sig, prefer, rl, st, tunnel).await
+}
+
+/// A tunnel request toward an HTTP/2 server: not supported (501).
+async fn no_h2_tunnel(cx: &ConnCx, id: u32, sig: &Signals, rl: &mut ReqLog) -> bool {
+    let page = process::error_page(&cx.ctx, rl.backend, 501);
+    let l = Local::Send {
+        bytes: page,
+        status: 501,
+        close: false,
+        tarpit: false,
+        denied: false,
+    };
+    send_local(cx, id, sig, l, rl).await
 }
 
 /// A response the proxy makes itself (deny, return, redirect, auth...).
@@ -312,6 +310,7 @@ struct Prepared<'a> {
     replayable: bool,
     no_body: bool,
     is_head: bool,
+    tunnel: Tunnel,
 }
 
 /// Forward to a server and relay its response.
@@ -325,6 +324,7 @@ async fn forward(
     prefer: Option<fairlead_backend::ServerId>,
     rl: &mut ReqLog,
     st: &mut TxnState,
+    tunnel: TunnelKind,
 ) -> bool {
     let ctx = cx.ctx.clone();
     let be = process::backend(&ctx, rl.backend).clone();
@@ -333,11 +333,19 @@ async fn forward(
         reuse: be.options.http_reuse,
     };
     let ip = st.fx.src.unwrap_or(cx.peer.ip());
-    let (out, chunked) = serialise(cx, head, end, eff, ip);
-    let prep = prepared(head, out, &be, ip, end);
+    let bt = be.options.timeouts;
+    let tunnel = Tunnel::prepare(tunnel, head, bt.tunnel.or(bt.server));
+    let (out, chunked) = serialise(cx, head, end, eff, ip, tunnel.kind);
+    let prep = prepared(head, out, &be, ip, end, tunnel);
     let link = Link::default();
     link.done.set(end);
-    let pump = pump(cx, id, sig, &link, chunked, be.options.timeouts.server);
+    let pump_timeout = if prep.tunnel.kind == TunnelKind::No {
+        bt.server
+    } else {
+        prep.tunnel.timeout
+    };
+    let tunneling = prep.tunnel.kind != TunnelKind::No;
+    let pump = pump(cx, id, sig, &link, chunked, pump_timeout, tunneling);
     tokio::pin!(pump);
     let mut pumping = !end;
     let answered = {
@@ -350,12 +358,15 @@ async fn forward(
             }
         }
     };
-    let Prepared { out, .. } = prep;
+    let Prepared { out, tunnel, .. } = prep;
     pool::give_out(out);
     let (conn, slot, resp, sbuf) = match answered {
         Ok(a) => a,
         Err(e) => return fail(cx, id, sig, &be, e, rl).await,
     };
+    if resp.is_none() && tunnel.kind != TunnelKind::No {
+        return no_h2_tunnel(cx, id, sig, rl).await;
+    }
     let Some(resp) = resp else {
         let timeout = be.options.timeouts.server;
         let r = super::upstream::run(cx, id, sig, &conn, head, end, timeout, rl, st).await;
@@ -368,7 +379,9 @@ async fn forward(
     be.counters.inc(C::ReqTot);
     server.metrics.counters.inc(C::ReqTot);
     let keep = {
-        let relay = relay(cx, id, sig, &be, &conn, slot, resp, sbuf, rl, st, head);
+        let relay = relay(
+            cx, id, sig, &be, &conn, slot, resp, sbuf, rl, st, head, &tunnel,
+        );
         tokio::pin!(relay);
         loop {
             tokio::select! {
@@ -452,8 +465,10 @@ fn serialise(
     end: bool,
     eff: Effective,
     ip: std::net::IpAddr,
+    tunnel: TunnelKind,
 ) -> (Vec<u8>, bool) {
-    let chunked = !end && !head.view(&[]).has(b"content-length");
+    // A tunnel's bytes go as they are, without framing.
+    let chunked = tunnel == TunnelKind::No && !end && !head.view(&[]).has(b"content-length");
     if chunked {
         // The codec's own call: rules may not add framing fields.
         head.append_field(b"transfer-encoding", b"chunked");
@@ -466,7 +481,9 @@ fn serialise(
         let present = ff.if_none && head.view(&[]).has(ff.header.as_bytes());
         (!excepted && !present).then_some((ff.header.as_str(), ip))
     });
-    let conn_hdr = if eff.conn_mode == HttpConnMode::KeepAlive {
+    let conn_hdr = if tunnel == TunnelKind::Upgrade {
+        ConnHeader::Upgrade
+    } else if eff.conn_mode == HttpConnMode::KeepAlive {
         ConnHeader::None
     } else {
         ConnHeader::Close
@@ -483,6 +500,7 @@ fn prepared<'h>(
     be: &'h Backend,
     ip: std::net::IpAddr,
     end: bool,
+    tunnel: Tunnel,
 ) -> Prepared<'h> {
     let v = head.view(&[]);
     let needs = be.lb_needs();
@@ -513,6 +531,7 @@ fn prepared<'h>(
         replayable: end && idempotent(v.method()),
         no_body: end,
         is_head: v.method() == b"HEAD",
+        tunnel,
     }
 }
 
@@ -563,6 +582,7 @@ async fn pump(
     link: &Link,
     chunked: bool,
     timeout: Option<std::time::Duration>,
+    tunnel: bool,
 ) {
     let server = loop {
         let s = link.server.borrow().clone();
@@ -610,6 +630,10 @@ async fn pump(
             }
             if let Some(t) = trailers {
                 msg::give(t);
+            }
+            if tunnel {
+                // The client's END_STREAM half-closes the tunnel.
+                server.shutdown_write();
             }
             link.done.set(ok);
             break;
@@ -727,6 +751,7 @@ async fn send_and_read(
             parse_response(sbuf.filled(), prep.is_head, max_head)
         };
         match parsed {
+            Ok(Some(r)) if r.status == 101 && prep.tunnel.opens(101) => return Ok(r),
             Ok(Some(r)) if r.status == 101 => return Err(at_headers(Cause::BadResponse)),
             Ok(Some(r)) if (100..200).contains(&r.status) => {
                 sbuf.consume(r.head_len);
@@ -773,6 +798,7 @@ async fn relay(
     rl: &mut ReqLog,
     st: &mut TxnState,
     req: &mut Head,
+    tunnel: &Tunnel,
 ) -> Option<bool> {
     rl.status = Some(resp.status);
     let ctx = cx.ctx.clone();
@@ -790,7 +816,21 @@ async fn relay(
         }
         return None;
     }
-    let no_body = matches!(resp.body, BodyKind::None | BodyKind::Length(0));
+    let opens = tunnel.opens(resp.status);
+    if opens && !tunnel.answer(&mut res, sbuf.filled()) {
+        msg::give(res);
+        rl.end(Who::Server, Phase::Headers);
+        rl.status = Some(502);
+        let page = process::error_page(&ctx, rl.backend, 502);
+        let _ = send_h1_bytes(cx, id, sig, &page).await;
+        return None;
+    }
+    let (kind, timeout) = if opens {
+        (BodyKind::CloseDelimited, tunnel.timeout)
+    } else {
+        (resp.body, be.options.timeouts.server)
+    };
+    let no_body = matches!(kind, BodyKind::None | BodyKind::Length(0));
     let sent = cx.with(|c, o| c.send_response(id, &res, sbuf.filled(), no_body, o));
     msg::give(res);
     for c in counters {
@@ -800,7 +840,7 @@ async fn relay(
         return None;
     }
     sbuf.consume(resp.head_len);
-    let body = relay_body(cx, id, sig, conn, &mut sbuf, resp.body, be).await;
+    let body = relay_body(cx, id, sig, conn, &mut sbuf, kind, timeout).await;
     drop(slot);
     let n = body.as_ref().map_or(0, |n| *n);
     rl.bytes_out = n;
@@ -819,7 +859,7 @@ async fn relay(
         }
         return None;
     }
-    Some(resp.keep_alive && sbuf.is_empty())
+    Some(!opens && resp.keep_alive && sbuf.is_empty())
 }
 
 /// The response body, de-framed into DATA frames within the client's
@@ -831,9 +871,8 @@ async fn relay_body(
     conn: &Conn,
     sbuf: &mut IoBuf,
     kind: BodyKind,
-    be: &Backend,
+    timeout: Option<std::time::Duration>,
 ) -> Result<u64, Who> {
-    let timeout = be.options.timeouts.server;
     let mut left = match kind {
         BodyKind::None | BodyKind::Length(0) => return Ok(0),
         BodyKind::Length(n) => Some(n),
