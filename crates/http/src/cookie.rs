@@ -21,6 +21,25 @@ fn pairs(value: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     })
 }
 
+/// The value of cookie `name` in one Cookie field value (`a=b; c=d`).
+pub fn cookie_in_value<'a>(value: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    pairs(value)
+        .find(|(k, _)| *k == name.as_bytes())
+        .map(|(_, v)| v)
+}
+
+/// The `name` of a Set-Cookie value, and the byte range of its value
+/// (up to the first `;`).
+pub fn set_cookie_value(value: &[u8]) -> Option<(&[u8], std::ops::Range<usize>)> {
+    let start = value.len() - value.trim_ascii_start().len();
+    let eq = start + value[start..].iter().position(|&b| b == b'=')?;
+    let end = value[eq + 1..]
+        .iter()
+        .position(|&b| b == b';')
+        .map_or(value.len(), |p| eq + 1 + p);
+    Some((value[start..eq].trim_ascii(), eq + 1..end))
+}
+
 /// The value of cookie `name` in the request head `buf[..head_len]`.
 pub fn request_cookie<'a>(buf: &'a [u8], head_len: usize, name: &str) -> Option<&'a [u8]> {
     let end = head_len.min(buf.len());

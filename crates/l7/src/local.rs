@@ -142,7 +142,7 @@ impl Model {
 }
 
 /// Whether the frontend or its default backend buffers request bodies.
-fn buffers_body(ctx: &crate::HttpCtx) -> bool {
+pub(crate) fn buffers_body(ctx: &crate::HttpCtx) -> bool {
     let r = &ctx.front.routes;
     r.fe_rules.buffer_request || r.default.is_some_and(|i| r.be_rules[i].buffer_request)
 }
@@ -459,56 +459,71 @@ impl Session {
         st: &mut TxnState,
         rl: &ReqLog,
     ) -> Vec<u8> {
-        if !secs
-            .iter()
-            .flatten()
-            .any(|r| !r.http_after_response.is_empty())
-        {
-            return bytes;
-        }
-        let Ok(Some(resp)) = fairlead_http::parse_response(&bytes, false, bytes.len() + 1) else {
-            return bytes;
-        };
-        let ctx = self.ctx.clone();
         let tls = self.client.tls_info_ref();
-        let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
-        let mut res = msg::take();
-        res.fill_response(&bytes, &resp);
-        let nb = |_: Option<&str>| -> Option<i64> { None };
-        let be = backend(&ctx, rl.backend);
-        let mut tx = HttpTxn {
-            req: HeadBuf {
-                head: req,
-                buf: req_buf,
-            },
-            res: Some(HeadBuf {
-                head: &mut res,
-                buf: &bytes,
-            }),
-            conn: &facts,
-            vars: &mut st.vars,
-            fx: &mut st.fx,
-            backend: Some(&be.name),
-            server: None,
-            server_id: None,
-            nbsrv: &nb,
-            req_body: None,
-            uid_ctx: None,
+        let facts = conn_facts(&self.ctx, self.peer, &self.client, tls.as_deref());
+        let req = HeadBuf {
+            head: req,
+            buf: req_buf,
         };
-        for r in secs.iter().flatten() {
-            let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
-        }
-        let conn = if resp.conn.close {
-            ConnHeader::Close
-        } else {
-            ConnHeader::None
-        };
-        let mut out = Vec::with_capacity(bytes.len() + 64);
-        res.write_response_h1(&bytes, conn, &mut out);
-        out.extend_from_slice(&bytes[resp.head_len..]);
-        msg::give(res);
-        out
+        after_response_rules(&self.ctx, &facts, bytes, secs, req, st, rl)
     }
+}
+
+/// `http-after-response` of `secs` on a whole response the proxy made
+/// (HTTP/1 text: parsed into the model, edited, serialised again with
+/// its body), for HTTP/1 sessions and HTTP/2 streams alike.
+pub(crate) fn after_response_rules(
+    ctx: &crate::HttpCtx,
+    facts: &crate::txn::ConnFacts<'_>,
+    bytes: Vec<u8>,
+    secs: [Option<&Arc<ProxyRules>>; 2],
+    req: HeadBuf<'_>,
+    st: &mut TxnState,
+    rl: &ReqLog,
+) -> Vec<u8> {
+    if !secs
+        .iter()
+        .flatten()
+        .any(|r| !r.http_after_response.is_empty())
+    {
+        return bytes;
+    }
+    let Ok(Some(resp)) = fairlead_http::parse_response(&bytes, false, bytes.len() + 1) else {
+        return bytes;
+    };
+    let mut res = msg::take();
+    res.fill_response(&bytes, &resp);
+    let nb = |_: Option<&str>| -> Option<i64> { None };
+    let be = backend(ctx, rl.backend);
+    let mut tx = HttpTxn {
+        req,
+        res: Some(HeadBuf {
+            head: &mut res,
+            buf: &bytes,
+        }),
+        conn: facts,
+        vars: &mut st.vars,
+        fx: &mut st.fx,
+        backend: Some(&be.name),
+        server: None,
+        server_id: None,
+        nbsrv: &nb,
+        req_body: None,
+        uid_ctx: None,
+    };
+    for r in secs.iter().flatten() {
+        let _ = run(&r.http_after_response, &r.acls, &mut tx, true);
+    }
+    let conn = if resp.conn.close {
+        ConnHeader::Close
+    } else {
+        ConnHeader::None
+    };
+    let mut out = Vec::with_capacity(bytes.len() + 64);
+    res.write_response_h1(&bytes, conn, &mut out);
+    out.extend_from_slice(&bytes[resp.head_len..]);
+    msg::give(res);
+    out
 }
 
 /// The transaction as log samples see it once the connection's state is

@@ -21,9 +21,10 @@
 use fairlead_backend::{Backend, Server, ServerId};
 use fairlead_config::{CookieConfig, CookieMode};
 use fairlead_http::cookie::{
-    append_header, edit_request_cookies, edit_set_cookies, request_cookie, RequestCookieEdit,
-    SetCookieEdit, PREFIX_DELIMITER,
+    append_header, cookie_in_value, edit_request_cookies, edit_set_cookies, request_cookie,
+    set_cookie_value, RequestCookieEdit, SetCookieEdit, PREFIX_DELIMITER,
 };
+use fairlead_http::msg::Head;
 use std::io::Write as _;
 
 /// What the request said about persistence.
@@ -59,9 +60,28 @@ fn split_dates(v: &[u8]) -> Option<(&[u8], u64, u64)> {
 
 /// Reads the persistence cookie of a request.
 pub(crate) fn lookup(cfg: &CookieConfig, be: &Backend, req: &[u8], head_len: usize) -> Persist {
-    let Some(v) = request_cookie(req, head_len, &cfg.name) else {
-        return Persist::default();
-    };
+    match request_cookie(req, head_len, &cfg.name) {
+        Some(v) => from_value(cfg, be, v),
+        None => Persist::default(),
+    }
+}
+
+/// Reads the persistence cookie of a request head of the message model
+/// (HTTP/2: its `cookie` fields may be split, RFC 9113 §8.2.3).
+pub(crate) fn lookup_head(cfg: &CookieConfig, be: &Backend, head: &Head) -> Persist {
+    let v = head.view(&[]);
+    let found = v
+        .headers()
+        .filter(|(_, n, _)| n.eq_ignore_ascii_case(b"cookie"))
+        .find_map(|(_, _, val)| cookie_in_value(val, &cfg.name));
+    match found {
+        Some(val) => from_value(cfg, be, val),
+        None => Persist::default(),
+    }
+}
+
+/// What the cookie's value says.
+fn from_value(cfg: &CookieConfig, be: &Backend, v: &[u8]) -> Persist {
     let expired = Persist {
         server: None,
         had_cookie: true,
@@ -111,6 +131,95 @@ pub(crate) fn edit_request(cfg: &CookieConfig, p: Persist, out: &mut Vec<u8>) {
     }
 }
 
+/// Insert mode: the Set-Cookie value to send (`name=value; path=/...`),
+/// unless the client already holds a fresh cookie for `served`.
+fn inserted(cfg: &CookieConfig, p: Persist, served: &Server, value: &str) -> Option<Vec<u8>> {
+    let now = now_secs();
+    let fresh = match (p.dates, cfg.maxidle) {
+        // Refresh the last-visit date once a quarter of maxidle passed.
+        (Some((last, _)), Some(idle)) => now.saturating_sub(last) < idle.as_secs() / 4,
+        _ => true,
+    };
+    if p.server == Some(served.conf.id) && fresh {
+        return None;
+    }
+    let mut line = Vec::with_capacity(64);
+    let _ = write!(line, "{}={}", cfg.name, value);
+    if dated(cfg) {
+        let first = match p.dates {
+            Some((_, first)) if p.server == Some(served.conf.id) => first,
+            _ => now,
+        };
+        let _ = write!(line, "|{now:x}|{first:x}");
+    }
+    line.extend_from_slice(b"; path=/");
+    for d in &cfg.domains {
+        let _ = write!(line, "; domain={d}");
+    }
+    if cfg.httponly {
+        line.extend_from_slice(b"; HttpOnly");
+    }
+    if cfg.secure {
+        line.extend_from_slice(b"; Secure");
+    }
+    Some(line)
+}
+
+/// Edits the response head of the message model sent to the client
+/// (HTTP/2), once the serving server is known: as [`edit_response`].
+pub(crate) fn edit_response_head(
+    cfg: &CookieConfig,
+    p: Persist,
+    served: &Server,
+    res: &mut Head,
+    buf: &[u8],
+) {
+    let Some(value) = served.conf.cookie.as_deref() else {
+        return;
+    };
+    let edit = match cfg.mode {
+        CookieMode::Insert => {
+            if let Some(v) = inserted(cfg, p, served, value) {
+                res.append_field(b"set-cookie", &v);
+                if cfg.nocache {
+                    res.append_field(b"cache-control", b"private");
+                }
+            }
+            return;
+        }
+        CookieMode::Rewrite => SetCookieEdit::Replace(value.as_bytes()),
+        CookieMode::Prefix => SetCookieEdit::Prefix(value.as_bytes()),
+    };
+    let mut changes: Vec<(usize, Vec<u8>)> = Vec::new();
+    for (slot, n, v) in res.view(buf).headers() {
+        if !n.eq_ignore_ascii_case(b"set-cookie") {
+            continue;
+        }
+        let Some((name, range)) = set_cookie_value(v) else {
+            continue;
+        };
+        if name != cfg.name.as_bytes() {
+            continue;
+        }
+        let mut new = v.to_vec();
+        match edit {
+            SetCookieEdit::Replace(x) => {
+                new.splice(range, x.iter().copied());
+            }
+            SetCookieEdit::Prefix(x) => {
+                let mut ins = x.to_vec();
+                ins.push(PREFIX_DELIMITER);
+                new.splice(range.start..range.start, ins);
+            }
+        }
+        changes.push((slot, new));
+    }
+    let mut e = res.edit(buf);
+    for (slot, new) in changes {
+        let _ = e.replace_field_value(slot, &new);
+    }
+}
+
 /// Edits the response head sent to the client, once the serving server is
 /// known.
 pub(crate) fn edit_response(cfg: &CookieConfig, p: Persist, served: &Server, out: &mut Vec<u8>) {
@@ -119,34 +228,11 @@ pub(crate) fn edit_response(cfg: &CookieConfig, p: Persist, served: &Server, out
     };
     match cfg.mode {
         CookieMode::Insert => {
-            let now = now_secs();
-            let fresh = match (p.dates, cfg.maxidle) {
-                // Refresh the last-visit date once a quarter of maxidle passed.
-                (Some((last, _)), Some(idle)) => now.saturating_sub(last) < idle.as_secs() / 4,
-                _ => true,
-            };
-            if p.server == Some(served.conf.id) && fresh {
+            let Some(v) = inserted(cfg, p, served, value) else {
                 return;
-            }
-            let mut line = Vec::with_capacity(64);
-            let _ = write!(line, "Set-Cookie: {}={}", cfg.name, value);
-            if dated(cfg) {
-                let first = match p.dates {
-                    Some((_, first)) if p.server == Some(served.conf.id) => first,
-                    _ => now,
-                };
-                let _ = write!(line, "|{now:x}|{first:x}");
-            }
-            line.extend_from_slice(b"; path=/");
-            for d in &cfg.domains {
-                let _ = write!(line, "; domain={d}");
-            }
-            if cfg.httponly {
-                line.extend_from_slice(b"; HttpOnly");
-            }
-            if cfg.secure {
-                line.extend_from_slice(b"; Secure");
-            }
+            };
+            let mut line = b"Set-Cookie: ".to_vec();
+            line.extend_from_slice(&v);
             append_header(out, &line);
             if cfg.nocache {
                 append_header(out, b"Cache-Control: private");
@@ -247,5 +333,56 @@ mod tests {
         let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
         edit_response(&cfg, p, &be.servers[0], &mut out);
         assert!(!String::from_utf8(out).unwrap().contains("Set-Cookie"));
+    }
+
+    /// The message-model versions (HTTP/2 streams) read split `cookie`
+    /// fields and edit `set-cookie` fields as the HTTP/1 ones edit text.
+    #[test]
+    fn head_lookup_and_response_edits() {
+        let be = backend();
+        let mut req = Head::default();
+        req.start_request(b"GET", b"/", 20);
+        req.append_field(b"cookie", b"a=1");
+        req.append_field(b"cookie", b"b=2; SRV=c1");
+        let cfg = CookieConfig::new("SRV");
+        let p = lookup_head(&cfg, &be, &req);
+        assert_eq!(
+            (p.server, p.had_cookie),
+            (Some(be.servers[0].conf.id), true)
+        );
+        let srv = &be.servers[0];
+        let insert = CookieConfig {
+            mode: CookieMode::Insert,
+            nocache: true,
+            ..CookieConfig::new("SRV")
+        };
+        let mut res = Head::default();
+        res.start_response(200, None, 11);
+        edit_response_head(&insert, Persist::default(), srv, &mut res, &[]);
+        let v = res.view(&[]);
+        assert_eq!(v.get_last(b"set-cookie"), Some(&b"SRV=c1; path=/"[..]));
+        assert_eq!(v.get_last(b"cache-control"), Some(&b"private"[..]));
+        // The client already holds it: nothing is added.
+        let mut res = Head::default();
+        res.start_response(200, None, 11);
+        edit_response_head(&insert, p, srv, &mut res, &[]);
+        assert!(!res.view(&[]).has(b"set-cookie"));
+        for (mode, want) in [
+            (CookieMode::Rewrite, &b"SRV=c1; Path=/x"[..]),
+            (CookieMode::Prefix, &b"SRV=c1~app; Path=/x"[..]),
+        ] {
+            let cfg = CookieConfig {
+                mode,
+                ..CookieConfig::new("SRV")
+            };
+            let mut res = Head::default();
+            res.start_response(200, None, 11);
+            res.append_field(b"set-cookie", b"other=1");
+            res.append_field(b"set-cookie", b"SRV=app; Path=/x");
+            edit_response_head(&cfg, Persist::default(), srv, &mut res, &[]);
+            let v = res.view(&[]);
+            let all: Vec<&[u8]> = v.headers().map(|(_, _, v)| v).collect();
+            assert_eq!(all, [&b"other=1"[..], want], "{mode:?}");
+        }
     }
 }

@@ -63,7 +63,9 @@
 //! flight finish, no request is lost, and the connection closes when the
 //! last one is done.
 
+mod buffered;
 mod conn;
+mod flow;
 mod h1_up;
 mod resp;
 mod rules;

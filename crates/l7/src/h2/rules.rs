@@ -50,3 +50,47 @@ pub(crate) fn response_rules(
     };
     crate::local::run_response_rules(&ctx, rl.backend, &mut tx)
 }
+
+/// `http-after-response` on a response the proxy made for a stream
+/// (HTTP/1 text, as the rules and error pages make them), as on HTTP/1:
+/// a rule's answer while processing the request runs the frontend's
+/// rules, and the backend's when the backend's rules answered.
+pub(crate) fn after_local(
+    cx: &ConnCx,
+    bytes: Vec<u8>,
+    req: &mut Head,
+    st: &mut TxnState,
+    rl: &ReqLog,
+) -> Vec<u8> {
+    let ctx = cx.ctx.clone();
+    let secs = match st.fx.backend_stage {
+        Some(be) => crate::local::sections(&ctx, be),
+        None => [None, Some(&ctx.front.routes.fe_rules)],
+    };
+    let tls = cx.client.tls_info_ref();
+    let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
+    let req = HeadBuf {
+        head: req,
+        buf: &[],
+    };
+    crate::local::after_response_rules(&ctx, &facts, bytes, secs, req, st, rl)
+}
+
+/// `http-after-response` on an error the proxy answers for a stream
+/// (503 without a server, 502, 504...): the backend's and the frontend's
+/// rules, without the request's variables (as on HTTP/1).
+pub(crate) fn after_error(cx: &ConnCx, bytes: Vec<u8>, rl: &ReqLog) -> Vec<u8> {
+    let ctx = cx.ctx.clone();
+    let secs = crate::local::sections(&ctx, rl.backend);
+    let tls = cx.client.tls_info_ref();
+    let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
+    let mut head = fairlead_http::msg::take();
+    let mut st = TxnState::default();
+    let req = HeadBuf {
+        head: &mut head,
+        buf: &[],
+    };
+    let out = crate::local::after_response_rules(&ctx, &facts, bytes, secs, req, &mut st, rl);
+    fairlead_http::msg::give(head);
+    out
+}

@@ -3,10 +3,12 @@
 //! the request body pump, the response relay, the log line.
 
 use super::conn::{ConnCx, Signals};
-use super::resp::{self, send_all, send_h1_bytes, Dechunk, Gone};
+use super::flow::{pump, relay_body, Link};
+use super::resp::{send_all, send_h1_bytes, Gone};
 use super::tunnel::{Kind as TunnelKind, Tunnel};
 use crate::forward::{count_failure, host_without_port, is_server_error, pooled, Replay, Tries};
 use crate::logging::{self, Gauges, ReqLog};
+use crate::persist::{self, Persist};
 use crate::process::{self, conn_facts, Decision, Local, TxnState};
 use crate::Effective;
 use fairlead_backend::counters::C;
@@ -20,12 +22,10 @@ use fairlead_http::{parse_response, BodyKind, ConnHeader, ResponseHead};
 use fairlead_log::{Phase, Who};
 use fairlead_net::io::with_timeout;
 use fairlead_net::{pool, Conn, IoBuf};
-use std::cell::{Cell, RefCell};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// Runs one stream to its end, logs it and forgets it.
@@ -150,6 +150,39 @@ async fn exchange(
     }
     // Read before the rules: a rule adding `Upgrade` makes no tunnel.
     let tunnel = Tunnel::of(head);
+    // `option http-buffer-request`: rules see the body (`req.body`).
+    let mut body = if !end && crate::local::buffers_body(&ctx) {
+        Some(super::buffered::wait_body(cx, id, sig, content_length(head)).await)
+    } else {
+        None
+    };
+    let sent = decide_and_forward(cx, id, head, end, sig, rl, st, tunnel, &mut body).await;
+    if let Some(b) = body {
+        pool::give_out(b);
+    }
+    sent
+}
+
+/// The declared `content-length` of a request head.
+fn content_length(head: &Head) -> Option<u64> {
+    let v = head.view(&[]).get_last(b"content-length")?;
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// The request rules, local answers and services, then forwarding.
+#[allow(clippy::too_many_arguments)]
+async fn decide_and_forward(
+    cx: &Rc<ConnCx>,
+    id: u32,
+    head: &mut Head,
+    end: bool,
+    sig: &Signals,
+    rl: &mut ReqLog,
+    st: &mut TxnState,
+    tunnel: TunnelKind,
+    body: &mut Option<Vec<u8>>,
+) -> bool {
+    let ctx = cx.ctx.clone();
     let mut prefer = None;
     if !ctx.front.routes.active() {
         // No rules: the request counts on the connection's slots here.
@@ -159,11 +192,27 @@ async fn exchange(
         let d = {
             let tls = cx.client.tls_info_ref();
             let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
-            process::process_request(&ctx, &facts, head, &[], None, st, false)
+            process::process_request(&ctx, &facts, head, &[], body.as_deref(), st, false)
         };
         match d {
             Decision::Local(l) => {
                 rl.backend = st.fx.backend_stage.flatten();
+                let l = match l {
+                    Local::Send {
+                        bytes,
+                        status,
+                        close,
+                        tarpit,
+                        denied,
+                    } => Local::Send {
+                        bytes: super::rules::after_local(cx, bytes, head, st, rl),
+                        status,
+                        close,
+                        tarpit,
+                        denied,
+                    },
+                    other => other,
+                };
                 return send_local(cx, id, sig, l, rl).await;
             }
             Decision::Forward { be, server } => {
@@ -172,8 +221,12 @@ async fn exchange(
             }
         }
     }
-    if let Some(sent) = local_service(cx, id, sig, head, st, rl).await {
+    if let Some(sent) = local_service(cx, id, sig, head, end, st, rl, body).await {
         return sent;
+    }
+    // The copy is not needed any more: the queue holds the bytes.
+    if let Some(b) = body.take() {
+        pool::give_out(b);
     }
     forward(cx, id, head, end, sig, prefer, rl, st, tunnel).await
 }
@@ -238,15 +291,22 @@ async fn send_local(cx: &ConnCx, id: u32, sig: &Signals, l: Local, rl: &mut ReqL
 }
 
 /// The frontend's own services (stats page, Prometheus exporter).
+#[allow(clippy::too_many_arguments)]
 async fn local_service(
     cx: &ConnCx,
     id: u32,
     sig: &Signals,
     head: &mut Head,
+    end: bool,
     st: &mut TxnState,
     rl: &mut ReqLog,
+    body: &mut Option<Vec<u8>>,
 ) -> Option<bool> {
     let svc = cx.ctx.service.clone()?;
+    if body.is_none() && !end && head.view(&[]).method() == b"POST" {
+        // A form posted to a service (the stats page's admin actions).
+        *body = Some(super::buffered::wait_body(cx, id, sig, content_length(head)).await);
+    }
     let stats = {
         let tls = cx.client.tls_info_ref();
         let facts = conn_facts(&cx.ctx, cx.peer, &cx.client, tls.as_deref());
@@ -259,9 +319,7 @@ async fn local_service(
         authorization: v.get_last(b"authorization"),
         client: cx.peer.ip(),
         stats,
-        // Request bodies of local services are not read on HTTP/2 yet
-        // (the stats page's admin form answers NONE).
-        body: &[],
+        body: body.as_deref().unwrap_or_default(),
     };
     let r = svc.handle(&req)?;
     let mut h = msg::take();
@@ -288,18 +346,6 @@ async fn local_service(
         return Some(false);
     }
     Some(send_all(cx, id, sig, &r.body, true).await.is_ok())
-}
-
-/// The server side of a stream: where the body pump writes, once the
-/// request head went out on it.
-#[derive(Default)]
-struct Link {
-    server: RefCell<Option<Rc<Conn>>>,
-    ready: Notify,
-    /// The whole request body was written.
-    done: Cell<bool>,
-    /// Body bytes written.
-    sent: Cell<u64>,
 }
 
 /// What the request needs on its way to a server.
@@ -335,7 +381,15 @@ async fn forward(
     let ip = st.fx.src.unwrap_or(cx.peer.ip());
     let bt = be.options.timeouts;
     let tunnel = Tunnel::prepare(tunnel, head, bt.tunnel.or(bt.server));
-    let (out, chunked) = serialise(cx, head, end, eff, ip, tunnel.kind);
+    let cookie = be.options.cookie.as_ref();
+    let persist = cookie
+        .map(|c| persist::lookup_head(c, &be, head))
+        .unwrap_or_default();
+    let (mut out, chunked) = serialise(cx, head, end, eff, ip, tunnel.kind);
+    if let Some(c) = cookie {
+        persist::edit_request(c, persist, &mut out);
+    }
+    let prefer = prefer.or(persist.server);
     let prep = prepared(head, out, &be, ip, end, tunnel);
     let link = Link::default();
     link.done.set(end);
@@ -380,7 +434,7 @@ async fn forward(
     server.metrics.counters.inc(C::ReqTot);
     let keep = {
         let relay = relay(
-            cx, id, sig, &be, &conn, slot, resp, sbuf, rl, st, head, &tunnel,
+            cx, id, sig, &be, &conn, slot, resp, sbuf, rl, st, head, &tunnel, persist,
         );
         tokio::pin!(relay);
         loop {
@@ -564,87 +618,13 @@ async fn fail(
         fc.inc(C::Ereq);
     }
     let page = process::error_page(&cx.ctx, rl.backend, status);
+    let page = super::rules::after_error(cx, page, rl);
     match send_h1_bytes(cx, id, sig, &page).await {
         Ok(n) => {
             rl.bytes_out = n as u64;
             true
         }
         Err(Gone) => false,
-    }
-}
-
-/// Writes the request body to the server as it arrives, releasing each
-/// byte to the client's window once written.
-async fn pump(
-    cx: &ConnCx,
-    id: u32,
-    sig: &Signals,
-    link: &Link,
-    chunked: bool,
-    timeout: Option<std::time::Duration>,
-    tunnel: bool,
-) {
-    let server = loop {
-        let s = link.server.borrow().clone();
-        match s {
-            Some(s) => break s,
-            None => link.ready.notified().await,
-        }
-    };
-    let mut spare = Vec::new();
-    let mut framed = pool::take_out();
-    loop {
-        let (end, trailers) = {
-            let mut sh = cx.sh.borrow_mut();
-            let Some(s) = sh.stream(id) else { break };
-            if s.reset {
-                break;
-            }
-            std::mem::swap(&mut s.body, &mut spare);
-            (s.end, if s.end { s.trailers.take() } else { None })
-        };
-        let n = spare.len();
-        if n > 0 {
-            framed.clear();
-            if chunked {
-                use std::io::Write as _;
-                let _ = write!(framed, "{n:x}\r\n");
-                framed.extend_from_slice(&spare);
-                framed.extend_from_slice(b"\r\n");
-            } else {
-                framed.extend_from_slice(&spare);
-            }
-            spare.clear();
-            if server.write_all(&framed, timeout).await.is_err() {
-                break;
-            }
-            link.sent.set(link.sent.get() + n as u64);
-            cx.with(|c, o| c.release(id, n, o));
-        }
-        if end {
-            let mut ok = true;
-            if chunked {
-                framed.clear();
-                resp::write_last_chunk(trailers.as_ref(), &mut framed);
-                ok = server.write_all(&framed, timeout).await.is_ok();
-            }
-            if let Some(t) = trailers {
-                msg::give(t);
-            }
-            if tunnel {
-                // The client's END_STREAM half-closes the tunnel.
-                server.shutdown_write();
-            }
-            link.done.set(ok);
-            break;
-        }
-        if n == 0 {
-            sig.body.notified().await;
-        }
-    }
-    pool::give_out(framed);
-    if spare.capacity() > 0 {
-        pool::give_out(spare);
     }
 }
 
@@ -799,6 +779,7 @@ async fn relay(
     st: &mut TxnState,
     req: &mut Head,
     tunnel: &Tunnel,
+    persist: Persist,
 ) -> Option<bool> {
     rl.status = Some(resp.status);
     let ctx = cx.ctx.clone();
@@ -824,6 +805,9 @@ async fn relay(
         let page = process::error_page(&ctx, rl.backend, 502);
         let _ = send_h1_bytes(cx, id, sig, &page).await;
         return None;
+    }
+    if let Some(c) = &be.options.cookie {
+        persist::edit_response_head(c, persist, &srv, &mut res, sbuf.filled());
     }
     let (kind, timeout) = if opens {
         (BodyKind::CloseDelimited, tunnel.timeout)
@@ -860,88 +844,6 @@ async fn relay(
         return None;
     }
     Some(!opens && resp.keep_alive && sbuf.is_empty())
-}
-
-/// The response body, de-framed into DATA frames within the client's
-/// window. Returns the body bytes sent, or who cut the transfer.
-async fn relay_body(
-    cx: &ConnCx,
-    id: u32,
-    sig: &Signals,
-    conn: &Conn,
-    sbuf: &mut IoBuf,
-    kind: BodyKind,
-    timeout: Option<std::time::Duration>,
-) -> Result<u64, Who> {
-    let mut left = match kind {
-        BodyKind::None | BodyKind::Length(0) => return Ok(0),
-        BodyKind::Length(n) => Some(n),
-        _ => None,
-    };
-    let mut dechunk = (kind == BodyKind::Chunked).then(Dechunk::new);
-    let mut data = resp::scratch();
-    let mut total = 0u64;
-    let r = loop {
-        if sbuf.is_empty() {
-            let r = with_timeout(timeout, "server timeout", async {
-                sbuf.read_from(conn, usize::MAX).await
-            })
-            .await;
-            match r {
-                Ok(0) if kind == BodyKind::CloseDelimited => {
-                    break send_all(cx, id, sig, &[], true)
-                        .await
-                        .map_err(|_| Who::Client);
-                }
-                Ok(0) | Err(_) => break Err(Who::Server),
-                Ok(_) => {}
-            }
-        }
-        let input = sbuf.filled();
-        if let Some(d) = &mut dechunk {
-            data.clear();
-            let Ok((used, done)) = d.feed(input, &mut data) else {
-                break Err(Who::Server);
-            };
-            sbuf.consume(used);
-            let trailers = if done { d.trailers() } else { None };
-            let end_now = done && trailers.is_none();
-            if send_all(cx, id, sig, &data, end_now).await.is_err() {
-                break Err(Who::Client);
-            }
-            total += data.len() as u64;
-            if let Some(t) = trailers {
-                let r = cx.with(|c, o| c.send_trailers(id, &t, &[], o));
-                msg::give(t);
-                if r.is_err() {
-                    break Err(Who::Client);
-                }
-            }
-            if done {
-                break Ok(());
-            }
-            continue;
-        }
-        let n = match left {
-            Some(l) => input.len().min(usize::try_from(l).unwrap_or(usize::MAX)),
-            None => input.len(),
-        };
-        let end = left.is_some_and(|l| l == n as u64);
-        let chunk = input.get(..n).unwrap_or_default();
-        if send_all(cx, id, sig, chunk, end).await.is_err() {
-            break Err(Who::Client);
-        }
-        sbuf.consume(n);
-        total += n as u64;
-        if let Some(l) = &mut left {
-            *l -= n as u64;
-            if *l == 0 {
-                break Ok(());
-            }
-        }
-    };
-    pool::give_out(data);
-    r.map(|()| total)
 }
 
 /// Feeds the backend's and server's latency histograms.
