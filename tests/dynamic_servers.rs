@@ -20,9 +20,10 @@ fn sock_dir(tag: &str) -> PathBuf {
 
 /// `cfg` with an admin `stats socket` at `sock` in its global section.
 fn with_sock(cfg: &str, sock: &Path) -> String {
-    cfg.replace(
+    cfg.replacen(
         "global\n",
         &format!("global\n    stats socket {} level admin\n", sock.display()),
+        1,
     )
 }
 
@@ -192,11 +193,14 @@ fn del_server_only_in_maintenance_and_unused() {
     let bind = free_addr(ip);
     let dir = sock_dir("del");
     let sock = dir.join("admin.sock");
-    let _p = start(
-        &http_cfg(bind, "", &format!("    server s1 {a1}")),
-        &[bind],
-        &sock,
+    // No pooled connections: the slow request below must not meet a
+    // stale one and be replayed (re-balanced) after `disable server`.
+    let cfg = http_cfg(
+        bind,
+        "    http-reuse never\n",
+        &format!("    server s1 {a1}"),
     );
+    let _p = start(&cfg, &[bind], &sock);
     ask(&sock, &format!("add server bk/n {a2}"));
     ask(&sock, "enable server bk/n");
     ask(&sock, "disable server bk/s1");
@@ -220,7 +224,10 @@ fn del_server_only_in_maintenance_and_unused() {
         "Server still has connections attached to it, cannot remove it."
     );
     assert_eq!(slow.join().unwrap(), 200);
-    assert_eq!(ask(&sock, "del server bk/n").trim(), "Server deleted.");
+    // The request's hold on the server ends just after its response.
+    wait_until("deleted once the request is done", || {
+        ask(&sock, "del server bk/n").trim() == "Server deleted."
+    });
     assert!(state_line(&sock, "bk", "n").is_none());
     assert_eq!(ask(&sock, "del server bk/n").trim(), "No such server.");
     assert!(!ask(&sock, "show stat").contains("bk,n,"));
@@ -395,12 +402,13 @@ fn server_state_file_across_a_reload() {
             "    server s1 {a1}\n    server s2 localhost:{unused}\n    server s3 {a3} weight 2"
         ),
     )
-    .replace(
+    .replacen(
         "global\n",
         &format!(
             "global\n    hard-stop-after 2s\n    server-state-base {}\n    server-state-file servers.state\n",
             dir.display()
         ),
+        1,
     );
     let p = Proxy::start_with(&with_sock(&cfg, &sock), &[bind], |c| c.arg("-W"));
     wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
