@@ -384,6 +384,20 @@ fn added_server_checks_start_with_enable_health() {
 
 #[test]
 fn server_state_file_across_a_reload() {
+    state_round_trip(true);
+}
+
+/// Without the operator's `show servers state > file`: the master saves
+/// the file itself before starting the new worker.
+#[test]
+fn master_saves_the_server_state_before_a_reload() {
+    state_round_trip(false);
+}
+
+/// Changes servers, reloads in master-worker mode and checks what the new
+/// worker restored; `manual`: the test writes the state file first, as
+/// HAProxy's procedure says.
+fn state_round_trip(manual: bool) {
     let ip = test_ip();
     let (_t1, a1) = term(ip, "s1");
     let (_t2, a2) = term(ip, "s2");
@@ -425,7 +439,9 @@ fn server_state_file_across_a_reload() {
     ask(&sock, "set server bk/s1 weight 3");
     ask(&sock, "disable server bk/s3");
     ask(&sock, &format!("add server bk/dyn {a1}"));
-    std::fs::write(&state, ask(&sock, "show servers state")).unwrap();
+    if manual {
+        std::fs::write(&state, ask(&sock, "show servers state")).unwrap();
+    }
     p.signal("USR2");
     wait_until("reload complete", || p.stderr().contains("reload complete"));
     // The new worker owns the socket now.

@@ -42,6 +42,10 @@ pub struct Queue {
 /// A place in a queue; resolves to the server whose slot was handed over.
 pub type Ticket = oneshot::Receiver<Arc<Server>>;
 
+/// [`Queue::dispatch`]'s way to reserve a slot: on the given server, or on
+/// any for `None`; returns the server, or `None` when there is no room.
+pub type Take<'a> = &'a dyn Fn(Option<&Arc<Server>>) -> Option<Arc<Server>>;
+
 impl Queue {
     pub fn new() -> Queue {
         Queue::default()
@@ -85,11 +89,7 @@ impl Queue {
     /// `take(target)` reserves a slot on `target` (or on any server for
     /// `None`) and returns the server, or `None` when there is no room;
     /// `give_back(server)` undoes a reservation whose waiter went away.
-    pub fn dispatch(
-        &self,
-        take: &dyn Fn(Option<&Arc<Server>>) -> Option<Arc<Server>>,
-        give_back: &dyn Fn(&Arc<Server>),
-    ) {
+    pub fn dispatch(&self, take: Take<'_>, give_back: &dyn Fn(&Arc<Server>)) {
         if self.is_empty() {
             return;
         }

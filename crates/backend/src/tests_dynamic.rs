@@ -92,7 +92,8 @@ fn added_server_starts_in_maintenance_then_serves() {
 #[test]
 fn every_dynamic_algorithm_picks_up_an_added_server() {
     use config::{Balance, HashMethod};
-    let algos: Vec<(&str, Box<dyn Fn(&mut config::Backend)>)> = vec![
+    type Tweak = Box<dyn Fn(&mut config::Backend)>;
+    let algos: Vec<(&str, Tweak)> = vec![
         ("roundrobin", Box::new(|_| {})),
         (
             "leastconn",

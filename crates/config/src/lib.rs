@@ -23,6 +23,7 @@ pub mod lexer;
 pub mod model;
 mod sections;
 mod server;
+pub mod server_state;
 mod tls;
 pub mod units;
 

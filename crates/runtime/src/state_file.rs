@@ -16,61 +16,21 @@
 //!
 //! The operational state is not restored: checked servers start as the
 //! configuration says and their checks decide.
+//!
+//! In master-worker mode Fairlead also writes the files itself before a
+//! reload ([`dump_for_reload`]): the master asks the running worker for
+//! `show servers state` on the configuration's first `stats socket` and
+//! writes every backend's state file, so the operator's `show servers
+//! state > file` step (HAProxy's documented procedure, which still works)
+//! is not needed.
 
 use crate::Shared;
 use fairlead_backend::{AdminState, Backend, ServerCommand};
+use fairlead_config::server_state::{parse, SavedServer};
 use fairlead_config::{Config, ServerAddr};
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
-
-/// One server line of a state file (version 1), the fields Fairlead uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SavedServer {
-    pub backend: String,
-    pub server: String,
-    pub addr: Option<IpAddr>,
-    pub admin_state: u8,
-    pub uweight: u32,
-    pub iweight: u32,
-    pub port: u16,
-}
-
-/// Parses a state file: the version line (`1`), then a server per line;
-/// `#` lines are comments. Lines that do not parse are skipped.
-pub(crate) fn parse(text: &str) -> Result<Vec<SavedServer>, String> {
-    let mut lines = text.lines();
-    match lines.next().map(str::trim) {
-        Some("1") => {}
-        Some(v) => return Err(format!("unknown version '{v}'")),
-        None => return Err("empty file".into()),
-    }
-    let mut out = Vec::new();
-    for line in lines {
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let get = |i: usize| f.get(i).copied().unwrap_or("");
-        let (Ok(admin_state), Ok(uweight), Ok(iweight)) = (
-            get(6).parse::<u8>(),
-            get(7).parse::<u32>(),
-            get(8).parse::<u32>(),
-        ) else {
-            continue;
-        };
-        out.push(SavedServer {
-            backend: get(1).to_string(),
-            server: get(3).to_string(),
-            addr: get(4).parse().ok(),
-            admin_state,
-            uweight,
-            iweight,
-            port: get(18).parse().unwrap_or(0),
-        });
-    }
-    Ok(out)
-}
 
 /// Loads the state files of every backend that asks for one and applies
 /// them. Problems are warnings, never fatal (as HAProxy).
@@ -148,8 +108,18 @@ pub(crate) fn apply_one(
     } else if s.admin_state & FDRAIN != 0 {
         let _ = be.apply(id, ServerCommand::State(AdminState::Drain));
         notes.push(format!("Server {name} remains in forced drain mode."));
-    } else if !scfg.disabled && srv.admin.maint.load(Ordering::Relaxed) {
-        let _ = be.apply(id, ServerCommand::State(AdminState::Ready));
+    } else {
+        // Neither forced state any more: the configuration's `disabled`
+        // alone decides.
+        let state = if scfg.disabled {
+            AdminState::Maint
+        } else {
+            AdminState::Ready
+        };
+        if srv.admin.drain.load(Ordering::Relaxed) {
+            let _ = be.apply(id, ServerCommand::State(AdminState::Ready));
+        }
+        let _ = be.apply(id, ServerCommand::State(state));
     }
     if s.iweight == scfg.weight {
         let _ = be.apply(id, ServerCommand::Weight(s.uweight));
@@ -169,37 +139,98 @@ pub(crate) fn apply_one(
     notes
 }
 
+/// Before a reload in master-worker mode: asks the running worker for
+/// `show servers state` through the first `stats socket` of `cfg` (the new
+/// configuration; the old worker still owns its sockets at this point)
+/// and writes the state file of every backend that loads one: the whole
+/// dump for the global file, the backend's own lines for a local one.
+/// Problems are warnings: the reload goes on with whatever the files hold.
+pub(crate) fn dump_for_reload(cfg: &Config, quiet: bool) {
+    let paths: Vec<(String, String, bool)> = cfg
+        .backends
+        .iter()
+        .filter_map(|b| {
+            let global = b.options.load_server_state == fairlead_config::ServerStateLoad::Global;
+            cfg.server_state_path(b)
+                .map(|p| (p, b.name.clone(), global))
+        })
+        .collect();
+    if paths.is_empty() {
+        return;
+    }
+    let warn = |m: String| {
+        if !quiet {
+            eprintln!("[WARNING]  (master) {m}");
+        }
+    };
+    let dump = match ask_worker(cfg) {
+        Ok(d) if d.starts_with("1\n") => d,
+        Ok(d) => return warn(format!("unexpected 'show servers state' answer: {d:?}")),
+        Err(e) => return warn(format!("cannot save the servers' state before reload: {e}")),
+    };
+    let mut files: HashMap<String, String> = HashMap::new();
+    for (path, backend, global) in paths {
+        let text = files.entry(path).or_insert_with(|| {
+            dump.lines()
+                .take(2)
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        });
+        for line in dump.lines().skip(2) {
+            let be = line.split_whitespace().nth(1);
+            if (global || be == Some(backend.as_str())) && !line.trim().is_empty() {
+                let entry = format!("{line}\n");
+                if !text.contains(&entry) {
+                    text.push_str(&entry);
+                }
+            }
+        }
+    }
+    for (path, text) in files {
+        let tmp = format!("{path}.tmp-{}", std::process::id());
+        let r = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &path));
+        if let Err(e) = r {
+            let _ = std::fs::remove_file(&tmp);
+            warn(format!("cannot write server state file '{path}': {e}"));
+        }
+    }
+}
+
+/// `show servers state` on the first `stats socket` of `cfg`.
+fn ask_worker(cfg: &Config) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let words = cfg
+        .global
+        .stats_sockets
+        .first()
+        .map(|(_, w)| w.clone())
+        .ok_or_else(|| std::io::Error::other("no 'stats socket' to ask"))?;
+    let listen = fairlead_admin::parse_stats_socket(&words).map_err(std::io::Error::other)?;
+    let limit = Some(std::time::Duration::from_secs(2));
+    let mut out = String::new();
+    match listen.addr {
+        fairlead_admin::CliAddr::Unix(p) => {
+            let mut s = std::os::unix::net::UnixStream::connect(p)?;
+            s.set_read_timeout(limit)?;
+            s.set_write_timeout(limit)?;
+            s.write_all(b"show servers state\n")?;
+            s.read_to_string(&mut out)?;
+        }
+        fairlead_admin::CliAddr::Tcp(a) => {
+            let mut s =
+                std::net::TcpStream::connect_timeout(&a, std::time::Duration::from_secs(2))?;
+            s.set_read_timeout(limit)?;
+            s.set_write_timeout(limit)?;
+            s.write_all(b"show servers state\n")?;
+            s.read_to_string(&mut out)?;
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const FILE: &str = "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n\
-2 rr 1 a 127.0.0.9 2 0 1 1 4 1 0 2 0 0 0 0 - 9999 - 0 0 - - 0\n\
-2 rr 2 b 127.0.0.1 2 8 3 5 1 1 0 2 0 0 0 0 - 8002 - 0 0 - - 0\n\
-2 rr 6 h - 0 1 1 1 15 1 0 0 0 0 0 0 - 0 - 0 0 - - 0\n\
-garbage\n";
-
-    #[test]
-    fn parses_haproxy_dumps() {
-        let v = parse(FILE).unwrap();
-        assert_eq!(v.len(), 3);
-        assert_eq!(
-            v[0],
-            SavedServer {
-                backend: "rr".into(),
-                server: "a".into(),
-                addr: Some("127.0.0.9".parse().unwrap()),
-                admin_state: 0,
-                uweight: 1,
-                iweight: 1,
-                port: 9999,
-            }
-        );
-        assert_eq!((v[1].admin_state, v[1].uweight, v[1].iweight), (8, 3, 5));
-        assert_eq!((v[2].addr, v[2].port), (None, 0));
-        assert_eq!(parse("2\n").unwrap_err(), "unknown version '2'");
-        assert!(parse("").is_err());
-    }
 
     fn backend(cfg: &fairlead_config::Backend) -> Backend {
         let resolve = |a: &ServerAddr| match a {
@@ -233,12 +264,12 @@ garbage\n";
             port,
         };
         // An IP from the configuration stays; the port follows the file;
-        // `disabled` was removed from the configuration: ready.
+        // the configuration's `disabled` (0x04) stays in force.
         let notes = apply_one(&cfg, &be, &saved("a", "127.0.0.9", 0x04, 1, 1, 9999));
         assert!(notes.is_empty(), "{notes:?}");
         let a = be.server_by_name("a").unwrap();
         assert_eq!(a.admin.addr.load().to_string(), "127.0.0.1:9999");
-        assert!(!a.admin.maint.load(Ordering::Relaxed));
+        assert!(a.admin.maint.load(Ordering::Relaxed));
         // Forced drain and the weight survive.
         let notes = apply_one(&cfg, &be, &saved("b", "127.0.0.1", 0x08, 3, 5, 8002));
         assert_eq!(notes, ["Server rr/b remains in forced drain mode."]);
