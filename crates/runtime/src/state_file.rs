@@ -29,7 +29,6 @@ use fairlead_backend::{AdminState, Backend, ServerCommand};
 use fairlead_config::server_state::{parse, SavedServer};
 use fairlead_config::{Config, ServerAddr};
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 
 /// Loads the state files of every backend that asks for one and applies
