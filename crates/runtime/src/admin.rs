@@ -8,8 +8,10 @@
 //! buffer pools of all workers), `set profiling tasks on|off|auto` and
 //! `show profiling` (calls, CPU time and scheduling latency per task
 //! kind), and the map and ACL commands over the configuration's pattern
-//! registry (`show|get|add|set|del|clear|prepare|commit map|acl`). Not
-//! yet: forced health and agent states.
+//! registry (`show|get|add|set|del|clear|prepare|commit map|acl`), and
+//! `add server`, `del server`, `enable|disable health` for servers managed
+//! at run time (see `crate::dynamic`). Not yet: forced health and agent
+//! states.
 //!
 //! CLI edits of maps and ACL files survive a master-worker reload: after
 //! each one the worker saves the current entries of every file edited on
