@@ -511,6 +511,36 @@ pub trait AdminApi: Send + Sync {
         ))
     }
 
+    /// `add server <backend>/<server> <addr>[:<port>] [options]`: adds a
+    /// server at run time, in maintenance. `backend_idx` is its backend's
+    /// position in [`AdminApi::backends`]; `args` are the words after the
+    /// server's name. `Ok` holds the reply. Default is an error: not
+    /// supported.
+    fn add_server(
+        &self,
+        backend_idx: usize,
+        server: &str,
+        args: &[String],
+    ) -> Result<String, String> {
+        let _ = (backend_idx, server, args);
+        Err("Adding servers is not supported.".into())
+    }
+
+    /// `del server <backend>/<server>`: removes a server in maintenance
+    /// with nothing on it. `Ok` holds the reply. Default is an error.
+    fn del_server(&self, target: &ServerRef) -> Result<String, String> {
+        let _ = target;
+        Err("Deleting servers is not supported.".into())
+    }
+
+    /// `enable health` (`on`) / `disable health`: starts or pauses the
+    /// server's health checks. Default is HAProxy's answer for a server
+    /// without `check`.
+    fn set_health_checks(&self, target: &ServerRef, on: bool) -> Result<(), String> {
+        let _ = (target, on);
+        Err("Health check was not configured on this server, cannot enable.".into())
+    }
+
     /// Every pattern reference (ACL `-f` files, map files), in id order.
     /// Default is none.
     fn pattern_refs(&self) -> Vec<PatRefInfo> {

@@ -196,13 +196,14 @@ pub(crate) static COMMANDS: &[Command] = &[
     ),
 ];
 
-/// Every command: [`COMMANDS`], then the map and ACL commands, then the
-/// stick table commands.
+/// Every command: [`COMMANDS`], then the map and ACL commands, the stick
+/// table commands and the dynamic server commands.
 pub(crate) fn all_commands() -> impl Iterator<Item = &'static Command> {
     COMMANDS
         .iter()
         .chain(crate::maps::COMMANDS)
         .chain(crate::tables::COMMANDS)
+        .chain(crate::servers::COMMANDS)
 }
 
 fn arg(w: &[String], i: usize) -> &str {
@@ -294,7 +295,7 @@ fn show_stat(s: &mut Session, w: &[String]) -> String {
     s.api.stat(&req).unwrap_or_else(with_newline)
 }
 
-fn with_newline(mut msg: String) -> String {
+pub(crate) fn with_newline(mut msg: String) -> String {
     if !msg.ends_with('\n') {
         msg.push('\n');
     }
@@ -302,7 +303,10 @@ fn with_newline(mut msg: String) -> String {
 }
 
 /// Finds a backend by name or `#id`.
-fn find_backend<'a>(list: &'a [BackendInfo], name: &str) -> Option<(usize, &'a BackendInfo)> {
+pub(crate) fn find_backend<'a>(
+    list: &'a [BackendInfo],
+    name: &str,
+) -> Option<(usize, &'a BackendInfo)> {
     let id = name.strip_prefix('#').and_then(|n| n.parse::<i32>().ok());
     list.iter().enumerate().find(|(_, b)| match id {
         Some(id) => b.id == id,
@@ -311,18 +315,18 @@ fn find_backend<'a>(list: &'a [BackendInfo], name: &str) -> Option<(usize, &'a B
 }
 
 /// A server designated as `<backend>/<server>` (names or `#id`s).
-struct Found {
-    target: ServerRef,
-    backend: BackendInfo,
+pub(crate) struct Found {
+    pub target: ServerRef,
+    pub backend: BackendInfo,
 }
 
 impl Found {
-    fn server(&self) -> &crate::api::ServerInfo {
+    pub(crate) fn server(&self) -> &crate::api::ServerInfo {
         &self.backend.servers[self.target.server_idx]
     }
 }
 
-fn find_server(s: &Session, spec: &str) -> Result<Found, String> {
+pub(crate) fn find_server(s: &Session, spec: &str) -> Result<Found, String> {
     let Some((be, srv)) = spec.split_once('/').filter(|(_, s)| !s.is_empty()) else {
         return Err("Require 'backend/server'.\n".into());
     };

@@ -11,6 +11,8 @@
 //!   process implements over its live state; this crate parses, validates
 //!   and renders HAProxy's formats (`show servers state`, `show errors`,
 //!   the tasks activity table...).
+//! - `add server`, `del server`, `enable|disable health` manage servers
+//!   at run time (HAProxy's dynamic servers) through the same trait.
 //! - The map and ACL commands (`show|get|add|set|del|clear|prepare|commit
 //!   map|acl`, payloads with `<<`) act on the configuration's pattern files
 //!   through the same trait.
@@ -25,6 +27,7 @@ mod dns;
 mod listen;
 mod maps;
 pub mod render;
+mod servers;
 mod session;
 mod tables;
 

@@ -61,15 +61,14 @@ impl std::fmt::Display for CommandError {
 }
 
 impl Backend {
-    /// The server with stable id `id`.
-    pub fn server_by_id(&self, id: ServerId) -> Option<&Arc<Server>> {
-        let i = self.slots.get(&id)?;
-        self.servers.get(*i)
+    /// The server with stable id `id`, in the current set.
+    pub fn server_by_id(&self, id: ServerId) -> Option<Arc<Server>> {
+        self.servers().by_id(id).cloned()
     }
 
-    /// The server named `name`.
-    pub fn server_by_name(&self, name: &str) -> Option<&Arc<Server>> {
-        self.servers.iter().find(|s| s.conf.name == name)
+    /// The server named `name`, in the current set.
+    pub fn server_by_name(&self, name: &str) -> Option<Arc<Server>> {
+        self.servers().by_name(name).cloned()
     }
 
     /// Applies `cmd` to the server with stable id `id`, then republishes

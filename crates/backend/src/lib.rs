@@ -7,6 +7,11 @@
 //! worker through an `Arc`. Server counters are atomics, health is read from
 //! `fairlead-health`'s shared state, balancing uses `fairlead-balance`; the
 //! queues take a short per-backend lock only while something is queued.
+//!
+//! The server list is a published snapshot ([`ServerSet`], see [`set`]):
+//! servers are added and removed at run time ([`Backend::add_server`],
+//! [`Backend::remove_server`]) by publishing a new set, without blocking
+//! traffic.
 #![forbid(unsafe_code)]
 
 pub mod command;
@@ -17,6 +22,7 @@ pub mod idle;
 pub mod queue;
 pub mod retry;
 pub mod server;
+pub mod set;
 
 pub use command::{AdminState, CommandError, ServerCommand};
 pub use connect::{connect_server, Connected, TlsNames};
@@ -24,35 +30,44 @@ pub use error::{Cause, ProxyError, Side};
 pub use fairlead_balance::RequestKey;
 pub use retry::{Trigger, Verdict};
 pub use server::{Server, ServerAdmin, ServerConf, ServerId, ServerMetrics};
+pub use set::{fresh_server_id, AddError, RemoveError, ServerSet};
 
-use fairlead_balance::{Lb, Pick, ServerSpec, ServerView};
+use arc_swap::ArcSwap;
+use fairlead_balance::{Pick, ServerView};
 use fairlead_config as config;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One request's (or TCP stream's) hold on a server: counted in `cur`
 /// until dropped, when the slot goes to the oldest queued request.
 pub struct ServerSlot {
     backend: Arc<Backend>,
-    idx: usize,
+    server: Arc<Server>,
 }
 
 impl ServerSlot {
     /// The server's stable id.
     pub fn id(&self) -> ServerId {
-        self.server().conf.id
+        self.server.conf.id
     }
 
     pub fn server(&self) -> &Arc<Server> {
-        &self.backend.servers[self.idx]
+        &self.server
+    }
+
+    /// The server's position in the backend's current set.
+    #[cfg(test)]
+    fn idx(&self) -> usize {
+        let set = self.backend.servers();
+        set.slot_of(self.id()).unwrap_or(usize::MAX)
     }
 }
 
 impl Drop for ServerSlot {
     fn drop(&mut self) {
-        self.backend.release(self.idx);
+        self.backend.release(&self.server);
     }
 }
 
@@ -60,12 +75,13 @@ impl Drop for ServerSlot {
 pub struct Backend {
     pub name: String,
     pub options: config::ProxyOptions,
-    /// The servers, in configuration order. Name them by [`ServerId`]
+    /// The servers: configuration order, then those added at run time.
+    /// Read it with [`Backend::servers`]; name servers by [`ServerId`]
     /// ([`Backend::server_by_id`]), never by position.
-    pub servers: Vec<Arc<Server>>,
-    /// Stable id → balancer slot (position in `servers`).
-    slots: std::collections::HashMap<ServerId, usize>,
-    lb: Lb,
+    set: ArcSwap<ServerSet>,
+    /// Serialises the writers of `set` and of its balancer's weights.
+    edit: Mutex<()>,
+    needs: fairlead_balance::Needs,
     pub queue: queue::Queue,
     /// Requests or streams currently assigned to any server.
     pub sessions: AtomicU32,
@@ -82,17 +98,22 @@ pub struct Backend {
     pub tls_sni_varies: bool,
 }
 
-struct View<'a>(&'a Backend);
+struct View<'a> {
+    be: &'a Backend,
+    set: &'a ServerSet,
+}
 
 impl ServerView for View<'_> {
     fn up(&self, i: usize) -> bool {
-        self.0.servers[i].is_up()
+        self.set.get(i).is_some_and(|s| s.is_up())
     }
     fn has_room(&self, i: usize) -> bool {
-        self.0.has_room(i)
+        self.set.get(i).is_some_and(|s| self.be.has_room(s))
     }
     fn load(&self, i: usize) -> u32 {
-        self.0.servers[i].metrics.cur.load(Ordering::Relaxed)
+        self.set
+            .get(i)
+            .map_or(0, |s| s.metrics.cur.load(Ordering::Relaxed))
     }
 }
 
@@ -116,41 +137,27 @@ impl Backend {
                     format!("{}: server {}/{}: {e}", s.location, cfg.name, s.name),
                 )
             })?;
-            let tls = match &s.tls {
-                Some(t) => Some(fairlead_tls::ServerContext::build(t).map_err(|e| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        format!("{}: server {}/{}: {e}", s.location, cfg.name, s.name),
-                    )
-                })?),
-                None => None,
-            };
+            let tls = server_tls(s).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{}: server {}/{}: {e}", s.location, cfg.name, s.name),
+                )
+            })?;
             let id = ServerId(u32::try_from(*next_id).unwrap_or(u32::MAX));
             servers.push(Arc::new(Server::new(s, idx, id, addr, tls)));
             *next_id += 1;
         }
-        let specs: Vec<ServerSpec> = servers
-            .iter()
-            .map(|s| ServerSpec {
-                weight: s.admin.weight.load(Ordering::Relaxed),
-                backup: s.conf.backup,
-                id: s.conf.puid,
-            })
-            .collect();
         let o = &cfg.options;
-        let lb = Lb::new(&o.balance, &o.hash_type, o.allbackups, &specs);
-        let tls_sni_varies = servers.iter().any(|s| s.conf.tls_sni_varies);
+        let set = ServerSet::build(o, servers);
+        let needs = set.lb.needs().clone();
+        let tls_sni_varies = set.iter().any(|s| s.conf.tls_sni_varies);
         let backend = Backend {
             name: cfg.name.clone(),
             options: cfg.options.clone(),
-            lb,
-            queue: queue::Queue::new(servers.len()),
-            slots: servers
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.conf.id, i))
-                .collect(),
-            servers,
+            set: ArcSwap::from_pointee(set),
+            edit: Mutex::new(()),
+            needs,
+            queue: queue::Queue::new(),
             sessions: AtomicU32::new(0),
             fullconn: o.fullconn.unwrap_or(fullconn),
             counters: counters::Counters::new(),
@@ -166,44 +173,109 @@ impl Backend {
         Ok(backend)
     }
 
+    /// The current set of servers (a snapshot: later changes publish a
+    /// new set and leave this one as it is).
+    pub fn servers(&self) -> Arc<ServerSet> {
+        self.set.load_full()
+    }
+
     /// What the balancing algorithm needs from each request.
     pub fn lb_needs(&self) -> &fairlead_balance::Needs {
-        self.lb.needs()
+        &self.needs
+    }
+
+    fn lock_edit(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.edit.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Pushes every server's effective weight to the balancer (after a
     /// health change, an agent report, a slowstart step or an admin change),
     /// then lets queued requests use any capacity that appeared.
     pub fn refresh_weights(&self) {
-        for (i, s) in self.servers.iter().enumerate() {
-            self.lb.set_weight(i, s.eweight());
+        {
+            let _edit = self.lock_edit();
+            let set = self.set.load();
+            for (i, s) in set.iter().enumerate() {
+                set.lb.set_weight(i, s.eweight());
+            }
         }
         self.dispatch();
     }
 
-    /// The balancer slot of the server with id `id`, if it is in this
-    /// backend.
-    fn slot_of(&self, id: ServerId) -> Option<usize> {
-        self.slots.get(&id).copied()
+    /// Adds a server at run time (`add server`), as HAProxy does for a
+    /// dynamic server: the backend's algorithm must be dynamic, the name
+    /// and the `id` (when `cfg.id` is set) free. Without `id` the server
+    /// gets the lowest free one. The server starts in maintenance (the
+    /// operator's, HAProxy's `FMAINT`): `enable server` makes it serve.
+    /// Traffic is not blocked: the new set is built aside and published.
+    pub fn add_server(
+        &self,
+        cfg: &config::Server,
+        addr: SocketAddr,
+    ) -> Result<Arc<Server>, AddError> {
+        if !set::dynamic_algorithm(&self.options) {
+            return Err(AddError::StaticAlgorithm);
+        }
+        let tls = server_tls(cfg).map_err(AddError::Invalid)?;
+        let _edit = self.lock_edit();
+        let cur = self.set.load_full();
+        if cur.by_name(&cfg.name).is_some() {
+            return Err(AddError::DuplicateName);
+        }
+        if let Some(id) = cfg.id {
+            if let Some(other) = cur.iter().find(|s| s.conf.puid == id) {
+                return Err(AddError::DuplicateId {
+                    id,
+                    other: other.conf.name.clone(),
+                });
+            }
+        }
+        let puid = cfg.id.unwrap_or_else(|| cur.free_puid());
+        let idx = puid.saturating_sub(1) as usize;
+        let mut server = Server::new(cfg, idx, set::fresh_server_id(), addr, tls);
+        server.conf.puid = puid;
+        server.conf.dynamic = true;
+        server.admin.maint.store(true, Ordering::Relaxed);
+        let server = Arc::new(server);
+        let mut list = cur.to_vec();
+        list.push(server.clone());
+        self.set
+            .store(Arc::new(ServerSet::build(&self.options, list)));
+        Ok(server)
+    }
+
+    /// Removes a server at run time (`del server`): it must be in
+    /// maintenance, with nothing on it or queued for it (HAProxy's rules
+    /// and messages). Idle pooled connections to it are not reused any
+    /// more and close with their idle timeout. Returns the server.
+    pub fn remove_server(&self, id: ServerId) -> Result<Arc<Server>, RemoveError> {
+        let _edit = self.lock_edit();
+        let cur = self.set.load_full();
+        let s = cur.by_id(id).ok_or(RemoveError::NoSuchServer)?.clone();
+        if !s.admin.maint.load(Ordering::Relaxed) {
+            return Err(RemoveError::NotInMaintenance);
+        }
+        if s.metrics.cur.load(Ordering::Acquire) > 0
+            || s.metrics.queued.load(Ordering::Acquire) > 0
+            || self.queue.has_waiters_for(id)
+        {
+            return Err(RemoveError::InUse);
+        }
+        let list: Vec<Arc<Server>> = cur.iter().filter(|x| x.conf.id != id).cloned().collect();
+        self.set
+            .store(Arc::new(ServerSet::build(&self.options, list)));
+        Ok(s)
     }
 
     /// Requests queued for this server in particular (persistence).
     pub fn queue_len(&self, server: &Server) -> usize {
-        self.slot_of(server.conf.id)
-            .map_or(0, |i| self.queue.server_len(i))
+        server.metrics.queued.load(Ordering::Relaxed)
     }
 
-    /// The server's `maxconn` in force (see [`Self::dyn_maxconn_at`]).
-    pub fn dyn_maxconn(&self, server: &Server) -> u32 {
-        self.slot_of(server.conf.id)
-            .map_or(0, |i| self.dyn_maxconn_at(i))
-    }
-
-    /// The `maxconn` in force of the server in slot `i`: with `minconn`,
-    /// it grows from `minconn` to `maxconn` as the backend's load
-    /// approaches `fullconn`, as HAProxy does. 0 means unlimited.
-    fn dyn_maxconn_at(&self, i: usize) -> u32 {
-        let s = &self.servers[i];
+    /// The server's `maxconn` in force: with `minconn`, it grows from
+    /// `minconn` to `maxconn` as the backend's load approaches `fullconn`,
+    /// as HAProxy does. 0 means unlimited.
+    pub fn dyn_maxconn(&self, s: &Server) -> u32 {
         let maxconn = s.admin.maxconn.load(Ordering::Relaxed);
         if maxconn == 0 || s.conf.minconn == 0 || self.fullconn == 0 {
             return maxconn;
@@ -213,15 +285,15 @@ impl Backend {
         dynamic.clamp(s.conf.minconn.min(maxconn), maxconn)
     }
 
-    fn has_room(&self, i: usize) -> bool {
-        let m = self.dyn_maxconn_at(i);
-        m == 0 || self.servers[i].metrics.cur.load(Ordering::Relaxed) < m
+    fn has_room(&self, s: &Server) -> bool {
+        let m = self.dyn_maxconn(s);
+        m == 0 || s.metrics.cur.load(Ordering::Relaxed) < m
     }
 
-    /// Reserves a slot on server `i` if it has room.
-    fn try_take(&self, i: usize) -> bool {
-        let s = &self.servers[i];
-        let max = self.dyn_maxconn_at(i);
+    /// Reserves a slot on server `s` if it has room; `set` is the set the
+    /// pick was made on (for the balancer's bookkeeping).
+    fn try_take(&self, set: &ServerSet, s: &Arc<Server>) -> bool {
+        let max = self.dyn_maxconn(s);
         let ok = if max == 0 {
             s.metrics.cur.fetch_add(1, Ordering::Relaxed);
             true
@@ -239,15 +311,26 @@ impl Backend {
             s.metrics.counters.inc(counters::C::Lbtot);
             self.counters.inc(counters::C::Stot);
             self.sessions.fetch_add(1, Ordering::Relaxed);
-            self.lb.taken(i);
+            if let Some(i) = set.slot_of(s.conf.id) {
+                set.lb.taken(i);
+            }
         }
         ok
     }
 
-    fn release(&self, i: usize) {
-        self.servers[i].metrics.cur.fetch_sub(1, Ordering::AcqRel);
+    /// Undoes a reservation: the counts, and the balancer's bookkeeping in
+    /// the current set (the server may have left it).
+    fn untake(&self, s: &Server) {
+        s.metrics.cur.fetch_sub(1, Ordering::AcqRel);
         self.sessions.fetch_sub(1, Ordering::Relaxed);
-        self.lb.released(i);
+        let set = self.set.load();
+        if let Some(i) = set.slot_of(s.conf.id) {
+            set.lb.released(i);
+        }
+    }
+
+    fn release(&self, s: &Server) {
+        self.untake(s);
         self.dispatch();
     }
 
@@ -256,24 +339,28 @@ impl Backend {
         if self.queue.is_empty() {
             return;
         }
-        let take = |target: Option<usize>| match target {
-            Some(i) => self.try_take(i).then_some(i),
-            None => match self.lb.pick(&RequestKey::default(), &View(self)) {
-                Pick::Server(i) => self.try_take(i).then_some(i),
+        let set = self.set.load_full();
+        let take = |target: Option<&Arc<Server>>| match target {
+            Some(s) => self.try_take(&set, s).then(|| s.clone()),
+            None => match set.lb.pick(&RequestKey::default(), &self.view(&set)) {
+                Pick::Server(i) => {
+                    let s = set.get(i)?;
+                    self.try_take(&set, s).then(|| s.clone())
+                }
                 _ => None,
             },
         };
-        let give_back = |i: usize| {
-            self.servers[i].metrics.cur.fetch_sub(1, Ordering::AcqRel);
-            self.sessions.fetch_sub(1, Ordering::Relaxed);
-            self.lb.released(i);
-        };
+        let give_back = |s: &Arc<Server>| self.untake(s);
         self.queue.dispatch(&take, &give_back);
+    }
+
+    fn view<'a>(&'a self, set: &'a ServerSet) -> View<'a> {
+        View { be: self, set }
     }
 
     /// True when some server is up (for the 503-vs-queue decision).
     pub fn any_up(&self) -> bool {
-        self.servers.iter().any(|s| s.is_up())
+        self.set.load().iter().any(|s| s.is_up())
     }
 
     /// How long a request may wait in a queue: `timeout queue`, else
@@ -294,36 +381,40 @@ impl Backend {
         prefer: Option<ServerId>,
         avoid: Option<ServerId>,
     ) -> Result<ServerSlot, ProxyError> {
-        let slot = |idx| ServerSlot {
+        let slot = |server| ServerSlot {
             backend: self.clone(),
-            idx,
+            server,
         };
-        let prefer = prefer.and_then(|id| self.slot_of(id));
-        let avoid = avoid.and_then(|id| self.slot_of(id));
-        if let Some(i) = prefer {
-            let s = &self.servers[i];
+        let set = self.set.load_full();
+        if let Some(s) = prefer.and_then(|id| set.by_id(id)) {
             if s.is_up() || self.options.persist {
-                if self.queue.server_len(i) == 0 && self.try_take(i) {
-                    return Ok(slot(i));
+                let queued = s.metrics.queued.load(Ordering::Relaxed);
+                if queued == 0 && self.try_take(&set, s) {
+                    return Ok(slot(s.clone()));
                 }
-                if s.conf.maxqueue == 0 || (self.queue.server_len(i) as u32) < s.conf.maxqueue {
-                    return self.wait_in_queue(Some(i)).await.map(slot);
+                if s.conf.maxqueue == 0 || (queued as u32) < s.conf.maxqueue {
+                    let s = s.clone();
+                    drop(set);
+                    return self.wait_in_queue(Some(&s)).await.map(slot);
                 }
                 // Its queue is full: balance instead (HAProxy redispatches).
             }
         }
+        let avoid = avoid.and_then(|id| set.slot_of(id));
+        let view = self.view(&set);
         for _ in 0..4 {
             let pick = match avoid {
-                Some(a) => self.lb.pick_avoiding(key, &View(self), a),
-                None => self.lb.pick(key, &View(self)),
+                Some(a) => set.lb.pick_avoiding(key, &view, a),
+                None => set.lb.pick(key, &view),
             };
             match pick {
                 Pick::NoServer => return Err(ProxyError::connect(Cause::NoServer)),
                 Pick::Full => break,
                 Pick::Server(i) => {
+                    let Some(s) = set.get(i) else { break };
                     // Queued requests go first: a newcomer does not overtake.
-                    if self.queue.is_empty() && self.try_take(i) {
-                        return Ok(slot(i));
+                    if self.queue.is_empty() && self.try_take(&set, s) {
+                        return Ok(slot(s.clone()));
                     }
                     if !self.queue.is_empty() {
                         break;
@@ -331,10 +422,11 @@ impl Backend {
                 }
             }
         }
+        drop(set);
         self.wait_in_queue(None).await.map(slot)
     }
 
-    async fn wait_in_queue(&self, target: Option<usize>) -> Result<usize, ProxyError> {
+    async fn wait_in_queue(&self, target: Option<&Arc<Server>>) -> Result<Arc<Server>, ProxyError> {
         let ticket = self.queue.push(target);
         // A slot may have freed up between the failed attempt and the push.
         self.dispatch();
@@ -343,7 +435,7 @@ impl Backend {
             None => Some(ticket.await),
         };
         match r {
-            Some(Ok(i)) => Ok(i),
+            Some(Ok(s)) => Ok(s),
             _ => {
                 self.queue.purge_cancelled();
                 Err(ProxyError::connect(Cause::QueueTimeout))
@@ -369,7 +461,8 @@ impl Backend {
 
     /// The server whose persistence cookie value is `value`.
     pub fn server_by_cookie(&self, value: &[u8]) -> Option<ServerId> {
-        self.servers
+        self.set
+            .load()
             .iter()
             .find(|s| {
                 s.conf
@@ -382,9 +475,9 @@ impl Backend {
 
     /// Number of usable active and backup servers, for state-change logs.
     pub fn usable_counts(&self) -> (usize, usize) {
+        let set = self.set.load();
         let up = |b: bool| {
-            self.servers
-                .iter()
+            set.iter()
                 .filter(|s| s.conf.backup == b && s.eweight() > 0)
                 .count()
         };
@@ -392,5 +485,15 @@ impl Backend {
     }
 }
 
+/// The server's TLS context, if it has `ssl`.
+fn server_tls(s: &config::Server) -> Result<Option<fairlead_tls::ServerContext>, String> {
+    s.tls
+        .as_ref()
+        .map(|t| fairlead_tls::ServerContext::build(t).map_err(|e| e.to_string()))
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_dynamic;

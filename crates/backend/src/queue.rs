@@ -8,45 +8,51 @@
 //!
 //! Waiters may sit on any worker thread, so the queues are shared: one short
 //! lock per backend, taken only when something is queued (an atomic length
-//! keeps the uncongested path lock-free).
+//! keeps the uncongested path lock-free). Server queues are keyed by the
+//! server itself (its stable id), not by a position, so that servers can be
+//! added and removed at run time while requests wait; each server's own
+//! queue length is kept in [`crate::ServerMetrics::queued`].
 
+use crate::{Server, ServerId};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 struct Waiter {
     seq: u64,
-    tx: oneshot::Sender<usize>,
+    tx: oneshot::Sender<Arc<Server>>,
 }
 
 #[derive(Default)]
 struct Inner {
     seq: u64,
     any: VecDeque<Waiter>,
-    per_server: Vec<VecDeque<Waiter>>,
+    /// Servers with waiters of their own (few: persistence only).
+    per_server: Vec<(Arc<Server>, VecDeque<Waiter>)>,
 }
 
 /// The queues of one backend.
+#[derive(Default)]
 pub struct Queue {
     inner: Mutex<Inner>,
     len: AtomicUsize,
-    server_len: Vec<AtomicUsize>,
 }
 
 /// A place in a queue; resolves to the server whose slot was handed over.
-pub type Ticket = oneshot::Receiver<usize>;
+pub type Ticket = oneshot::Receiver<Arc<Server>>;
+
+/// [`Queue::dispatch`]'s way to reserve a slot: on the given server, or on
+/// any for `None`; returns the server, or `None` when there is no room.
+pub type Take<'a> = &'a dyn Fn(Option<&Arc<Server>>) -> Option<Arc<Server>>;
 
 impl Queue {
-    pub fn new(servers: usize) -> Queue {
-        Queue {
-            inner: Mutex::new(Inner {
-                per_server: (0..servers).map(|_| VecDeque::new()).collect(),
-                ..Default::default()
-            }),
-            len: AtomicUsize::new(0),
-            server_len: (0..servers).map(|_| AtomicUsize::new(0)).collect(),
-        }
+    pub fn new() -> Queue {
+        Queue::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Requests waiting in all queues of the backend.
@@ -58,21 +64,20 @@ impl Queue {
         self.len() == 0
     }
 
-    /// Requests waiting for server `i` specifically.
-    pub fn server_len(&self, i: usize) -> usize {
-        self.server_len[i].load(Ordering::Relaxed)
-    }
-
     /// Queues a request for server `target`, or for any server.
-    pub fn push(&self, target: Option<usize>) -> Ticket {
+    pub fn push(&self, target: Option<&Arc<Server>>) -> Ticket {
         let (tx, rx) = oneshot::channel();
-        let mut q = self.inner.lock().expect("queue lock");
+        let mut q = self.lock();
         q.seq += 1;
         let w = Waiter { seq: q.seq, tx };
         match target {
-            Some(i) => {
-                q.per_server[i].push_back(w);
-                self.server_len[i].fetch_add(1, Ordering::Relaxed);
+            Some(s) => {
+                let id = s.conf.id;
+                match q.per_server.iter_mut().find(|(x, _)| x.conf.id == id) {
+                    Some((_, list)) => list.push_back(w),
+                    None => q.per_server.push((s.clone(), VecDeque::from([w]))),
+                }
+                s.metrics.queued.fetch_add(1, Ordering::Relaxed);
             }
             None => q.any.push_back(w),
         }
@@ -84,22 +89,18 @@ impl Queue {
     /// `take(target)` reserves a slot on `target` (or on any server for
     /// `None`) and returns the server, or `None` when there is no room;
     /// `give_back(server)` undoes a reservation whose waiter went away.
-    pub fn dispatch(
-        &self,
-        take: &dyn Fn(Option<usize>) -> Option<usize>,
-        give_back: &dyn Fn(usize),
-    ) {
+    pub fn dispatch(&self, take: Take<'_>, give_back: &dyn Fn(&Arc<Server>)) {
         if self.is_empty() {
             return;
         }
-        let mut q = self.inner.lock().expect("queue lock");
+        let mut q = self.lock();
         'outer: loop {
             // Candidates: the head of every queue, oldest first.
             let mut heads: Vec<(u64, Option<usize>)> = Vec::new();
             if let Some(w) = q.any.front() {
                 heads.push((w.seq, None));
             }
-            for (i, sq) in q.per_server.iter().enumerate() {
+            for (i, (_, sq)) in q.per_server.iter().enumerate() {
                 if let Some(w) = sq.front() {
                     heads.push((w.seq, Some(i)));
                 }
@@ -109,19 +110,28 @@ impl Queue {
             }
             heads.sort_unstable_by_key(|h| h.0);
             for (_, target) in heads {
-                let Some(server) = take(target) else { continue };
+                let srv = target
+                    .and_then(|i| q.per_server.get(i))
+                    .map(|e| e.0.clone());
+                let Some(server) = take(srv.as_ref()) else {
+                    continue;
+                };
                 let w = match target {
                     None => q.any.pop_front(),
-                    Some(i) => {
-                        self.server_len[i].fetch_sub(1, Ordering::Relaxed);
-                        q.per_server[i].pop_front()
-                    }
-                }
-                .expect("head exists");
+                    Some(i) => q.per_server.get_mut(i).and_then(|(s, list)| {
+                        s.metrics.queued.fetch_sub(1, Ordering::Relaxed);
+                        list.pop_front()
+                    }),
+                };
+                q.per_server.retain(|(_, list)| !list.is_empty());
+                let Some(w) = w else {
+                    give_back(&server);
+                    continue 'outer;
+                };
                 self.len.fetch_sub(1, Ordering::Relaxed);
-                if w.tx.send(server).is_err() {
+                if let Err(server) = w.tx.send(server) {
                     // The waiter timed out or left meanwhile.
-                    give_back(server);
+                    give_back(&server);
                 }
                 continue 'outer;
             }
@@ -132,87 +142,117 @@ impl Queue {
     /// Drops waiters whose requests are gone (timed out), keeping the
     /// lengths exact. Called by a waiter after its own timeout.
     pub fn purge_cancelled(&self) {
-        let mut q = self.inner.lock().expect("queue lock");
+        let mut q = self.lock();
         let before_any = q.any.len();
         q.any.retain(|w| !w.tx.is_closed());
         let mut removed = before_any - q.any.len();
-        for i in 0..q.per_server.len() {
-            let before = q.per_server[i].len();
-            q.per_server[i].retain(|w| !w.tx.is_closed());
-            let r = before - q.per_server[i].len();
-            self.server_len[i].fetch_sub(r, Ordering::Relaxed);
+        for (s, list) in q.per_server.iter_mut() {
+            let before = list.len();
+            list.retain(|w| !w.tx.is_closed());
+            let r = before - list.len();
+            s.metrics.queued.fetch_sub(r, Ordering::Relaxed);
             removed += r;
         }
+        q.per_server.retain(|(_, list)| !list.is_empty());
         self.len.fetch_sub(removed, Ordering::Relaxed);
+    }
+
+    /// Whether server `id` has requests waiting for it in particular.
+    pub fn has_waiters_for(&self, id: ServerId) -> bool {
+        self.lock().per_server.iter().any(|(s, _)| s.conf.id == id)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fairlead_config as config;
     use std::cell::Cell;
+
+    fn server(i: u32) -> Arc<Server> {
+        let c = config::Server::new(
+            &format!("s{i}"),
+            config::ServerAddr::Ip(([127, 0, 0, 1], 1000).into()),
+        );
+        let addr = ([127, 0, 0, 1], 1000).into();
+        Arc::new(Server::new(&c, i as usize, ServerId(i), addr, None))
+    }
+
+    fn id(t: &mut Ticket) -> u32 {
+        t.try_recv().map(|s| s.conf.id.0).unwrap_or(u32::MAX)
+    }
 
     #[test]
     fn oldest_waiter_gets_the_slot_first() {
-        let q = Queue::new(2);
+        let (s0, s1) = (server(0), server(1));
+        let q = Queue::new();
         let mut a = q.push(None);
-        let mut b = q.push(Some(1));
+        let mut b = q.push(Some(&s1));
         let mut c = q.push(None);
         assert_eq!(q.len(), 3);
-        assert_eq!(q.server_len(1), 1);
+        assert_eq!(s1.metrics.queued.load(Ordering::Relaxed), 1);
         let room = Cell::new(1);
-        let take = |t: Option<usize>| {
+        let take = |t: Option<&Arc<Server>>| {
             (room.get() > 0).then(|| {
                 room.set(room.get() - 1);
-                t.unwrap_or(0)
+                t.cloned().unwrap_or_else(|| s0.clone())
             })
         };
         q.dispatch(&take, &|_| {});
-        assert_eq!(a.try_recv().unwrap(), 0);
+        assert_eq!(id(&mut a), 0);
         assert!(b.try_recv().is_err());
         room.set(2);
         q.dispatch(&take, &|_| {});
-        assert_eq!(b.try_recv().unwrap(), 1);
-        assert_eq!(c.try_recv().unwrap(), 0);
+        assert_eq!(id(&mut b), 1);
+        assert_eq!(id(&mut c), 0);
         assert!(q.is_empty());
+        assert_eq!(s1.metrics.queued.load(Ordering::Relaxed), 0);
+        assert!(!q.has_waiters_for(ServerId(1)));
     }
 
     #[test]
     fn server_specific_waiters_do_not_block_others() {
-        let q = Queue::new(2);
-        let mut stuck = q.push(Some(0));
+        let (s0, s1) = (server(0), server(1));
+        let q = Queue::new();
+        let mut stuck = q.push(Some(&s0));
         let mut other = q.push(None);
         // Only server 1 has room.
-        let take = |t: Option<usize>| match t {
-            Some(0) => None,
-            _ => Some(1),
+        let take = |t: Option<&Arc<Server>>| match t {
+            Some(_) => None,
+            None => Some(s1.clone()),
         };
         q.dispatch(&take, &|_| {});
         assert!(stuck.try_recv().is_err());
-        assert_eq!(other.try_recv().unwrap(), 1);
+        assert_eq!(id(&mut other), 1);
         assert_eq!(q.len(), 1);
+        assert!(q.has_waiters_for(ServerId(0)));
     }
 
     #[test]
     fn slot_of_a_gone_waiter_is_given_back() {
-        let q = Queue::new(1);
+        let s0 = server(0);
+        let q = Queue::new();
         let gone = q.push(None);
         let mut next = q.push(None);
         drop(gone);
         let given_back = Cell::new(0);
-        q.dispatch(&|_| Some(0), &|_| given_back.set(given_back.get() + 1));
+        q.dispatch(&|_| Some(s0.clone()), &|_| {
+            given_back.set(given_back.get() + 1)
+        });
         assert_eq!(given_back.get(), 1);
-        assert_eq!(next.try_recv().unwrap(), 0);
+        assert_eq!(id(&mut next), 0);
     }
 
     #[test]
     fn purge_keeps_lengths_exact() {
-        let q = Queue::new(1);
-        let a = q.push(Some(0));
+        let s0 = server(0);
+        let q = Queue::new();
+        let a = q.push(Some(&s0));
         let _b = q.push(None);
         drop(a);
         q.purge_cancelled();
         assert_eq!(q.len(), 1);
-        assert_eq!(q.server_len(0), 0);
+        assert_eq!(s0.metrics.queued.load(Ordering::Relaxed), 0);
+        assert!(!q.has_waiters_for(ServerId(0)));
     }
 }

@@ -72,6 +72,9 @@ pub struct ServerConf {
     /// UNIX socket, and [`ServerAdmin::addr`] is only a placeholder.
     /// Default is none (TCP).
     pub unix: Option<std::os::unix::net::SocketAddr>,
+    /// Added at run time (`add server`): HAProxy's dynamic server, which
+    /// a reload does not keep. Default is false.
+    pub dynamic: bool,
 }
 
 /// What operators change at run time.
@@ -127,6 +130,9 @@ pub struct ServerMetrics {
     pub counters: counters::Counters,
     /// Latency histograms.
     pub latency: counters::Latencies,
+    /// Requests waiting in this server's own queue (persistence), kept by
+    /// the backend's [`crate::queue::Queue`].
+    pub queued: std::sync::atomic::AtomicUsize,
 }
 
 /// One server's shared state.
@@ -136,6 +142,15 @@ pub struct Server {
     /// Operational state from health checks (always up without `check`).
     pub health: Arc<ServerHealth>,
     pub metrics: ServerMetrics,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("id", &self.conf.id)
+            .field("name", &self.conf.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Server {
@@ -176,6 +191,7 @@ impl Server {
                     config::ServerAddr::Unix(u) => u.socket_addr().ok(),
                     _ => None,
                 },
+                dynamic: false,
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),

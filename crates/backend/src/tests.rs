@@ -39,14 +39,14 @@ fn backup_only_when_no_active_is_up() {
     rt().block_on(async {
         for _ in 0..6 {
             let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
-            assert_ne!(s.idx, 2);
+            assert_ne!(s.idx(), 2);
         }
-        b.servers[0].admin.maint.store(true, Ordering::Relaxed);
-        b.servers[1].admin.maint.store(true, Ordering::Relaxed);
+        b.servers()[0].admin.maint.store(true, Ordering::Relaxed);
+        b.servers()[1].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         let s = b.assign(&RequestKey::default(), None, None).await.unwrap();
-        assert_eq!(s.idx, 2);
-        b.servers[2].admin.maint.store(true, Ordering::Relaxed);
+        assert_eq!(s.idx(), 2);
+        b.servers()[2].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         drop(s);
         assert_eq!(
@@ -65,10 +65,10 @@ fn avoid_prefers_another_server() {
     rt().block_on(async {
         for _ in 0..5 {
             let s = b
-                .assign(&RequestKey::default(), None, Some(b.servers[0].conf.id))
+                .assign(&RequestKey::default(), None, Some(b.servers()[0].conf.id))
                 .await
                 .unwrap();
-            assert_eq!(s.idx, 1);
+            assert_eq!(s.idx(), 1);
         }
     });
 }
@@ -81,13 +81,13 @@ fn maxconn_queues_then_times_out() {
     });
     rt().block_on(async {
         let first = b.assign(&RequestKey::default(), None, None).await.unwrap();
-        assert_eq!(b.servers[0].metrics.cur.load(Ordering::Relaxed), 1);
+        assert_eq!(b.servers()[0].metrics.cur.load(Ordering::Relaxed), 1);
         // The second waits, then gets 503 at `timeout queue`.
         let second = b.assign(&RequestKey::default(), None, None).await;
         assert_eq!(second.err().map(|e| e.cause), Some(Cause::QueueTimeout));
         assert_eq!(b.queue.len(), 0);
         drop(first);
-        assert_eq!(b.servers[0].metrics.cur.load(Ordering::Relaxed), 0);
+        assert_eq!(b.servers()[0].metrics.cur.load(Ordering::Relaxed), 0);
     });
 }
 
@@ -105,14 +105,14 @@ fn released_slot_goes_to_the_queued_request() {
         let waiter = tokio::task::spawn_local(async move {
             b2.assign(&RequestKey::default(), None, None)
                 .await
-                .map(|s| s.idx)
+                .map(|s| s.idx())
         });
         while b.queue.is_empty() {
             tokio::task::yield_now().await;
         }
         drop(first);
         assert_eq!(waiter.await.unwrap(), Ok(0));
-        assert_eq!(b.servers[0].metrics.cur.load(Ordering::Relaxed), 0);
+        assert_eq!(b.servers()[0].metrics.cur.load(Ordering::Relaxed), 0);
     });
 }
 
@@ -121,24 +121,24 @@ fn persistence_prefers_the_cookie_server() {
     let b = backend_with(&[(1, false), (1, false)], |c| {
         c.servers[1].cookie = Some("s2".into());
     });
-    assert_eq!(b.server_by_cookie(b"s2"), Some(b.servers[1].conf.id));
+    assert_eq!(b.server_by_cookie(b"s2"), Some(b.servers()[1].conf.id));
     assert_eq!(b.server_by_cookie(b"nope"), None);
     rt().block_on(async {
         for _ in 0..4 {
             let s = b
-                .assign(&RequestKey::default(), Some(b.servers[1].conf.id), None)
+                .assign(&RequestKey::default(), Some(b.servers()[1].conf.id), None)
                 .await
                 .unwrap();
-            assert_eq!(s.idx, 1);
+            assert_eq!(s.idx(), 1);
         }
         // Down server: balanced elsewhere unless `option persist`.
-        b.servers[1].admin.maint.store(true, Ordering::Relaxed);
+        b.servers()[1].admin.maint.store(true, Ordering::Relaxed);
         b.refresh_weights();
         let s = b
-            .assign(&RequestKey::default(), Some(b.servers[1].conf.id), None)
+            .assign(&RequestKey::default(), Some(b.servers()[1].conf.id), None)
             .await
             .unwrap();
-        assert_eq!(s.idx, 0);
+        assert_eq!(s.idx(), 0);
     });
 }
 
@@ -149,11 +149,11 @@ fn minconn_grows_with_backend_load() {
         c.servers[0].minconn = 10;
         c.options.fullconn = Some(1000);
     });
-    assert_eq!(b.dyn_maxconn(&b.servers[0]), 10);
+    assert_eq!(b.dyn_maxconn(&b.servers()[0]), 10);
     b.sessions.store(500, Ordering::Relaxed);
-    assert_eq!(b.dyn_maxconn(&b.servers[0]), 50);
+    assert_eq!(b.dyn_maxconn(&b.servers()[0]), 50);
     b.sessions.store(5000, Ordering::Relaxed);
-    assert_eq!(b.dyn_maxconn(&b.servers[0]), 100);
+    assert_eq!(b.dyn_maxconn(&b.servers()[0]), 100);
 }
 
 #[test]
@@ -200,12 +200,12 @@ fn purge_closes_only_connections_idle_for_a_whole_period() {
 fn commands_change_servers_by_stable_id() {
     use crate::command::{AdminState, CommandError, ServerCommand};
     let b = backend_with(&[(1, false), (1, false), (1, false)], |_| {});
-    let id = b.servers[1].conf.id;
+    let id = b.servers()[1].conf.id;
     assert_eq!(
         b.apply(id, ServerCommand::State(AdminState::Maint)),
         Ok(true)
     );
-    assert!(!b.servers[1].is_up());
+    assert!(!b.servers()[1].is_up());
     assert_eq!(
         b.apply(id, ServerCommand::State(AdminState::Maint)),
         Ok(false)
@@ -214,22 +214,22 @@ fn commands_change_servers_by_stable_id() {
         b.apply(id, ServerCommand::State(AdminState::Drain)),
         Ok(true)
     );
-    assert!(b.servers[1].is_up());
-    assert_eq!(b.servers[1].eweight(), 0, "draining takes no new traffic");
+    assert!(b.servers()[1].is_up());
+    assert_eq!(b.servers()[1].eweight(), 0, "draining takes no new traffic");
     assert_eq!(
         b.apply(id, ServerCommand::State(AdminState::Ready)),
         Ok(true)
     );
     assert_eq!(b.apply(id, ServerCommand::Weight(300)), Ok(true));
-    assert_eq!(b.servers[1].admin.weight.load(Ordering::Relaxed), 256);
+    assert_eq!(b.servers()[1].admin.weight.load(Ordering::Relaxed), 256);
     assert_eq!(b.apply(id, ServerCommand::Maxconn(7)), Ok(true));
-    assert_eq!(b.servers[1].admin.maxconn.load(Ordering::Relaxed), 7);
+    assert_eq!(b.servers()[1].admin.maxconn.load(Ordering::Relaxed), 7);
     let ip = "127.0.0.9".parse().unwrap();
     assert_eq!(
         b.apply(id, ServerCommand::Addr { ip, port: None }),
         Ok(true)
     );
-    assert_eq!(b.servers[1].admin.addr.load().ip(), ip);
+    assert_eq!(b.servers()[1].admin.addr.load().ip(), ip);
     assert_eq!(
         b.apply(id, ServerCommand::ForceHealth),
         Err(CommandError::Unsupported(
@@ -266,7 +266,7 @@ fn servers_are_named_by_id_not_position() {
     let mut next = 0;
     let a = Arc::new(Backend::new(&cfg("a"), &resolve, &mut next, 0).unwrap());
     let b = Arc::new(Backend::new(&cfg("b"), &resolve, &mut next, 0).unwrap());
-    let ids: Vec<ServerId> = b.servers.iter().map(|s| s.conf.id).collect();
+    let ids: Vec<ServerId> = b.servers().iter().map(|s| s.conf.id).collect();
     assert_eq!(ids, [ServerId(3), ServerId(4), ServerId(5)]);
     assert_eq!(b.server_by_id(ServerId(4)).unwrap().conf.name, "s1");
     assert!(b.server_by_id(ServerId(1)).is_none(), "a's id in b");
@@ -274,7 +274,7 @@ fn servers_are_named_by_id_not_position() {
         b.apply(ServerId(1), ServerCommand::Weight(7)),
         Err(CommandError::NoSuchServer)
     );
-    assert_eq!(a.servers[1].admin.weight.load(Ordering::Relaxed), 1);
+    assert_eq!(a.servers()[1].admin.weight.load(Ordering::Relaxed), 1);
     rt().block_on(async {
         // `prefer` by id; an id from another backend is ignored.
         let key = RequestKey::default();

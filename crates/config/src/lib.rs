@@ -23,6 +23,7 @@ pub mod lexer;
 pub mod model;
 mod sections;
 mod server;
+pub mod server_state;
 mod tls;
 pub mod units;
 
@@ -30,6 +31,7 @@ pub use cond::COMPAT_VERSION;
 pub use dns::MAX_TEMPLATE_SLOTS;
 pub use keywords::{keyword_support, KeywordInfo, Support};
 pub use model::*;
+pub use server::parse_dynamic_server;
 pub use units::{parse_size, parse_time};
 
 /// One configuration file's text.

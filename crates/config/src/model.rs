@@ -219,6 +219,13 @@ pub struct Global {
     pub maxaccept: i32,
     /// `hard-stop-after`. Default is none (wait for the longest timeout).
     pub hard_stop_after: Option<Duration>,
+    /// `server-state-file`: the file `load-server-state-from-file global`
+    /// reads (relative to `server-state-base` unless it starts with `/`).
+    /// Default is none.
+    pub server_state_file: Option<String>,
+    /// `server-state-base`: directory of relative server-state file names.
+    /// Default is none (the current directory).
+    pub server_state_base: Option<String>,
     /// `spread-checks`: random +/- percentage on check intervals, 0..=50.
     /// Default is 0.
     pub spread_checks: u32,
@@ -362,6 +369,8 @@ impl Default for Global {
             bufsize: 16384,
             maxaccept: 64,
             hard_stop_after: None,
+            server_state_file: None,
+            server_state_base: None,
             spread_checks: 0,
             stats_sockets: Vec::new(),
             stats_timeout: None,
@@ -483,6 +492,43 @@ impl IpNet {
     }
 }
 
+/// `load-server-state-from-file { global | local | none }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerStateLoad {
+    /// No state is loaded (the default).
+    #[default]
+    None,
+    /// From the global `server-state-file`.
+    Global,
+    /// From the backend's own file (`server-state-file-name`).
+    Local,
+}
+
+impl Config {
+    /// The server-state file backend `be` loads at start-up, as
+    /// `load-server-state-from-file`, `server-state-file`,
+    /// `server-state-file-name` and `server-state-base` say; `None` when
+    /// it loads none.
+    pub fn server_state_path(&self, be: &Backend) -> Option<String> {
+        let g = &self.global;
+        let name = match be.options.load_server_state {
+            ServerStateLoad::None => return None,
+            ServerStateLoad::Global => g.server_state_file.clone()?,
+            ServerStateLoad::Local => be
+                .options
+                .server_state_file_name
+                .clone()
+                .unwrap_or_else(|| be.name.clone()),
+        };
+        Some(match &g.server_state_base {
+            Some(base) if !name.starts_with('/') => {
+                format!("{}/{name}", base.trim_end_matches('/'))
+            }
+            _ => name,
+        })
+    }
+}
+
 /// Settings shared by frontends and backends, after `defaults` inheritance.
 #[derive(Debug, Clone, Default)]
 pub struct ProxyOptions {
@@ -516,6 +562,14 @@ pub struct ProxyOptions {
     /// `option allbackups`: use every backup server at once, not only the
     /// first. Default is off.
     pub allbackups: bool,
+    /// `load-server-state-from-file`: where the backend's servers' saved
+    /// state comes from at start-up. Default is `None` (no state loaded).
+    pub load_server_state: ServerStateLoad,
+    /// `server-state-file-name`: the file `load-server-state-from-file
+    /// local` reads (relative to `server-state-base` unless it starts with
+    /// `/`). Default is none: the backend's name (also
+    /// `use-backend-name`).
+    pub server_state_file_name: Option<String>,
     /// `fullconn`: backend load at which servers reach their `maxconn`
     /// when `minconn` is set. Default is `None` (10% of the sum of the
     /// frontends' maxconn, as HAProxy computes).

@@ -536,6 +536,140 @@ pub(crate) fn parse_server(
     })
 }
 
+/// The options HAProxy 2.6 accepts on `add server` (management guide,
+/// "add server"); any other known option is refused for a dynamic server.
+const DYNAMIC_OPTIONS: &[&str] = &[
+    "agent-addr",
+    "agent-check",
+    "agent-inter",
+    "agent-port",
+    "agent-send",
+    "allow-0rtt",
+    "alpn",
+    "addr",
+    "backup",
+    "ca-file",
+    "check",
+    "check-alpn",
+    "check-proto",
+    "check-send-proxy",
+    "check-sni",
+    "check-ssl",
+    "check-via-socks4",
+    "ciphers",
+    "ciphersuites",
+    "crl-file",
+    "crt",
+    "disabled",
+    "downinter",
+    "enabled",
+    "error-limit",
+    "fall",
+    "fastinter",
+    "force-sslv3",
+    "force-tlsv10",
+    "force-tlsv11",
+    "force-tlsv12",
+    "force-tlsv13",
+    "id",
+    "inter",
+    "maxconn",
+    "maxqueue",
+    "minconn",
+    "no-ssl-reuse",
+    "no-sslv3",
+    "no-tlsv10",
+    "no-tlsv11",
+    "no-tlsv12",
+    "no-tlsv13",
+    "no-tls-tickets",
+    "npn",
+    "observe",
+    "on-error",
+    "on-marked-down",
+    "on-marked-up",
+    "pool-low-conn",
+    "pool-max-conn",
+    "pool-purge-delay",
+    "port",
+    "proto",
+    "proxy-v2-options",
+    "rise",
+    "send-proxy",
+    "send-proxy-v2",
+    "send-proxy-v2-ssl",
+    "send-proxy-v2-ssl-cn",
+    "slowstart",
+    "sni",
+    "source",
+    "ssl",
+    "ssl-max-ver",
+    "ssl-min-ver",
+    "tfo",
+    "tls-tickets",
+    "track",
+    "usesrc",
+    "verify",
+    "verifyhost",
+    "weight",
+    "ws",
+];
+
+/// Parses the arguments of the runtime API's `add server <be>/<name>
+/// <addr>[:<port>] [options]` into a [`Server`], as HAProxy does for a
+/// dynamic server: no `default-server` settings apply, only the options
+/// of HAProxy's list are accepted (others give its "'X' option is not
+/// accepted for dynamic server"), and the address must be an IP address
+/// or a UNIX socket (no name resolution at run time). The TLS options are
+/// refused for now: their global defaults are not kept at run time.
+/// Returns the error text to print.
+pub fn parse_dynamic_server(name: &str, words: &[String]) -> Result<Server, String> {
+    let Some(addr) = words.first() else {
+        return Err("'server' expects <name> and <addr>[:<port>] as arguments.".into());
+    };
+    let mut i = 1;
+    while let Some(w) = words.get(i) {
+        let Some(&(opt, nargs, kind)) = SERVER_OPTIONS.iter().find(|o| o.0 == w.as_str()) else {
+            break; // reported by the parser below
+        };
+        if !DYNAMIC_OPTIONS.contains(&opt) {
+            return Err(format!("'{opt}' option is not accepted for dynamic server"));
+        }
+        if kind == Opt::Tls || opt == "check-sni" || opt == "check-ssl" {
+            return Err(format!(
+                "'{opt}': TLS on servers added at run time is not implemented yet in Fairlead"
+            ));
+        }
+        i += 1 + nargs;
+    }
+    let mut line = vec!["server".to_string(), name.to_string(), addr.clone()];
+    line.extend(words.iter().skip(1).cloned());
+    let loc = Location::default();
+    let mut diags = Diags::default();
+    let parsed = parse_server(&line, &ServerDefaults::default(), &loc, &mut diags);
+    let first_alert = diags
+        .list
+        .iter()
+        .find(|d| d.level == crate::model::Level::Alert)
+        .map(|d| {
+            let label = format!("'server {name}': ");
+            d.message
+                .strip_prefix(&label)
+                .unwrap_or(&d.message)
+                .to_string()
+        });
+    match (parsed, first_alert) {
+        (Some(_), Some(e)) | (None, Some(e)) => Err(e),
+        (None, None) => Err("invalid server".into()),
+        (Some((s, _tls)), None) => match s.addr {
+            ServerAddr::Name(ref host, _) => Err(format!(
+                "'{host}': servers added at run time need an IP address or a UNIX socket in Fairlead (no resolution at run time)"
+            )),
+            _ => Ok(s),
+        },
+    }
+}
+
 /// Parses `default-server [options]` into `defaults`.
 pub(crate) fn parse_default_server(
     words: &[String],
@@ -553,6 +687,47 @@ pub(crate) fn parse_default_server(
 mod tests {
     use super::*;
     use crate::UnixAddr;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn dynamic_servers_as_haproxy() {
+        let s = parse_dynamic_server("c", &words("127.0.0.1:8003 weight 7 check maxconn 5 id 9"))
+            .unwrap();
+        assert_eq!(s.name, "c");
+        assert_eq!(
+            s.addr,
+            ServerAddr::Ip(SocketAddr::from(([127, 0, 0, 1], 8003)))
+        );
+        assert_eq!((s.weight, s.check, s.maxconn, s.id), (7, true, 5, Some(9)));
+        let e = |w: &str| parse_dynamic_server("d", &words(w)).unwrap_err();
+        assert_eq!(
+            e("127.0.0.1:1 cookie x"),
+            "'cookie' option is not accepted for dynamic server"
+        );
+        assert_eq!(
+            e("127.0.0.1:1 init-addr last"),
+            "'init-addr' option is not accepted for dynamic server"
+        );
+        assert!(
+            e("127.0.0.1:1 foo").contains("unknown keyword 'foo'"),
+            "{}",
+            e("127.0.0.1:1 foo")
+        );
+        assert!(e("127.0.0.1:1 weight 300").contains("300"));
+        assert!(e("127.0.0.1:1 ssl").contains("not implemented yet"));
+        assert!(e("app.example:80").contains("IP address"));
+        assert_eq!(
+            parse_dynamic_server("d", &[]).unwrap_err(),
+            "'server' expects <name> and <addr>[:<port>] as arguments."
+        );
+        // As on configuration lines, a server needs a port in Fairlead.
+        assert!(e("127.0.0.1").contains("has no port"));
+        let s = parse_dynamic_server("u", &words("unix@/run/app.sock")).unwrap();
+        assert!(matches!(s.addr, ServerAddr::Unix(_)));
+    }
 
     #[test]
     fn addresses() {

@@ -622,3 +622,28 @@ backend inherits
     // Nothing of its own: both inherited.
     assert_eq!(req(6), "POST /a HTTP/1.0 X-A: 1");
 }
+
+#[test]
+fn server_state_file_keywords() {
+    let p = ok("global\n server-state-base /var/lib/fl/\n server-state-file all.state\n\
+defaults\n load-server-state-from-file global\n\
+backend a\n server s 1.1.1.1:80\n\
+backend b\n load-server-state-from-file local\n server s 1.1.1.1:80\n\
+backend c\n load-server-state-from-file local\n server-state-file-name /abs/c.state\n server s 1.1.1.1:80\n\
+backend d\n load-server-state-from-file none\n server s 1.1.1.1:80\n");
+    assert!(p.diagnostics.is_empty(), "{:?}", warns(&p));
+    let c = &p.config;
+    assert_eq!(c.global.server_state_file.as_deref(), Some("all.state"));
+    let path = |i: usize| c.server_state_path(&c.backends[i]);
+    assert_eq!(path(0).as_deref(), Some("/var/lib/fl/all.state"));
+    assert_eq!(path(1).as_deref(), Some("/var/lib/fl/b"));
+    assert_eq!(path(2).as_deref(), Some("/abs/c.state"));
+    assert_eq!(path(3), None);
+    assert_eq!(
+        c.backends[0].options.load_server_state,
+        ServerStateLoad::Global
+    );
+    // Nothing is loaded by default.
+    let p = ok("global\n server-state-file /x\nbackend a\n server s 1.1.1.1:80\n");
+    assert_eq!(p.config.server_state_path(&p.config.backends[0]), None);
+}

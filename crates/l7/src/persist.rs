@@ -288,7 +288,7 @@ mod tests {
         let r = req(&format!("c1|{:x}|{:x}", now - 10, now - 100));
         assert_eq!(
             lookup(&cfg, &be, &r, r.len()).server,
-            Some(be.servers[0].conf.id)
+            Some(be.servers()[0].conf.id)
         );
     }
 
@@ -310,7 +310,7 @@ mod tests {
         let be = backend();
         let cfg = cookie_cfg(Some(600), None);
         let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
-        edit_response(&cfg, Persist::default(), &be.servers[0], &mut out);
+        edit_response(&cfg, Persist::default(), &be.servers()[0], &mut out);
         let text = String::from_utf8(out).unwrap();
         let line = text
             .lines()
@@ -326,12 +326,12 @@ mod tests {
         assert_eq!(last, first);
         assert!(now_secs() - last < 5);
         let p = Persist {
-            server: Some(be.servers[0].conf.id),
+            server: Some(be.servers()[0].conf.id),
             had_cookie: true,
             dates: Some((now_secs(), first)),
         };
         let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
-        edit_response(&cfg, p, &be.servers[0], &mut out);
+        edit_response(&cfg, p, &be.servers()[0], &mut out);
         assert!(!String::from_utf8(out).unwrap().contains("Set-Cookie"));
     }
 

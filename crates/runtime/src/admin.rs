@@ -8,8 +8,10 @@
 //! buffer pools of all workers), `set profiling tasks on|off|auto` and
 //! `show profiling` (calls, CPU time and scheduling latency per task
 //! kind), and the map and ACL commands over the configuration's pattern
-//! registry (`show|get|add|set|del|clear|prepare|commit map|acl`). Not
-//! yet: forced health and agent states.
+//! registry (`show|get|add|set|del|clear|prepare|commit map|acl`), and
+//! `add server`, `del server`, `enable|disable health` for servers managed
+//! at run time (see `crate::dynamic`). Not yet: forced health and agent
+//! states.
 //!
 //! CLI edits of maps and ACL files survive a master-worker reload: after
 //! each one the worker saves the current entries of every file edited on
@@ -113,6 +115,60 @@ fn apply_edit(r: &PatRef, edit: &PatEdit) -> Result<u32, PatError> {
     Ok(0)
 }
 
+/// One server as `show servers state` and the CLI's checks see it.
+fn server_info(s: &fairlead_backend::Server) -> ServerInfo {
+    let addr = **s.admin.addr.load();
+    let mut admin = 0;
+    let maint = s.admin.maint.load(Ordering::Relaxed);
+    if maint {
+        admin |= admin_flags::FMAINT;
+    }
+    if s.admin.drain.load(Ordering::Relaxed) {
+        admin |= admin_flags::FDRAIN;
+    }
+    let dns_maint = s.admin.dns_maint.load(Ordering::Relaxed);
+    if dns_maint {
+        admin |= admin_flags::RMAINT;
+    }
+    // Configured servers check from start-up; added ones once `enable
+    // health` started their checks.
+    let running = crate::dynamic::checks_running(s.conf.id).unwrap_or(true);
+    let check_state = match (s.conf.check, running) {
+        (false, _) => 0,
+        (true, false) => check_flags::CONFIGURED,
+        (true, true) => check_flags::CONFIGURED | check_flags::ENABLED,
+    };
+    ServerInfo {
+        id: s.conf.puid,
+        name: s.conf.name.clone(),
+        forced_id: false,
+        // A UNIX socket server has no IP address (HAProxy prints `-`).
+        addr: s.conf.unix.is_none().then(|| addr.ip()),
+        port: addr.port(),
+        // HAProxy's operational state is STOPPED in maintenance.
+        op_state: if !maint && !dns_maint && s.health.is_up() {
+            OpState::Running
+        } else {
+            OpState::Stopped
+        },
+        admin_state: admin,
+        uweight: s.admin.weight.load(Ordering::Relaxed),
+        iweight: s.conf.initial_weight,
+        since_last_change: Duration::from_secs(s.health.last_change_secs()),
+        check_status: 0,
+        check_result: 0,
+        check_health: s.health.check_health(),
+        check_state,
+        agent_state: 0,
+        fqdn: crate::dns::fqdn_of(s.conf.id),
+        use_ssl: false,
+        check_port: 0,
+        check_addr: None,
+        agent_addr: None,
+        agent_port: 0,
+    }
+}
+
 impl AdminApi for Admin {
     fn info(&self) -> Vec<(String, String)> {
         let snap = fairlead_stats::StatsSource::snapshot(&*self.hub);
@@ -195,55 +251,7 @@ impl AdminApi for Admin {
                 name: be.name.clone(),
                 forced_id: false,
                 dynamic_weights: !matches!(be.options.balance, fairlead_config::Balance::StaticRr),
-                servers: be
-                    .servers
-                    .iter()
-                    .map(|s| {
-                        let addr = **s.admin.addr.load();
-                        let chk = s.conf.check;
-                        let mut admin = 0;
-                        if s.admin.maint.load(Ordering::Relaxed) {
-                            admin |= admin_flags::FMAINT;
-                        }
-                        if s.admin.drain.load(Ordering::Relaxed) {
-                            admin |= admin_flags::FDRAIN;
-                        }
-                        if s.admin.dns_maint.load(Ordering::Relaxed) {
-                            admin |= admin_flags::RMAINT;
-                        }
-                        ServerInfo {
-                            id: s.conf.puid,
-                            name: s.conf.name.clone(),
-                            forced_id: false,
-                            addr: Some(addr.ip()),
-                            port: addr.port(),
-                            op_state: if s.health.is_up() {
-                                OpState::Running
-                            } else {
-                                OpState::Stopped
-                            },
-                            admin_state: admin,
-                            uweight: s.admin.weight.load(Ordering::Relaxed),
-                            iweight: s.conf.initial_weight,
-                            since_last_change: Duration::from_secs(s.health.last_change_secs()),
-                            check_status: 0,
-                            check_result: 0,
-                            check_health: s.health.check_health(),
-                            check_state: if chk {
-                                check_flags::CONFIGURED | check_flags::ENABLED
-                            } else {
-                                0
-                            },
-                            agent_state: 0,
-                            fqdn: crate::dns::fqdn_of(s.conf.id),
-                            use_ssl: false,
-                            check_port: 0,
-                            check_addr: None,
-                            agent_addr: None,
-                            agent_port: 0,
-                        }
-                    })
-                    .collect(),
+                servers: be.servers().iter().map(|s| server_info(s)).collect(),
             })
             .collect()
     }
@@ -270,6 +278,35 @@ impl AdminApi for Admin {
         be.apply(s.conf.id, cmd)
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    fn add_server(
+        &self,
+        backend_idx: usize,
+        server: &str,
+        args: &[String],
+    ) -> Result<String, String> {
+        crate::dynamic::add(&self.hub.shared, backend_idx, server, args)
+    }
+
+    fn del_server(&self, target: &ServerRef) -> Result<String, String> {
+        let be = self
+            .hub
+            .shared
+            .backends
+            .get(target.backend_idx)
+            .ok_or("No such backend.")?;
+        crate::dynamic::del(be, &target.server)
+    }
+
+    fn set_health_checks(&self, target: &ServerRef, on: bool) -> Result<(), String> {
+        let be = self
+            .hub
+            .shared
+            .backends
+            .get(target.backend_idx)
+            .ok_or("No such backend.")?;
+        crate::dynamic::set_health(be, &target.server, on)
     }
 
     fn show_resolvers(&self, name: Option<&str>) -> Result<String, String> {

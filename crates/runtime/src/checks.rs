@@ -3,10 +3,11 @@
 //! them in HAProxy's format.
 
 use crate::Shared;
+use fairlead_backend::{Backend, Server};
 use fairlead_config::Config;
-use fairlead_health::{CheckTarget, CheckerHandle, HealthEvent};
+use fairlead_health::{CheckTarget, CheckerHandle, HealthEvent, LogFn};
 use fairlead_log::Level;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The log targets of the backends (`log` lines of the backend or of its
 /// defaults section), where HAProxy sends its health check lines: server
@@ -91,63 +92,96 @@ fn check_tls(
     })
 }
 
+/// The health-check target of server `srv` of backend `be` (configured
+/// as `scfg`); `None` when it has neither `check` nor `agent-check`.
+fn target_for(
+    be: &Arc<Backend>,
+    scfg: &fairlead_config::Server,
+    srv: &Arc<Server>,
+) -> std::io::Result<Option<CheckTarget>> {
+    let Some(mut t) = CheckTarget::from_server(
+        &be.name,
+        scfg,
+        **srv.admin.addr.load(),
+        &be.options,
+        srv.health.clone(),
+    ) else {
+        return Ok(None);
+    };
+    if scfg.check_uses_tls() {
+        t.tls = Some(check_tls(scfg, srv)?);
+    }
+    // Checks follow the server's address (DNS, `set server addr`),
+    // with `addr`/`port` still applied.
+    let (srv_weak, check_ip, check_port) = (Arc::downgrade(srv), scfg.check_addr, scfg.check_port);
+    let fixed = t.addr;
+    t.addr_source = Some(Arc::new(move || {
+        srv_weak.upgrade().map_or(fixed, |s| {
+            let a = **s.admin.addr.load();
+            std::net::SocketAddr::new(check_ip.unwrap_or(a.ip()), check_port.unwrap_or(a.port()))
+        })
+    }));
+    let weak = Arc::downgrade(be);
+    t.on_change = Arc::new(move || {
+        if let Some(b) = weak.upgrade() {
+            b.refresh_weights();
+        }
+    });
+    Ok(Some(t))
+}
+
+/// The state-change logger and `spread-checks` of the configuration's
+/// checks, kept for the checks of servers added at run time.
+static DYNAMIC: OnceLock<(LogFn, u32)> = OnceLock::new();
+
+/// Starts the checks of a server added at run time (`enable health`), on
+/// a checker thread of its own; `None` when it has no `check`. Dropping
+/// the handle stops them.
+pub(crate) fn start_dynamic(
+    be: &Arc<Backend>,
+    scfg: &fairlead_config::Server,
+    srv: &Arc<Server>,
+) -> std::io::Result<Option<CheckerHandle>> {
+    let Some(t) = target_for(be, scfg, srv)? else {
+        return Ok(None);
+    };
+    let (log, spread) = DYNAMIC.get().cloned().unwrap_or_else(|| {
+        let log: LogFn =
+            Arc::new(|ev: HealthEvent| eprintln!("[WARNING]  {}", ev.haproxy_line(0, 0)));
+        (log, 0)
+    });
+    fairlead_health::start(vec![t], spread, log).map(Some)
+}
+
 /// Starts the checker thread; `None` when no server is checked.
 pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<CheckerHandle>> {
+    let log = log_fn(cfg, shared)?;
+    let _ = DYNAMIC.set((log.clone(), cfg.global.spread_checks));
     let mut targets = Vec::new();
     for (bcfg, be) in cfg.backends.iter().zip(&shared.backends) {
-        for (scfg, srv) in bcfg.servers.iter().zip(&be.servers) {
-            let Some(mut t) = CheckTarget::from_server(
-                &be.name,
-                scfg,
-                **srv.admin.addr.load(),
-                &bcfg.options,
-                srv.health.clone(),
-            ) else {
-                continue;
-            };
-            if scfg.check_uses_tls() {
-                t.tls = Some(check_tls(scfg, srv)?);
-            }
-            // Checks follow the server's address (DNS, `set server addr`),
-            // with `addr`/`port` still applied.
-            let (srv_weak, check_ip, check_port) =
-                (Arc::downgrade(srv), scfg.check_addr, scfg.check_port);
-            let fixed = t.addr;
-            t.addr_source = Some(Arc::new(move || {
-                srv_weak.upgrade().map_or(fixed, |s| {
-                    let a = **s.admin.addr.load();
-                    std::net::SocketAddr::new(
-                        check_ip.unwrap_or(a.ip()),
-                        check_port.unwrap_or(a.port()),
-                    )
-                })
-            }));
-            let weak = Arc::downgrade(be);
-            t.on_change = Arc::new(move || {
-                if let Some(b) = weak.upgrade() {
-                    b.refresh_weights();
-                }
-            });
-            targets.push(t);
+        for (scfg, srv) in bcfg.servers.iter().zip(be.servers().iter()) {
+            targets.extend(target_for(be, scfg, srv)?);
         }
     }
     if targets.is_empty() {
         return Ok(None);
     }
+    fairlead_health::start(targets, cfg.global.spread_checks, log).map(Some)
+}
+
+/// What a server's state change logs: HAProxy's line on stderr and to the
+/// backend's log targets.
+fn log_fn(cfg: &Config, shared: &Shared) -> std::io::Result<LogFn> {
     let backends = shared.backends.clone();
     let sinks = BackendLogs::start(cfg)?;
-    let log = Arc::new(move |ev: HealthEvent| {
+    Ok(Arc::new(move |ev: HealthEvent| {
         let Some(b) = backends.iter().find(|b| b.name == ev.backend) else {
             return;
         };
         let (active, backup) = b.usable_counts();
-        let sessions = b
-            .servers
-            .iter()
-            .find(|s| s.conf.name == ev.server)
-            .map_or(0, |s| {
-                s.metrics.cur.load(std::sync::atomic::Ordering::Relaxed) as usize
-            });
+        let sessions = b.server_by_name(&ev.server).map_or(0, |s| {
+            s.metrics.cur.load(std::sync::atomic::Ordering::Relaxed) as usize
+        });
         let line = ev.haproxy_line_full(active, backup, sessions, 0, b.queue.len());
         let (tag, level) = match (ev.is_check_report(), ev.up) {
             (true, _) => ("[WARNING] ", Level::Notice),
@@ -164,6 +198,5 @@ pub(crate) fn start(cfg: &Config, shared: &Shared) -> std::io::Result<Option<Che
             let msg = format!("backend {} has no server available!", ev.backend);
             sinks.send(&ev.backend, Level::Emerg, &msg);
         }
-    });
-    fairlead_health::start(targets, cfg.global.spread_checks, log).map(Some)
+    }))
 }

@@ -223,11 +223,15 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
     // is their place in the freshly built backends: from here on they are
     // named by their stable ids.
     let id_at = |bi: usize, si: usize| {
-        let s = shared.backends.get(bi)?.servers.get(si)?;
-        Some(s.conf.id)
+        let s = shared.backends.get(bi)?.servers().get(si)?.conf.id;
+        Some(s)
     };
     for &(bi, si) in &plan.maint {
-        if let Some(s) = shared.backends.get(bi).and_then(|b| b.servers.get(si)) {
+        if let Some(s) = shared
+            .backends
+            .get(bi)
+            .and_then(|b| b.servers().get(si).cloned())
+        {
             s.admin.dns_maint.store(true, Ordering::Relaxed);
         }
     }
@@ -341,7 +345,7 @@ async fn follow_server(
     me: SrvId,
     mut fqdn: watch::Receiver<String>,
 ) {
-    let Some(srv) = be.server_by_id(me).cloned() else {
+    let Some(srv) = be.server_by_id(me) else {
         return;
     };
     let id = ServerId::new(&be.name, &srv.conf.name);
@@ -414,8 +418,8 @@ async fn follow_template(res: Resolvers, be: Arc<Backend>, t: DnsTemplate) {
     }
 }
 
-fn server_of<'a>(be: &'a Backend, id: &ServerId) -> Option<&'a Arc<fairlead_backend::Server>> {
-    be.servers.iter().find(|s| s.conf.name == id.server)
+fn server_of(be: &Backend, id: &ServerId) -> Option<Arc<fairlead_backend::Server>> {
+    be.server_by_name(&id.server)
 }
 
 /// Applies DNS events to the backend's servers and logs them.

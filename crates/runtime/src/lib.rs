@@ -18,12 +18,14 @@
 pub mod admin;
 mod checks;
 mod dns;
+mod dynamic;
 pub mod inherit;
 pub mod limits;
 pub mod master;
 pub mod os;
 mod proxy_accept;
 pub mod sockets;
+mod state_file;
 pub mod stats;
 mod worker;
 
@@ -258,7 +260,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
         let fullconn = (fe_sum / 10).clamp(1, u64::from(u32::MAX)) as u32;
         let backend = Backend::new(b, &resolve, &mut next_id, fullconn)?;
         if !quiet {
-            for (s, cfg_s) in backend.servers.iter().zip(&b.servers) {
+            for (s, cfg_s) in backend.servers().iter().zip(&b.servers) {
                 for w in s.conf.tls.iter().flat_map(|t| t.warnings()) {
                     eprintln!(
                         "[WARNING]  {}: server {}/{}: {w}",
@@ -722,6 +724,8 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     // A worker of a reload starts with the map and ACL edits of the
     // previous one, before it serves anything.
     shared.pattern_state = admin::PatternState::from_env(&shared.patterns, opts.quiet);
+    // `load-server-state-from-file`: what the previous process saved.
+    state_file::apply_all(&cfg, &shared, opts.quiet);
     let shared = Arc::new(shared);
     let workers = worker_count(&cfg);
     let mut inherited = inherit::FdMap::from_env().map_err(Error::other)?;

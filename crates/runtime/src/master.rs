@@ -20,6 +20,9 @@
 //! the master exits with an error (a supervisor restarts it). With `-Ws`
 //! the master speaks systemd's notify protocol (`READY=1`, `RELOADING=1`).
 //!
+//! Before starting the new worker the master saves the servers' state
+//! files (`load-server-state-from-file`), see `crate::state_file`.
+//!
 //! Map and ACL edits made on a worker's CLI survive reloads: the master
 //! keeps a private directory (mode 0700, in `$TMPDIR`, removed when it
 //! exits) and gives each worker a file there to save them to
@@ -680,6 +683,9 @@ fn reload(
 ) -> Result<(Child, Config, Option<PathBuf>)> {
     let (cfg, sources) =
         (opts.load)().map_err(|_| Error::other("the new configuration has errors"))?;
+    // The servers' current state, for the new worker's
+    // `load-server-state-from-file`.
+    crate::state_file::dump_for_reload(&cfg, opts.quiet);
     socks.ensure(&cfg, crate::worker_count(&cfg))?;
     let state = next_state_file();
     let files = StateFiles {

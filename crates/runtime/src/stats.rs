@@ -177,7 +177,7 @@ pub fn snapshot(shared: &Shared, facts: &ProcessFacts, rates: &Rates) -> Snapsho
                 iid += 1;
                 iid
             });
-        let servers: Vec<ServerStats> = be.servers.iter().map(|s| server_stats(be, s)).collect();
+        let servers: Vec<ServerStats> = be.servers().iter().map(|s| server_stats(be, s)).collect();
         let (act, bck) = be.usable_counts();
         let mut c = counters(&be.counters);
         c.scur = u64::from(be.sessions.load(Ordering::Relaxed));
@@ -288,7 +288,7 @@ impl Rates {
             servers: shared
                 .backends
                 .iter()
-                .map(|b| b.servers.iter().map(|_| Rate::default()).collect())
+                .map(|b| b.servers().iter().map(|_| Rate::default()).collect())
                 .collect(),
         }
     }
@@ -310,7 +310,7 @@ pub fn start_rate_ticker(hub: Arc<Hub>) {
                     .collect();
                 v.extend(sh.backends.iter().map(|b| totals(&b.counters)));
                 for b in &sh.backends {
-                    v.extend(b.servers.iter().map(|s| totals(&s.metrics.counters)));
+                    v.extend(b.servers().iter().map(|s| totals(&s.metrics.counters)));
                 }
                 v
             };

@@ -199,6 +199,8 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             g.maxaccept = n;
         }
         "hard-stop-after" => g.hard_stop_after = Some(parse_time(one_arg(words)?)?),
+        "server-state-file" => g.server_state_file = Some(one_arg(words)?.to_string()),
+        "server-state-base" => g.server_state_base = Some(one_arg(words)?.to_string()),
         "spread-checks" => {
             let a = one_arg(words)?;
             if g.spread_checks != 0 {

@@ -255,6 +255,24 @@ fn implemented(
             }
         }
         "hash-type" => o.hash_type = balance::parse_hash_type(words)?,
+        "load-server-state-from-file" => {
+            o.load_server_state = match args(words, 1, 1)?[0].as_str() {
+                "global" => crate::model::ServerStateLoad::Global,
+                "local" => crate::model::ServerStateLoad::Local,
+                "none" => crate::model::ServerStateLoad::None,
+                a => {
+                    return Err(format!(
+                        "expects 'global', 'local' or 'none'. Got '{a}'"
+                    ))
+                }
+            };
+        }
+        "server-state-file-name" => {
+            o.server_state_file_name = match words.get(1).map(String::as_str) {
+                None | Some("use-backend-name") => None,
+                Some(f) => Some(f.to_string()),
+            };
+        }
         "fullconn" => {
             let n: u32 = parse_uint(&args(words, 1, 1)?[0], "fullconn")?;
             o.fullconn = (n > 0).then_some(n);
