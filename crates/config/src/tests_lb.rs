@@ -119,10 +119,7 @@ fn inheritance_through_defaults_and_default_server() {
     assert!(hc.disable_on_404);
     assert_eq!(
         hc.expect,
-        Some(Expect {
-            negate: false,
-            kind: ExpectKind::Status(vec![(200, 299)])
-        })
+        Some(Expect::new(false, ExpectKind::Status(vec![(200, 299)])))
     );
     let a = &b.servers[0];
     assert!(a.check);
@@ -294,22 +291,16 @@ backend plain
     assert_eq!(
         hc(0),
         HealthCheck::TcpCheck(vec![
-            TcpCheckRule::Connect { port: Some(6379) },
+            TcpCheckRule::Connect(TcpConnect { port: Some(6379), ..Default::default() }),
             TcpCheckRule::Send(b"PING\r\n".to_vec()),
-            TcpCheckRule::Expect(Expect {
-                negate: false,
-                kind: ExpectKind::String("+PONG".into())
-            }),
+            TcpCheckRule::Expect(Expect::new(false, ExpectKind::String("+PONG".into()))),
         ])
     );
     assert_eq!(
         hc(1),
         HealthCheck::TcpCheck(vec![
             TcpCheckRule::Send(b"PING\r\n".to_vec()),
-            TcpCheckRule::Expect(Expect {
-                negate: true,
-                kind: ExpectKind::Binary(vec![0x2d])
-            }),
+            TcpCheckRule::Expect(Expect::new(true, ExpectKind::Binary(vec![0x2d]))),
         ])
     );
     let HealthCheck::TcpCheck(redis) = hc(2) else {
@@ -349,10 +340,7 @@ backend unused
     assert_eq!(hc.body.as_deref(), Some("ping"));
     assert_eq!(
         hc.expect,
-        Some(Expect {
-            negate: true,
-            kind: ExpectKind::RString("^ERR".into())
-        })
+        Some(Expect::new(true, ExpectKind::RString("^ERR".into())))
     );
     assert_eq!(p.config.backends[1].options.health_check, HealthCheck::Tcp);
     assert!(has(

@@ -93,7 +93,10 @@ mod core;
 mod event;
 mod health;
 mod probe;
+mod proto;
 mod runner;
+pub mod socks4;
+mod tcpcheck;
 
 pub use event::{CheckReport, CheckStatus, HealthEvent, Outcome};
 pub use health::{is_http_error_status, ServerHealth};
@@ -165,6 +168,19 @@ pub struct CheckTarget {
     /// The server is a `backup` one (named so in the lines). Default is
     /// false.
     pub backup: bool,
+    /// PROXY protocol version the checks' connections start with (0:
+    /// none; see `Server::check_proxy_header`). The header describes no
+    /// client (`PROXY UNKNOWN`, v2 `LOCAL`), as HAProxy's checks. Default
+    /// is 0.
+    pub send_proxy: u8,
+    /// The version a `tcp-check connect send-proxy` rule sends: the
+    /// server's `send-proxy-v2` (2), else 1. Default is 1.
+    pub proxy_version: u8,
+    /// The server's `socks4` proxy. Default is none.
+    pub socks4: Option<SocketAddr>,
+    /// `check-via-socks4`: checks go through `socks4`. Default is false
+    /// (only `tcp-check connect via-socks4` rules use it).
+    pub via_socks4: bool,
 }
 
 impl CheckTarget {
@@ -200,6 +216,10 @@ impl CheckTarget {
             addr_source: None,
             log_checks: false,
             backup: false,
+            send_proxy: 0,
+            proxy_version: 1,
+            socks4: None,
+            via_socks4: false,
         }
     }
 
@@ -252,6 +272,10 @@ impl CheckTarget {
             addr_source: None,
             log_checks: options.log.health_checks,
             backup: server.backup,
+            send_proxy: server.check_proxy_header(),
+            proxy_version: server.send_proxy.max(1),
+            socks4: server.socks4,
+            via_socks4: server.check_via_socks4 && server.socks4.is_some(),
         })
     }
 }
