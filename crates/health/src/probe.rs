@@ -165,6 +165,13 @@ impl Matcher {
                 MatchKind::Bytes(b.clone()),
                 b.iter().map(|x| format!("{x:02X}")).collect(),
             ),
+            ExpectKind::RBinary(re) => (
+                match regex::Regex::new(re) {
+                    Ok(r) => MatchKind::HexRegex(r),
+                    Err(err) => MatchKind::Invalid(format!("invalid rbinary regex: {err}")),
+                },
+                re.clone(),
+            ),
             ExpectKind::RString(re) => (
                 match regex::bytes::Regex::new(re) {
                     Ok(r) => MatchKind::Regex(r),

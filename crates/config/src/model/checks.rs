@@ -116,6 +116,9 @@ pub enum ExpectKind {
     RString(String),
     /// `binary <hex>` (tcp-check).
     Binary(Vec<u8>),
+    /// `rbinary <regex>` (tcp-check): matched against the uppercase
+    /// hexadecimal dump of the reply.
+    RBinary(String),
 }
 
 /// One `tcp-check` rule.

@@ -705,7 +705,7 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
             });
         }
         match w {
-            "string" | "rstring" | "binary" | "status" | "rstatus" => {
+            "string" | "rstring" | "binary" | "rbinary" | "status" | "rstatus" => {
                 if kind.is_some() {
                     return Err("only one pattern expected".into());
                 }
@@ -719,6 +719,10 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
                         ExpectKind::RString(p.clone())
                     }
                     "binary" => ExpectKind::Binary(parse_hex(p)?),
+                    "rbinary" => {
+                        check_regex(p)?;
+                        ExpectKind::RBinary(p.clone())
+                    }
                     "status" => ExpectKind::Status(parse_statuses(p)?),
                     _ => {
                         check_regex(p)?;
@@ -727,7 +731,7 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
                 });
                 i += 1;
             }
-            "rbinary" | "string-lf" | "binary-lf" | "hdr" | "fhdr" | "custom" => {
+            "string-lf" | "binary-lf" | "hdr" | "fhdr" | "custom" => {
                 return Err(format!("'{w}' matching is not implemented yet in Fairlead"))
             }
             _ if bang => {

@@ -54,9 +54,13 @@ fn expects() {
     assert!(e("hdr name x", true)
         .unwrap_err()
         .contains("not implemented yet"));
-    assert!(e("min-recv 10 string x", false)
+    assert_eq!(e("min-recv 10 string x", false).unwrap().min_recv, Some(10));
+    assert!(e("min-recv 10 string x", true)
         .unwrap_err()
         .contains("not implemented yet"));
+    assert!(e("min-recv -2 string x", false)
+        .unwrap_err()
+        .contains("out of range"));
     assert!(e("string a string b", true)
         .unwrap_err()
         .contains("only one"));
@@ -144,7 +148,7 @@ fn http_send_and_order() {
     assert!(
         parse_http_check(&mut cd, &w("http-check connect ssl"), &loc)
             .unwrap_err()
-            .contains("TLS")
+            .contains("connect option 'ssl' of http-check is not implemented yet")
     );
 }
 
