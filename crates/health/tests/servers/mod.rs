@@ -236,8 +236,8 @@ fn unprivileged(bin: PathBuf) -> Command {
     }
 }
 
-/// PostgreSQL with `pg_hba.conf`: `postgres` trusted, `md5user` asked an
-/// MD5 password, `scramuser` a SCRAM exchange, everyone else rejected.
+/// PostgreSQL with `pg_hba.conf`: `postgres` trusted, `pwuser` asked a
+/// clear-text password, `scramuser` a SCRAM exchange, everyone else rejected.
 pub fn postgres(ip: &str) -> Daemon {
     let bin = pg_bindir();
     let dir = temp_dir("pgsql");
@@ -252,7 +252,7 @@ pub fn postgres(ip: &str) -> Daemon {
     fs::write(
         data.join("pg_hba.conf"),
         "host all postgres 127.0.0.0/8 trust\n\
-         host all md5user 127.0.0.0/8 md5\n\
+         host all pwuser 127.0.0.0/8 password\n\
          host all scramuser 127.0.0.0/8 scram-sha-256\n\
          host all all 127.0.0.0/8 reject\n",
     )
@@ -341,7 +341,7 @@ pub fn dante(ip: &str, blocked: SocketAddr) -> Daemon {
     let conf = format!(
         "logoutput: stderr\n\
          internal: {ip} port = {port}\n\
-         external: 127.0.0.1\n\
+         external: {ip}\n\
          clientmethod: none\n\
          socksmethod: none\n\
          user.privileged: root\n\
