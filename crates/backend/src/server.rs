@@ -72,6 +72,9 @@ pub struct ServerConf {
     /// UNIX socket, and [`ServerAdmin::addr`] is only a placeholder.
     /// Default is none (TCP).
     pub unix: Option<std::os::unix::net::SocketAddr>,
+    /// `socks4 <addr>`: connections go through this SOCKS4 proxy, which
+    /// is asked for the server's address. Default is none.
+    pub socks4: Option<SocketAddr>,
 }
 
 /// What operators change at run time.
@@ -168,6 +171,7 @@ impl Server {
                 tls,
                 tls_sni_varies,
                 send_proxy: s.send_proxy,
+                socks4: s.socks4,
                 proto_h2: s.proto_h2,
                 check: s.check,
                 // The parser checked the path's length and bytes, the

@@ -291,7 +291,10 @@ backend plain
     assert_eq!(
         hc(0),
         HealthCheck::TcpCheck(vec![
-            TcpCheckRule::Connect(TcpConnect { port: Some(6379), ..Default::default() }),
+            TcpCheckRule::Connect(TcpConnect {
+                port: Some(6379),
+                ..Default::default()
+            }),
             TcpCheckRule::Send(b"PING\r\n".to_vec()),
             TcpCheckRule::Expect(Expect::new(false, ExpectKind::String("+PONG".into()))),
         ])
@@ -646,18 +649,36 @@ backend sslh
 backend spop
     option spop-check
 ");
-    let hc: Vec<&HealthCheck> = p.config.backends.iter().map(|b| &b.options.health_check).collect();
-    let user = |name: &str, post41| Some(MysqlUser { name: name.into(), post41 });
+    let hc: Vec<&HealthCheck> = p
+        .config
+        .backends
+        .iter()
+        .map(|b| &b.options.health_check)
+        .collect();
+    let user = |name: &str, post41| {
+        Some(MysqlUser {
+            name: name.into(),
+            post41,
+        })
+    };
     assert_eq!(
         hc,
         [
             &HealthCheck::Mysql(None),
             &HealthCheck::Mysql(user("haproxy", true)),
             &HealthCheck::Mysql(user("haproxy", false)),
-            &HealthCheck::Pgsql { user: "postgres".into() },
-            &HealthCheck::Smtp { command: "HELO localhost".into() },
-            &HealthCheck::Smtp { command: "EHLO mail.example".into() },
-            &HealthCheck::Smtp { command: "HELO localhost".into() },
+            &HealthCheck::Pgsql {
+                user: "postgres".into()
+            },
+            &HealthCheck::Smtp {
+                command: "HELO localhost".into()
+            },
+            &HealthCheck::Smtp {
+                command: "EHLO mail.example".into()
+            },
+            &HealthCheck::Smtp {
+                command: "HELO localhost".into()
+            },
             &HealthCheck::Ldap,
             &HealthCheck::SslHello,
             &HealthCheck::Spop,

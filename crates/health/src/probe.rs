@@ -26,6 +26,8 @@ pub struct CheckTls {
 pub(crate) struct ConnOpts {
     /// TLS on top of the connection.
     pub tls: Option<CheckTls>,
+    /// TLS settings of `connect ssl` rules when `tls` is none.
+    pub rule_tls: Option<CheckTls>,
     /// PROXY header version sent (0: none).
     pub proxy: u8,
     /// The version a `send-proxy` rule uses (the server's).
@@ -55,7 +57,9 @@ pub(crate) fn rule_tls(
             ),
         },
     };
-    if let Some(name) = sni.and_then(|n| rustls::pki_types::ServerName::try_from(n.to_string()).ok()) {
+    if let Some(name) =
+        sni.and_then(|n| rustls::pki_types::ServerName::try_from(n.to_string()).ok())
+    {
         t.name = name;
     }
     if let Some(protos) = alpn {
@@ -377,7 +381,8 @@ pub(crate) async fn connect(
     start: Instant,
     opts: &ConnOpts,
 ) -> Result<Conn, Outcome> {
-    let l4 = |e: &std::io::Error| Outcome::new(CheckStatus::L4Con, start.elapsed()).info(err_text(e));
+    let l4 =
+        |e: &std::io::Error| Outcome::new(CheckStatus::L4Con, start.elapsed()).info(err_text(e));
     let first = opts.socks4.unwrap_or(addr);
     let mut tcp = match timeout_at(deadline, TcpStream::connect(first)).await {
         Err(_) => return Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
@@ -404,7 +409,12 @@ pub(crate) async fn connect(
         } else {
             fairlead_proxyproto::encode_v1(None, &mut hdr);
         }
-        match timeout_at(deadline, tokio::io::AsyncWriteExt::write_all(&mut tcp, &hdr)).await {
+        match timeout_at(
+            deadline,
+            tokio::io::AsyncWriteExt::write_all(&mut tcp, &hdr),
+        )
+        .await
+        {
             Err(_) => return Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
             Ok(Err(e)) => return Err(l4(&e)),
             Ok(Ok(())) => {}
@@ -766,9 +776,15 @@ mod tests {
 
     #[test]
     fn matchers() {
-        let m = Matcher::compile(&Expect::new(false, ExpectKind::RString("^\\+PO[N]G".into())));
+        let m = Matcher::compile(&Expect::new(
+            false,
+            ExpectKind::RString("^\\+PO[N]G".into()),
+        ));
         assert_eq!(m.find(b"+PONG\r\n"), Some(true));
-        let m = Matcher::compile(&Expect::new(false, ExpectKind::Status(vec![(200, 299), (404, 404)])));
+        let m = Matcher::compile(&Expect::new(
+            false,
+            ExpectKind::Status(vec![(200, 299), (404, 404)]),
+        ));
         assert_eq!(m.status_matches(404), Some(true));
         assert_eq!(m.status_matches(500), Some(false));
         let m = Matcher::compile(&Expect::new(false, ExpectKind::RString("(".into())));

@@ -120,13 +120,7 @@ pub(crate) const LDAP_BIND: [u8; 14] = [
 /// carrying a bindResponse whose resultCode is 0. A non-zero result is
 /// `L7STS` with the result as code.
 pub(crate) fn ldap_bind_response(buf: &[u8], last: bool) -> Verdict {
-    let not_ldap = || {
-        Verdict::Fail(
-            CheckStatus::L7Rsp,
-            None,
-            Some("Not LDAPv3 protocol".into()),
-        )
-    };
+    let not_ldap = || Verdict::Fail(CheckStatus::L7Rsp, None, Some("Not LDAPv3 protocol".into()));
     let short = || {
         if last {
             Verdict::Fail(CheckStatus::L7Rsp, None, None)
@@ -162,7 +156,11 @@ pub(crate) fn ldap_bind_response(buf: &[u8], last: bool) -> Verdict {
     let Some(&blen) = buf.get(p) else {
         return not_ldap();
     };
-    p += 1 + if blen & 0x80 != 0 { usize::from(blen & 0x7f) } else { 0 };
+    p += 1 + if blen & 0x80 != 0 {
+        usize::from(blen & 0x7f)
+    } else {
+        0
+    };
     if buf.get(p..p + 2) != Some(&[0x0a, 0x01][..]) {
         return not_ldap();
     }
@@ -181,7 +179,9 @@ pub(crate) fn ldap_bind_response(buf: &[u8], last: bool) -> Verdict {
 /// random's first 4 bytes, HAProxy's fixed 28 random bytes, 39 common
 /// suites, null compression.
 pub(crate) fn ssl_hello(unix_time: u32) -> Vec<u8> {
-    let mut out = vec![0x16, 0x03, 0x00, 0x00, 0x79, 0x01, 0x00, 0x00, 0x75, 0x03, 0x00];
+    let mut out = vec![
+        0x16, 0x03, 0x00, 0x00, 0x79, 0x01, 0x00, 0x00, 0x75, 0x03, 0x00,
+    ];
     out.extend_from_slice(&unix_time.to_be_bytes());
     out.extend_from_slice(b"HAPROXYSSLCHK\nHAPROXYSSLCHK\n");
     out.push(0x00); // no session id
@@ -396,7 +396,10 @@ fn spop_hello_code(frame: &[u8]) -> Option<u64> {
         };
         p += 1;
         if key.starts_with(b"version") {
-            let Some(s) = (ty & 0x0f == T_STR).then(|| get_str(frame, &mut p)).flatten() else {
+            let Some(s) = (ty & 0x0f == T_STR)
+                .then(|| get_str(frame, &mut p))
+                .flatten()
+            else {
                 return Some(4);
             };
             match spop_version(s) {

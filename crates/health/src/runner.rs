@@ -187,6 +187,7 @@ impl Task {
             let addr = self.t.addr_source.as_ref().map_or(self.t.addr, |f| f());
             let opts = ConnOpts {
                 tls: self.t.tls.clone(),
+                rule_tls: self.t.rule_tls.clone(),
                 proxy: self.t.send_proxy,
                 proxy_version: self.t.proxy_version,
                 socks4: self.t.socks4.filter(|_| self.t.via_socks4),

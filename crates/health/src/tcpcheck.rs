@@ -58,7 +58,10 @@ enum Msg {
     Text(&'static str),
     /// The reply from byte `from`, spaces trimmed on the left when `ltrim`,
     /// cut at the first CR or LF.
-    Payload { from: usize, ltrim: bool },
+    Payload {
+        from: usize,
+        ltrim: bool,
+    },
     /// PostgreSQL's error: from byte 6 to the first NUL.
     PgError,
 }
@@ -180,9 +183,13 @@ impl Program {
             HealthCheck::Mysql(user) => {
                 let mut s = vec![connect_rule(true, true)];
                 if let Some(u) = user {
-                    s.push(Step::Send(Data::Bytes(proto::mysql_request(&u.name, u.post41))));
+                    s.push(Step::Send(Data::Bytes(proto::mysql_request(
+                        &u.name, u.post41,
+                    ))));
                 }
-                s.push(Step::Expect(Box::new(ExpectStep::new(Test::MysqlHandshake))));
+                s.push(Step::Expect(Box::new(ExpectStep::new(
+                    Test::MysqlHandshake,
+                ))));
                 if user.is_some() {
                     s.push(Step::Expect(Box::new(ExpectStep::new(Test::MysqlOk))));
                 }
@@ -205,7 +212,10 @@ impl Program {
                 e.ok = Some(CheckStatus::L6Ok);
                 e.err = Some(CheckStatus::L6Rsp);
                 e.tout = Some(CheckStatus::L6Tout);
-                (vec![Step::Send(Data::SslHello), Step::Expect(Box::new(e))], true)
+                (
+                    vec![Step::Send(Data::SslHello), Step::Expect(Box::new(e))],
+                    true,
+                )
             }
             HealthCheck::Spop => {
                 let mut e = ExpectStep::new(Test::SpopHello);
@@ -258,16 +268,28 @@ fn pgsql(user: &str) -> Vec<Step> {
 /// `option smtpchk`: a well-formed 2xx greeting, then a 2xx reply to the
 /// HELO/EHLO command. The reply code is the check's code.
 fn smtp(command: &str) -> Vec<Step> {
-    let text = Msg::Payload { from: 4, ltrim: true };
+    let text = Msg::Payload {
+        from: 4,
+        ltrim: true,
+    };
     let mut greeting = ExpectStep::pattern(false, "^[0-9]{3}[ \r]", false, 4);
-    greeting.on_error = Some(Msg::Payload { from: 0, ltrim: false });
+    greeting.on_error = Some(Msg::Payload {
+        from: 0,
+        ltrim: false,
+    });
     let mut greeting_ok = ExpectStep::pattern(false, "^2[0-9]{2}[ \r]", false, 4);
     greeting_ok.err = Some(CheckStatus::L7Sts);
-    greeting_ok.on_error = Some(Msg::Payload { from: 4, ltrim: true });
+    greeting_ok.on_error = Some(Msg::Payload {
+        from: 4,
+        ltrim: true,
+    });
     greeting_ok.code3 = true;
     let mut reply = ExpectStep::pattern(false, "^2[0-9]{2}[- \r]", false, 4);
     reply.err = Some(CheckStatus::L7Sts);
-    reply.on_error = Some(Msg::Payload { from: 4, ltrim: true });
+    reply.on_error = Some(Msg::Payload {
+        from: 4,
+        ltrim: true,
+    });
     reply.on_success = Some(text);
     reply.code3 = true;
     vec![
@@ -282,9 +304,15 @@ fn smtp(command: &str) -> Vec<Step> {
 /// What the last evaluated rule was, for the success status.
 enum Last {
     None,
-    Connect { tls: bool },
+    Connect {
+        tls: bool,
+    },
     Send,
-    Expect { status: CheckStatus, info: Option<String>, code: Option<u16> },
+    Expect {
+        status: CheckStatus,
+        info: Option<String>,
+        code: Option<u16>,
+    },
 }
 
 /// The connection options of a `connect` rule: the server's own check
@@ -298,11 +326,17 @@ fn rule_opts(c: &TcpConnect, implicit: bool, base: &ConnOpts) -> ConnOpts {
         ConnOpts {
             proxy_version: base.proxy_version,
             socks4_server: base.socks4_server,
+            rule_tls: base.rule_tls.clone(),
             ..ConnOpts::default()
         }
     };
     if c.ssl {
-        o.tls = Some(crate::probe::rule_tls(base.tls.as_ref(), c.sni.as_deref(), c.alpn.as_deref()));
+        let settings = base.tls.as_ref().or(base.rule_tls.as_ref());
+        o.tls = Some(crate::probe::rule_tls(
+            settings,
+            c.sni.as_deref(),
+            c.alpn.as_deref(),
+        ));
     }
     if c.send_proxy {
         o.proxy = o.proxy_version.max(1);
@@ -356,10 +390,8 @@ impl Program {
                     close(old);
                 }
                 let opts = rule_opts(c, is_implicit, base);
-                let target = SocketAddr::new(
-                    c.addr.unwrap_or(addr.ip()),
-                    c.port.unwrap_or(addr.port()),
-                );
+                let target =
+                    SocketAddr::new(c.addr.unwrap_or(addr.ip()), c.port.unwrap_or(addr.port()));
                 let now = Instant::now();
                 let mut cd = limits.connect_deadline(now);
                 if limits.check.is_none() {
@@ -412,7 +444,8 @@ impl Program {
                         must_read = false;
                         if eof && buf.is_empty() {
                             let st = e.err.unwrap_or(CheckStatus::L7Rsp);
-                            let mut info = format!("TCPCHK got an empty response at step {step_no}");
+                            let mut info =
+                                format!("TCPCHK got an empty response at step {step_no}");
                             if let Some(c) = comment {
                                 info.push_str(&format!(" comment: '{c}'"));
                             }

@@ -83,7 +83,6 @@ impl Checker {
             thread::sleep(10 * MS);
         }
     }
-
 }
 
 /// MariaDB accepts HAProxy's login packets (post-4.1 and pre-4.1) and,
@@ -95,14 +94,25 @@ impl Checker {
 #[test]
 fn mysql_check_against_mariadb() {
     let mut db = servers::mariadb("127.0.0.81");
-    let user = |name: &str, post41| HealthCheck::Mysql(Some(MysqlUser { name: name.into(), post41 }));
+    let user = |name: &str, post41| {
+        HealthCheck::Mysql(Some(MysqlUser {
+            name: name.into(),
+            post41,
+        }))
+    };
     // (Aborted_clients, Aborted_connects); the start-up poll's bare
     // connection already counts as one aborted connect.
     let aborted = || {
         let out = servers::mariadb_query(&db, "SHOW GLOBAL STATUS LIKE 'Aborted_c%'");
         let get = |name: &str| -> u64 {
             out.lines()
-                .find_map(|l| l.strip_prefix(name)?.strip_prefix('\t')?.trim().parse().ok())
+                .find_map(|l| {
+                    l.strip_prefix(name)?
+                        .strip_prefix('\t')?
+                        .trim()
+                        .parse()
+                        .ok()
+                })
                 .unwrap_or_else(|| panic!("{name} in {out}"))
         };
         (get("Aborted_clients"), get("Aborted_connects"))
@@ -135,7 +145,10 @@ fn mysql_check_against_mariadb() {
     // ER_ACCESS_DENIED_NO_PASSWORD_ERROR, as MariaDB 10.11 answers.
     assert_eq!(ev.code, Some(1698));
     let info = ev.info.unwrap();
-    assert!(info.starts_with("#28000Access denied for user 'nosuch'"), "{info}");
+    assert!(
+        info.starts_with("#28000Access denied for user 'nosuch'"),
+        "{info}"
+    );
     drop(c);
 
     let c = run(target(db.addr, HealthCheck::Mysql(None)));
@@ -193,17 +206,26 @@ fn smtpchk_against_exim() {
     let c = run(target(mta.addr, check("HELO localhost")));
     let ev = c.wait(true, "L7OK");
     assert_eq!(ev.code, Some(250));
-    assert_eq!(ev.info.as_deref(), Some("test.local Hello localhost [127.0.0.1]"));
+    assert_eq!(
+        ev.info.as_deref(),
+        Some("test.local Hello localhost [127.0.0.1]")
+    );
     drop(c);
     let c = run(target(mta.addr, check("EHLO mail.example")));
     let ev = c.wait(true, "L7OK");
     // EHLO's multi-line reply: the first line decides.
     assert_eq!(ev.code, Some(250));
-    assert!(ev.info.unwrap().starts_with("test.local Hello mail.example"));
+    assert!(ev
+        .info
+        .unwrap()
+        .starts_with("test.local Hello mail.example"));
     drop(c);
     let c = run(target(mta.addr, check("HELO bad.example")));
     let ev = c.wait(false, "L7STS");
-    assert_eq!((ev.code, ev.info.as_deref()), (Some(550), Some("Administrative prohibition")));
+    assert_eq!(
+        (ev.code, ev.info.as_deref()),
+        (Some(550), Some("Administrative prohibition"))
+    );
     drop(c);
 
     let c = run(target(mta.addr, check("HELO localhost")));
@@ -307,7 +329,11 @@ fn check_via_socks4_through_dante() {
     let c = run(t);
     c.wait(true, "L4OK");
     assert!(
-        peers.lock().unwrap().iter().all(|a| a.ip().to_string() == "127.0.0.87"),
+        peers
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|a| a.ip().to_string() == "127.0.0.87"),
         "connections came from Dante's external address: {:?}",
         peers.lock().unwrap()
     );

@@ -104,10 +104,7 @@ impl CheckDraft {
             ChkOpt::Tcp => HealthCheck::TcpCheck(self.tcp.clone()),
             ChkOpt::Redis => HealthCheck::TcpCheck(vec![
                 TcpCheckRule::Send(b"*1\r\n$4\r\nPING\r\n".to_vec()),
-                TcpCheckRule::Expect(Expect::new(
-                    false,
-                    ExpectKind::String("+PONG\r\n".into()),
-                )),
+                TcpCheckRule::Expect(Expect::new(false, ExpectKind::String("+PONG\r\n".into()))),
             ]),
             ChkOpt::Http(req) => {
                 let mut hc = HttpCheck {
@@ -241,9 +238,9 @@ fn parse_proto_option(name: &str, args: &[String]) -> Result<HealthCheck, String
             Ok(HealthCheck::Mysql(user))
         }
         "pgsql-check" => match args {
-            [u, name] if u == "user" && !name.is_empty() => Ok(HealthCheck::Pgsql {
-                user: name.clone(),
-            }),
+            [u, name] if u == "user" && !name.is_empty() => {
+                Ok(HealthCheck::Pgsql { user: name.clone() })
+            }
             [u, _] | [u] if u != "user" => Err(format!(
                 "only supports optional values: 'user' (got '{u}')."
             )),
@@ -743,9 +740,9 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
             }
             "min-recv" if !http => {
                 let v = value(a, i, "an integer")?;
-                let n: i64 = v
-                    .parse()
-                    .map_err(|_| format!("'min-recv' expects an integer as argument (got '{v}')."))?;
+                let n: i64 = v.parse().map_err(|_| {
+                    format!("'min-recv' expects an integer as argument (got '{v}').")
+                })?;
                 if !(-1..=i64::from(i32::MAX)).contains(&n) {
                     return Err(format!("'min-recv' value '{v}' is out of range."));
                 }

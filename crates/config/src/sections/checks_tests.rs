@@ -200,7 +200,10 @@ fn tcp_rules() {
         cd.tcp,
         [
             TcpCheckRule::Comment("hello".into()),
-            TcpCheckRule::Connect(TcpConnect { port: Some(6379), ..Default::default() }),
+            TcpCheckRule::Connect(TcpConnect {
+                port: Some(6379),
+                ..Default::default()
+            }),
             TcpCheckRule::Send(b"PING".to_vec()),
             TcpCheckRule::Send(vec![0x0a, 0x0b]),
             TcpCheckRule::Expect(Expect::new(true, ExpectKind::RString("^-ERR".into()))),

@@ -98,7 +98,10 @@ fn find_bin(candidates: &[&str], package: &str) -> PathBuf {
             }
         }
     }
-    panic!("{} not found: install the Debian package '{package}' (see .ci/run)", candidates[0]);
+    panic!(
+        "{} not found: install the Debian package '{package}' (see .ci/run)",
+        candidates[0]
+    );
 }
 
 fn is_root() -> bool {
@@ -208,7 +211,11 @@ pub fn mariadb_query(db: &Daemon, sql: &str) -> String {
         .arg(sql)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -219,9 +226,9 @@ fn pg_bindir() -> PathBuf {
         .unwrap_or_default();
     found.retain(|p| p.join("postgres").exists());
     found.sort();
-    found
-        .pop()
-        .unwrap_or_else(|| panic!("PostgreSQL not found: install the Debian package 'postgresql' (see .ci/run)"))
+    found.pop().unwrap_or_else(|| {
+        panic!("PostgreSQL not found: install the Debian package 'postgresql' (see .ci/run)")
+    })
 }
 
 /// A command run as `nobody` when we are root (PostgreSQL refuses root).
@@ -243,10 +250,12 @@ pub fn postgres(ip: &str) -> Daemon {
     let dir = temp_dir("pgsql");
     let data = dir.join("data");
     run_ok(
-        unprivileged(bin.join("initdb"))
-            .arg("-D")
-            .arg(&data)
-            .args(["-U", "postgres", "--auth=trust", "-N"]),
+        unprivileged(bin.join("initdb")).arg("-D").arg(&data).args([
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-N",
+        ]),
         "initdb",
     );
     fs::write(
@@ -319,7 +328,11 @@ pub fn slapd(ip: &str, disallow_anon: bool) -> Daemon {
          rootdn \"cn=admin,dc=example,dc=com\"\n\
          directory {d}/db\n",
         d = dir.display(),
-        anon = if disallow_anon { "disallow bind_anon\n" } else { "" }
+        anon = if disallow_anon {
+            "disallow bind_anon\n"
+        } else {
+            ""
+        }
     );
     fs::write(dir.join("slapd.conf"), conf).unwrap();
     let mut cmd = Command::new(slapd);
@@ -364,7 +377,14 @@ pub fn tls_server(ip: &str) -> Daemon {
     let dir = temp_dir("tls");
     run_ok(
         Command::new(&openssl)
-            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
             .args(["-nodes", "-days", "2", "-subj", "/CN=check.test", "-keyout"])
             .arg(dir.join("key.pem"))
             .arg("-out")
