@@ -43,15 +43,20 @@ fn stat_of(sock: &std::path::Path, be: &str, sv: &str, col: &str) -> String {
         .unwrap_or_else(|| panic!("{be}/{sv} in {csv}"))
 }
 
-/// Polls `show stat` until `be/sv` has `status` and its `check_status`
-/// starts with `check`.
+/// Polls `show stat` until `be/sv` has `status` and its check status
+/// (`check_status`, then `/check_code` when there is one) starts with
+/// `check`.
 fn wait_stat(p: &Proxy, sock: &std::path::Path, be: &str, sv: &str, status: &str, check: &str) {
     let end = std::time::Instant::now() + DEADLINE;
     loop {
-        let (st, chk) = (
+        let (st, mut chk) = (
             stat_of(sock, be, sv, "status"),
             stat_of(sock, be, sv, "check_status"),
         );
+        let code = stat_of(sock, be, sv, "check_code");
+        if !code.is_empty() {
+            chk = format!("{chk}/{code}");
+        }
         if st == status && chk.starts_with(check) {
             return;
         }
@@ -97,7 +102,7 @@ fn spop_agent(ip: &str) -> SocketAddr {
 }
 
 /// Each protocol check on its real server is UP with HAProxy's status
-/// (`L7OK`, `L7OK/250` for SMTP, `L6OK` for the SSL hello), and DOWN on a
+/// (`L7OK`, `L7OK/221` for SMTP, `L6OK` for the SSL hello), and DOWN on a
 /// server of another protocol.
 #[test]
 fn protocol_checks_show_in_stats() {
@@ -130,10 +135,13 @@ frontend fe\n    mode tcp\n    bind {stats_bind}\n    default_backend mysql\n\
         backend("spop", "spop-check", spop, db.addr),
     );
     let p = Proxy::start(&cfg, &[stats_bind]);
+    wait_until("cli socket", || {
+        std::os::unix::net::UnixStream::connect(&sock).is_ok()
+    });
     for (be, ok) in [
         ("mysql", "L7OK"),
         ("pgsql", "L7OK"),
-        ("smtp", "L7OK/250"),
+        ("smtp", "L7OK/221"),
         ("ldap", "L7OK"),
         ("sslhello", "L6OK"),
         ("spop", "L7OK"),
@@ -180,6 +188,9 @@ backend bk\n\
         proxy.addr
     );
     let p = Proxy::start(&cfg, &[bind]);
+    wait_until("cli socket", || {
+        std::os::unix::net::UnixStream::connect(&sock).is_ok()
+    });
     wait_stat(&p, &sock, "bk", "s", "UP", "L4OK");
     wait_stat(&p, &sock, "bk", "r", "DOWN", "L4CON");
     assert!(

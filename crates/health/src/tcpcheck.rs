@@ -244,13 +244,14 @@ fn user_rule(r: &TcpCheckRule) -> Step {
 }
 
 /// `option pgsql-check`: no ErrorResponse, then an Authentication
-/// message that is OK or asks for a password HAProxy knows of.
+/// message that is OK or asks for a password HAProxy knows of (2.6.12's
+/// list, SASL/SCRAM included).
 fn pgsql(user: &str) -> Vec<Step> {
     let mut not_error = ExpectStep::pattern(true, "^E", false, 5);
     not_error.on_error = Some(Msg::PgError);
     let mut auth = ExpectStep::pattern(
         false,
-        "^52000000(08|0A|0C)000000(00|02|03|04|05|06)",
+        "^52000000[A-Z0-9]{2}000000(00|02|03|04|05|06|07|09|0A)",
         true,
         9,
     );
@@ -265,12 +266,17 @@ fn pgsql(user: &str) -> Vec<Step> {
     ]
 }
 
-/// `option smtpchk`: a well-formed 2xx greeting, then a 2xx reply to the
-/// HELO/EHLO command. The reply code is the check's code.
+/// `option smtpchk`, as HAProxy 2.6.12 (with the fixes backported to
+/// 2.6: complete EHLO replies, and a QUIT for a clean end): a
+/// well-formed 2xx greeting, a complete 2xx reply to the HELO/EHLO
+/// command (waited for until the check times out), then QUIT and a 2xx
+/// reply. The reply code is the check's code, the reply text its info.
 fn smtp(command: &str) -> Vec<Step> {
-    let text = Msg::Payload {
-        from: 4,
-        ltrim: true,
+    let text = || {
+        Some(Msg::Payload {
+            from: 4,
+            ltrim: true,
+        })
     };
     let mut greeting = ExpectStep::pattern(false, "^[0-9]{3}[ \r]", false, 4);
     greeting.on_error = Some(Msg::Payload {
@@ -279,25 +285,27 @@ fn smtp(command: &str) -> Vec<Step> {
     });
     let mut greeting_ok = ExpectStep::pattern(false, "^2[0-9]{2}[ \r]", false, 4);
     greeting_ok.err = Some(CheckStatus::L7Sts);
-    greeting_ok.on_error = Some(Msg::Payload {
-        from: 4,
-        ltrim: true,
-    });
+    greeting_ok.on_error = text();
     greeting_ok.code3 = true;
-    let mut reply = ExpectStep::pattern(false, "^2[0-9]{2}[- \r]", false, 4);
-    reply.err = Some(CheckStatus::L7Sts);
-    reply.on_error = Some(Msg::Payload {
-        from: 4,
-        ltrim: true,
-    });
-    reply.on_success = Some(text);
-    reply.code3 = true;
+    let mut hello = ExpectStep::pattern(false, "^(2[0-9]{2}-[^\r]*\r\n)*2[0-9]{2}[ \r]", false, 0);
+    hello.min_recv = None;
+    hello.err = Some(CheckStatus::L7Sts);
+    hello.on_error = text();
+    hello.on_success = text();
+    hello.code3 = true;
+    let mut bye = ExpectStep::pattern(false, "^2[0-9]{2}[- \r]", false, 4);
+    bye.err = Some(CheckStatus::L7Sts);
+    bye.on_error = text();
+    bye.on_success = text();
+    bye.code3 = true;
     vec![
         connect_rule(true, true),
         Step::Expect(Box::new(greeting)),
         Step::Expect(Box::new(greeting_ok)),
         Step::Send(Data::Bytes(format!("{command}\r\n").into_bytes())),
-        Step::Expect(Box::new(reply)),
+        Step::Expect(Box::new(hello)),
+        Step::Send(Data::Bytes(b"QUIT\r\n".to_vec())),
+        Step::Expect(Box::new(bye)),
     ]
 }
 

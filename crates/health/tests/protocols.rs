@@ -164,10 +164,11 @@ fn mysql_check_against_mariadb() {
     assert_eq!(ev.info.as_deref(), Some("Connection refused"));
 }
 
-/// PostgreSQL: AuthenticationOk (trust) and a password request pass;
-/// a SCRAM request is not one HAProxy 2.6 knows (`L7STS`, "PostgreSQL
-/// unknown error"); a rejected user gets an ErrorResponse (`L7RSP` with
-/// its severity, "FATAL"); stopped is `L4CON`.
+/// PostgreSQL: AuthenticationOk (trust), a clear-text password request
+/// and a SCRAM request pass (HAProxy 2.6.12 says "PostgreSQL server is
+/// ok" for all three); a rejected user gets an ErrorResponse (`L7RSP`
+/// with its severity, "FATAL"); a reply that is no authentication message
+/// is `L7STS` "PostgreSQL unknown error"; stopped is `L4CON`.
 #[test]
 fn pgsql_check_against_postgresql() {
     let mut pg = servers::postgres("127.0.0.82");
@@ -181,9 +182,21 @@ fn pgsql_check_against_postgresql() {
     c.wait(true, "L7OK");
     drop(c);
     let c = run(target(pg.addr, check("scramuser")));
+    let ev = c.wait(true, "L7OK");
+    assert_eq!(ev.info.as_deref(), Some("PostgreSQL server is ok"));
+    drop(c);
+    // ParameterStatus first: not an authentication reply.
+    let odd = Fake::start("127.0.0.82:0", |mut s| {
+        let mut b = [0u8; 64];
+        let _ = s.read(&mut b);
+        let _ = s.write_all(b"S\0\0\0\x08ab\0\0");
+        thread::sleep(200 * MS);
+    });
+    let c = run(target(odd.addr, check("postgres")));
     let ev = c.wait(false, "L7STS");
     assert_eq!(ev.info.as_deref(), Some("PostgreSQL unknown error"));
     drop(c);
+    odd.close();
     let c = run(target(pg.addr, check("intruder")));
     let ev = c.wait(false, "L7RSP");
     assert_eq!(ev.info.as_deref(), Some("FATAL"), "{}", pg.log());
@@ -195,9 +208,11 @@ fn pgsql_check_against_postgresql() {
     c.wait(false, "L4CON");
 }
 
-/// Exim: the greeting then `HELO localhost` (or the configured EHLO) get
-/// 2xx replies: `L7OK` with the reply code and text; a refused HELO is
-/// `L7STS` with Exim's 550 and its text; stopped is `L4CON`.
+/// Exim: the greeting, `HELO localhost` (or the configured EHLO, whose
+/// multi-line reply must be complete) and QUIT get 2xx replies: `L7OK`
+/// with QUIT's reply code and text (221, as HAProxy 2.6.12); a refused
+/// HELO (550) is waited on until the check times out (`L7TOUT`, as
+/// HAProxy 2.6.12 on the same Exim); stopped is `L4CON`.
 #[test]
 fn smtpchk_against_exim() {
     let mut mta = servers::exim("127.0.0.83");
@@ -205,28 +220,32 @@ fn smtpchk_against_exim() {
 
     let c = run(target(mta.addr, check("HELO localhost")));
     let ev = c.wait(true, "L7OK");
-    assert_eq!(ev.code, Some(250));
-    assert_eq!(
-        ev.info.as_deref(),
-        Some("test.local Hello localhost [127.0.0.1]")
-    );
+    assert_eq!(ev.code, Some(221));
+    assert_eq!(ev.info.as_deref(), Some("test.local closing connection"));
     drop(c);
     let c = run(target(mta.addr, check("EHLO mail.example")));
     let ev = c.wait(true, "L7OK");
-    // EHLO's multi-line reply: the first line decides.
-    assert_eq!(ev.code, Some(250));
-    assert!(ev
-        .info
-        .unwrap()
-        .starts_with("test.local Hello mail.example"));
+    assert_eq!(ev.code, Some(221));
     drop(c);
-    let c = run(target(mta.addr, check("HELO bad.example")));
+    let mainlog = std::fs::read_to_string(mta.dir.join("log/mainlog")).unwrap_or_default();
+    assert!(!mainlog.contains("unexpected disconnection"), "{mainlog}");
+    let mut t = target(mta.addr, check("HELO bad.example"));
+    t.check_timeout = Some(300 * MS);
+    let c = run(t);
+    c.wait(false, "L7TOUT");
+    drop(c);
+    // A server that closes after refusing: the refusal is conclusive.
+    let strict = Fake::start("127.0.0.83:0", |mut s| {
+        let _ = s.write_all(b"220 strict ESMTP\r\n");
+        let mut b = [0u8; 64];
+        let _ = s.read(&mut b);
+        let _ = s.write_all(b"550 go away\r\n");
+    });
+    let c = run(target(strict.addr, check("HELO localhost")));
     let ev = c.wait(false, "L7STS");
-    assert_eq!(
-        (ev.code, ev.info.as_deref()),
-        (Some(550), Some("Administrative prohibition"))
-    );
+    assert_eq!((ev.code, ev.info.as_deref()), (Some(550), Some("go away")));
     drop(c);
+    strict.close();
 
     let c = run(target(mta.addr, check("HELO localhost")));
     c.wait(true, "L7OK");
