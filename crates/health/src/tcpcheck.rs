@@ -130,6 +130,22 @@ impl ExpectStep {
         std::str::from_utf8(buf.get(..3)?).ok()?.parse().ok()
     }
 
+    /// The description HAProxy's custom expects give a success: the
+    /// MySQL server's version (from its handshake), "Success" for LDAP,
+    /// "SPOA server is ok" for SPOP.
+    fn success_info(&self, buf: &[u8]) -> Option<String> {
+        match self.test {
+            Test::Pattern(_) => None,
+            Test::MysqlHandshake | Test::MysqlOk => {
+                let v = buf.get(5..).unwrap_or_default();
+                let end = v.iter().position(|&b| b == 0).unwrap_or(v.len());
+                Some(String::from_utf8_lossy(&v[..end]).into_owned())
+            }
+            Test::LdapBind => Some("Success".into()),
+            Test::SpopHello => Some("SPOA server is ok".into()),
+        }
+    }
+
     /// Judges `buf` (`last`: no more bytes will come).
     fn eval(&self, buf: &[u8], last: bool) -> Verdict {
         if !last && self.min_recv.is_some_and(|n| buf.len() < n) {
@@ -465,10 +481,18 @@ impl Program {
                     match e.eval(&buf, full) {
                         Verdict::Wait if !full => must_read = true,
                         Verdict::Pass => {
+                            let status = e.ok.unwrap_or(CheckStatus::L7Ok);
+                            // A protocol check's L7OK carries code 0, as
+                            // HAProxy's (`L7OK/0`, "code: 0").
+                            let zero = (self.proto && status == CheckStatus::L7Ok).then_some(0);
                             last = Last::Expect {
-                                status: e.ok.unwrap_or(CheckStatus::L7Ok),
-                                info: e.on_success.as_ref().map(|m| m.render(&buf)),
-                                code: e.code(&buf),
+                                status,
+                                info: e
+                                    .on_success
+                                    .as_ref()
+                                    .map(|m| m.render(&buf))
+                                    .or_else(|| e.success_info(&buf)),
+                                code: e.code(&buf).or(zero),
                             };
                             break;
                         }

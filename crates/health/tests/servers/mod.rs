@@ -161,7 +161,7 @@ fn spawn(
 }
 
 /// MariaDB with a user `haproxy` (any host, no password) that checks log
-/// in as. Queries run as root over the Unix socket with [`mariadb_query`].
+/// in as, and per-user statistics (`information_schema.USER_STATISTICS`). Queries run as root over the Unix socket with [`mariadb_query`].
 pub fn mariadb(ip: &str) -> Daemon {
     let mariadbd = find_bin(&["mariadbd", "/usr/sbin/mariadbd"], "mariadb-server");
     let install = find_bin(&["mariadb-install-db"], "mariadb-server");
@@ -194,7 +194,8 @@ pub fn mariadb(ip: &str) -> Daemon {
         .arg("--skip-name-resolve")
         .arg("--skip-log-bin")
         .arg("--innodb-buffer-pool-size=8M")
-        .arg("--log-warnings=2");
+        .arg("--log-warnings=2")
+        .arg("--userstat=1");
     spawn("mariadbd", cmd, dir, addr, Duration::from_secs(60))
 }
 
