@@ -17,6 +17,7 @@ use crate::probe::{
 };
 use crate::proto::{self, Verdict};
 use fairlead_config::{HealthCheck, TcpCheckRule, TcpConnect};
+use fairlead_net::Conn;
 use std::net::SocketAddr;
 use tokio::time::Instant;
 
@@ -379,6 +380,144 @@ fn fail(o: Outcome, comment: Option<&str>) -> Outcome {
     }
 }
 
+/// One run of a rule list: the connection and what was read.
+struct Session<'a> {
+    limits: &'a Limits,
+    start: Instant,
+    conn: Option<Conn>,
+    linger: bool,
+    deadline: Instant,
+    buf: Vec<u8>,
+    /// An expect reads before judging (nothing read since the last
+    /// `connect`/`send`).
+    must_read: bool,
+    eof: bool,
+}
+
+impl Session<'_> {
+    /// Closes the connection (with a FIN after a `linger` connect).
+    fn close(&mut self) {
+        if let Some(s) = self.conn.take() {
+            if self.linger {
+                close_linger(s);
+            } else {
+                close(s);
+            }
+        }
+    }
+
+    /// A failure: the connection is reset.
+    fn abort(&mut self, o: Outcome) -> Outcome {
+        self.linger = false;
+        self.close();
+        o
+    }
+
+    async fn connect(&mut self, target: SocketAddr, opts: &ConnOpts) -> Result<(), Outcome> {
+        self.close();
+        let mut cd = self.limits.connect_deadline(Instant::now());
+        if self.limits.check.is_none() {
+            cd = cd.min(self.start + self.limits.inter);
+        }
+        self.conn = Some(connect(target, cd, self.start, opts).await?);
+        self.linger = opts.linger;
+        self.deadline = self.limits.read_deadline(self.start, Instant::now());
+        self.buf.clear();
+        (self.must_read, self.eof) = (true, false);
+        Ok(())
+    }
+
+    async fn send(&mut self, data: &Data) -> Result<(), Outcome> {
+        let stamped;
+        let data = match data {
+            Data::Bytes(b) => b,
+            Data::SslHello => {
+                stamped = proto::ssl_hello(unix_time());
+                &stamped
+            }
+        };
+        self.buf.clear();
+        self.must_read = true;
+        let Some(s) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        match write_all(s, data, self.deadline, self.start).await {
+            Ok(()) => Ok(()),
+            Err(o) => Err(self.abort(o)),
+        }
+    }
+
+    /// Reads (when needed) and judges until `e` decides.
+    async fn expect(
+        &mut self,
+        e: &ExpectStep,
+        step_no: usize,
+        comment: Option<&str>,
+        program: &Program,
+    ) -> Result<Last, Outcome> {
+        loop {
+            if self.must_read {
+                let Some(s) = self.conn.as_mut() else {
+                    return Ok(Last::None);
+                };
+                match read_more(s, &mut self.buf, self.deadline).await {
+                    Read::Data => {}
+                    Read::Eof | Read::Error(_) => self.eof = true,
+                    Read::Timeout => {
+                        let st = e.tout.unwrap_or(CheckStatus::L7Tout);
+                        let o = fail(Outcome::new(st, self.start.elapsed()), comment);
+                        return Err(self.abort(o));
+                    }
+                }
+                self.must_read = false;
+                if self.eof && self.buf.is_empty() {
+                    let st = e.err.unwrap_or(CheckStatus::L7Rsp);
+                    let mut info = format!("TCPCHK got an empty response at step {step_no}");
+                    if let Some(c) = comment {
+                        info.push_str(&format!(" comment: '{c}'"));
+                    }
+                    let o = Outcome::new(st, self.start.elapsed()).info(info);
+                    return Err(self.abort(o));
+                }
+            }
+            let full = self.eof || self.buf.len() >= MAX_RESPONSE;
+            let buf = &self.buf;
+            match e.eval(buf, full) {
+                Verdict::Wait if !full => self.must_read = true,
+                Verdict::Pass => {
+                    let status = e.ok.unwrap_or(CheckStatus::L7Ok);
+                    // A protocol check's L7OK carries code 0, as
+                    // HAProxy's (`L7OK/0`, "code: 0").
+                    let zero = (program.proto && status == CheckStatus::L7Ok).then_some(0);
+                    let info = e.on_success.as_ref().map(|m| m.render(buf));
+                    return Ok(Last::Expect {
+                        status,
+                        info: info.or_else(|| e.success_info(buf)),
+                        code: e.code(buf).or(zero),
+                    });
+                }
+                Verdict::Wait => {
+                    let o = Outcome::new(CheckStatus::L7Rsp, self.start.elapsed());
+                    return Err(self.abort(o));
+                }
+                Verdict::Fail(st, code, info) => {
+                    let info = info
+                        .or_else(|| e.on_error.as_ref().map(|m| m.render(buf)))
+                        .or_else(|| program.generic_failure(e, step_no));
+                    let mut o = Outcome::new(st, self.start.elapsed());
+                    if let Some(c) = code.or_else(|| e.code(buf)) {
+                        o = o.code(c);
+                    }
+                    if let Some(i) = info {
+                        o = o.info(i);
+                    }
+                    return Err(self.abort(fail(o, comment)));
+                }
+            }
+        }
+    }
+}
+
 impl Program {
     pub(crate) async fn run(
         &self,
@@ -387,17 +526,20 @@ impl Program {
         start: Instant,
         base: &ConnOpts,
     ) -> Outcome {
-        let mut conn = None;
-        let mut linger = false;
-        let mut deadline = limits.read_deadline(start, start);
-        let mut buf = Vec::new();
-        let mut must_read = true;
-        let mut eof = false;
+        let mut ses = Session {
+            limits,
+            start,
+            conn: None,
+            linger: false,
+            deadline: limits.read_deadline(start, start),
+            buf: Vec::new(),
+            must_read: true,
+            eof: false,
+        };
         let mut last = Last::None;
         let mut comment: Option<&str> = None;
         let implicit = TcpConnect::default();
         for (i, step) in self.steps.iter().enumerate() {
-            let step_no = i + 1;
             if let Step::Comment(c) = step {
                 comment = Some(c);
                 continue;
@@ -406,154 +548,46 @@ impl Program {
             // `send` or `expect` when the rules start without one.
             let rule = match step {
                 Step::Connect(c) => Some((c, false)),
-                _ if conn.is_none() => Some((&implicit, true)),
+                _ if ses.conn.is_none() => Some((&implicit, true)),
                 _ => None,
             };
             if let Some((c, is_implicit)) = rule {
-                if let Some(old) = conn.take() {
-                    close(old);
-                }
                 let opts = rule_opts(c, is_implicit, base);
                 let target =
                     SocketAddr::new(c.addr.unwrap_or(addr.ip()), c.port.unwrap_or(addr.port()));
-                let now = Instant::now();
-                let mut cd = limits.connect_deadline(now);
-                if limits.check.is_none() {
-                    cd = cd.min(start + limits.inter);
+                if let Err(o) = ses.connect(target, &opts).await {
+                    return fail(o, comment);
                 }
-                match connect(target, cd, start, &opts).await {
-                    Ok(s) => conn = Some(s),
-                    Err(o) => return fail(o, comment),
-                }
-                linger = opts.linger;
-                deadline = limits.read_deadline(start, Instant::now());
-                buf.clear();
-                (must_read, eof) = (true, false);
                 if !is_implicit {
                     last = Last::Connect {
                         tls: opts.tls.is_some(),
                     };
                 }
             }
-            let Some(s) = conn.as_mut() else { continue };
-            match step {
-                Step::Send(data) => {
-                    let bytes;
-                    let data = match data {
-                        Data::Bytes(b) => b,
-                        Data::SslHello => {
-                            bytes = proto::ssl_hello(unix_time());
-                            &bytes
-                        }
-                    };
-                    buf.clear();
-                    must_read = true;
-                    if let Err(o) = write_all(s, data, deadline, start).await {
-                        close(conn.take().unwrap_or_else(|| unreachable!()));
-                        return fail(o, comment);
-                    }
-                    last = Last::Send;
-                }
-                Step::Expect(e) => loop {
-                    if must_read {
-                        match read_more(s, &mut buf, deadline).await {
-                            Read::Data => {}
-                            Read::Eof | Read::Error(_) => eof = true,
-                            Read::Timeout => {
-                                let st = e.tout.unwrap_or(CheckStatus::L7Tout);
-                                close(conn.take().unwrap_or_else(|| unreachable!()));
-                                return fail(Outcome::new(st, start.elapsed()), comment);
-                            }
-                        }
-                        must_read = false;
-                        if eof && buf.is_empty() {
-                            let st = e.err.unwrap_or(CheckStatus::L7Rsp);
-                            let mut info =
-                                format!("TCPCHK got an empty response at step {step_no}");
-                            if let Some(c) = comment {
-                                info.push_str(&format!(" comment: '{c}'"));
-                            }
-                            close(conn.take().unwrap_or_else(|| unreachable!()));
-                            return Outcome::new(st, start.elapsed()).info(info);
-                        }
-                    }
-                    let full = eof || buf.len() >= MAX_RESPONSE;
-                    match e.eval(&buf, full) {
-                        Verdict::Wait if !full => must_read = true,
-                        Verdict::Pass => {
-                            let status = e.ok.unwrap_or(CheckStatus::L7Ok);
-                            // A protocol check's L7OK carries code 0, as
-                            // HAProxy's (`L7OK/0`, "code: 0").
-                            let zero = (self.proto && status == CheckStatus::L7Ok).then_some(0);
-                            last = Last::Expect {
-                                status,
-                                info: e
-                                    .on_success
-                                    .as_ref()
-                                    .map(|m| m.render(&buf))
-                                    .or_else(|| e.success_info(&buf)),
-                                code: e.code(&buf).or(zero),
-                            };
-                            break;
-                        }
-                        Verdict::Wait => {
-                            close(conn.take().unwrap_or_else(|| unreachable!()));
-                            return Outcome::new(CheckStatus::L7Rsp, start.elapsed());
-                        }
-                        Verdict::Fail(st, code, info) => {
-                            let info = info
-                                .or_else(|| e.on_error.as_ref().map(|m| m.render(&buf)))
-                                .or_else(|| self.generic_failure(e, step_no));
-                            let mut o = Outcome::new(st, start.elapsed());
-                            if let Some(c) = code.or_else(|| e.code(&buf)) {
-                                o = o.code(c);
-                            }
-                            if let Some(i) = info {
-                                o = o.info(i);
-                            }
-                            close(conn.take().unwrap_or_else(|| unreachable!()));
-                            return fail(o, comment);
-                        }
-                    }
-                },
-                Step::Connect(_) | Step::Comment(_) => {}
+            let res = match step {
+                Step::Send(data) => ses.send(data).await.map(|()| Last::Send),
+                Step::Expect(e) => ses.expect(e, i + 1, comment, self).await,
+                Step::Connect(_) | Step::Comment(_) => Ok(Last::None),
+            };
+            match res {
+                Err(o) if matches!(step, Step::Send(_)) => return fail(o, comment),
+                Err(o) => return o,
+                Ok(Last::None) => {}
+                Ok(l) => last = l,
             }
             comment = None;
         }
-        if conn.is_none() {
+        if ses.conn.is_none() {
             // Only comments: a plain connect.
-            match connect(addr, limits.connect_deadline(start), start, base).await {
-                Ok(s) => conn = Some(s),
-                Err(o) => return o,
+            if let Err(o) = ses.connect(addr, base).await {
+                return o;
             }
             last = Last::Connect {
                 tls: base.tls.is_some(),
             };
-            linger = base.linger;
         }
-        if let Some(s) = conn {
-            if linger {
-                close_linger(s);
-            } else {
-                close(s);
-            }
-        }
-        let d = start.elapsed();
-        match last {
-            Last::Expect { status, info, code } => {
-                let mut o = Outcome::new(status, d);
-                if let Some(c) = code {
-                    o = o.code(c);
-                }
-                match info {
-                    Some(i) => o.info(i),
-                    None => o,
-                }
-            }
-            Last::Connect { tls: true } => Outcome::new(CheckStatus::L6Ok, d),
-            Last::Send => Outcome::new(CheckStatus::L7Ok, d),
-            Last::Connect { tls: false } | Last::None => Outcome::new(CheckStatus::L4Ok, d),
-        }
+        ses.close();
+        outcome(last, start.elapsed())
     }
 
     /// HAProxy's text for a failed `tcp-check expect` of a user rule list
@@ -571,6 +605,25 @@ impl Program {
             "did not match content"
         };
         Some(format!("TCPCHK {what} {} at step {step_no}", m.describe()))
+    }
+}
+
+/// The success outcome the last evaluated rule gives.
+fn outcome(last: Last, d: std::time::Duration) -> Outcome {
+    match last {
+        Last::Expect { status, info, code } => {
+            let mut o = Outcome::new(status, d);
+            if let Some(c) = code {
+                o = o.code(c);
+            }
+            match info {
+                Some(i) => o.info(i),
+                None => o,
+            }
+        }
+        Last::Connect { tls: true } => Outcome::new(CheckStatus::L6Ok, d),
+        Last::Send => Outcome::new(CheckStatus::L7Ok, d),
+        Last::Connect { tls: false } | Last::None => Outcome::new(CheckStatus::L4Ok, d),
     }
 }
 
