@@ -67,17 +67,25 @@ async fn send_proxy_header(
     Ok(())
 }
 
-/// Opens a connection to `server`: TCP (or a UNIX socket), then the TLS
-/// handshake when the server has `ssl`. The handshake shares `timeout connect`.
+/// Opens a connection to `server`: TCP (or a UNIX socket; through the
+/// server's SOCKS4 proxy when it has `socks4`), then the TLS handshake when
+/// the server has `ssl`. The SOCKS4 exchange and the handshake share
+/// `timeout connect`.
 async fn open(
     server: &Server,
     timeout: Option<Duration>,
     names: TlsNames<'_>,
 ) -> std::io::Result<Conn> {
     let addr = **server.admin.addr.load();
-    let tcp = match &server.conf.unix {
-        None => fairlead_net::connect(addr, timeout).await?,
-        Some(path) => fairlead_net::unix::connect_unix(path, timeout).await?,
+    let tcp = match (&server.conf.unix, server.conf.socks4) {
+        (None, None) => fairlead_net::connect(addr, timeout).await?,
+        (None, Some(proxy)) => {
+            let mut tcp = fairlead_net::connect(proxy, timeout).await?;
+            let handshake = fairlead_health::socks4::connect(&mut tcp, addr);
+            fairlead_net::io::with_timeout(timeout, "connect timeout", handshake).await?;
+            tcp
+        }
+        (Some(path), _) => fairlead_net::unix::connect_unix(path, timeout).await?,
     };
     if server.conf.send_proxy != 0 {
         send_proxy_header(&tcp, server.conf.send_proxy, names.client_addrs, timeout).await?;

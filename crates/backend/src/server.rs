@@ -75,6 +75,9 @@ pub struct ServerConf {
     /// Added at run time (`add server`): HAProxy's dynamic server, which
     /// a reload does not keep. Default is false.
     pub dynamic: bool,
+    /// `socks4 <addr>`: connections go through this SOCKS4 proxy, which
+    /// is asked for the server's address. Default is none.
+    pub socks4: Option<SocketAddr>,
 }
 
 /// What operators change at run time.
@@ -183,6 +186,7 @@ impl Server {
                 tls,
                 tls_sni_varies,
                 send_proxy: s.send_proxy,
+                socks4: s.socks4,
                 proto_h2: s.proto_h2,
                 check: s.check,
                 // The parser checked the path's length and bytes, the

@@ -913,6 +913,20 @@ pub struct Server {
     /// `check-sni`: the SNI sent by TLS checks. Default is none (the
     /// server's fixed `sni`, if any).
     pub check_sni: Option<String>,
+    /// `check-alpn`: the ALPN protocols offered by TLS checks, in order.
+    /// Default is none (the server's `alpn` is not used for checks).
+    pub check_alpn: Option<Vec<String>>,
+    /// `check-send-proxy`: checks send a PROXY header (version of
+    /// `send-proxy-v2`, else 1) even on a check `port`/`addr`. Default is
+    /// off; see [`Server::check_proxy_header`].
+    pub check_send_proxy: bool,
+    /// `socks4 <ip:port>`: connections to this server (requests, and
+    /// checks with `check-via-socks4`) go through this SOCKS4 proxy.
+    /// Default is none.
+    pub socks4: Option<std::net::SocketAddr>,
+    /// `check-via-socks4`: checks go through the `socks4` proxy. Default
+    /// is off.
+    pub check_via_socks4: bool,
     /// `proto h2`: requests go to this server over clear-text HTTP/2
     /// (h2c, prior knowledge). Default is false (HTTP/1.1).
     pub proto_h2: bool,
@@ -949,6 +963,19 @@ impl Server {
         self.check_ssl
             .unwrap_or(self.tls.is_some() && self.check_port.is_none() && self.check_addr.is_none())
     }
+
+    /// The PROXY protocol version of the checks' connections (0: none):
+    /// `check-send-proxy`, or a server with `send-proxy`/`send-proxy-v2`
+    /// checked on its own address and port (HAProxy's rule). Version 2 with
+    /// `send-proxy-v2`, else 1.
+    pub fn check_proxy_header(&self) -> u8 {
+        let own = self.check_port.is_none() && self.check_addr.is_none();
+        if self.check_send_proxy || (own && self.send_proxy > 0) {
+            self.send_proxy.max(1)
+        } else {
+            0
+        }
+    }
 }
 
 impl Server {
@@ -983,6 +1010,10 @@ impl Server {
             tls: None,
             check_ssl: None,
             check_sni: None,
+            check_alpn: None,
+            check_send_proxy: false,
+            socks4: None,
+            check_via_socks4: false,
             proto_h2: false,
             send_proxy: 0,
             dns: fairlead_dns::ServerDnsOptions::default(),

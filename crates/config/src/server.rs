@@ -68,7 +68,6 @@ enum Opt {
 }
 
 const NY: Opt = Opt::NotYet("");
-const CHECK_TLS: Opt = Opt::NotYet(crate::tls::CHECK_TLS);
 
 /// (name, number of arguments, handling)
 const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
@@ -104,11 +103,11 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("no-check-ssl", 0, Opt::Impl),
     ("check-ssl", 0, Opt::Impl),
     ("check-sni", 1, Opt::Impl),
-    ("check-alpn", 1, CHECK_TLS),
-    ("check-send-proxy", 0, NY),
-    ("no-check-send-proxy", 0, NY),
-    ("check-proto", 1, NY),
-    ("check-via-socks4", 0, NY),
+    ("check-alpn", 1, Opt::Impl),
+    ("check-send-proxy", 0, Opt::Impl),
+    ("no-check-send-proxy", 0, Opt::Impl),
+    ("check-proto", 1, Opt::Impl),
+    ("check-via-socks4", 0, Opt::Impl),
     ("ssl", 0, Opt::Tls),
     ("no-ssl", 0, Opt::Tls),
     ("alpn", 1, Opt::Tls),
@@ -170,7 +169,7 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("send-proxy-v2-ssl-cn", 0, NY),
     ("set-proxy-v2-tlv-fmt", 1, NY),
     ("shard", 1, NY),
-    ("socks4", 1, NY),
+    ("socks4", 1, Opt::Impl),
     ("source", 1, NY),
     ("stick", 0, NY),
     ("tcp-ut", 1, NY),
@@ -276,6 +275,20 @@ fn check_ip(arg: &str, name: &str) -> Result<(IpAddr, Option<u16>), String> {
     Ok((ip, port))
 }
 
+/// `check-alpn`: a comma-separated list, as `alpn`.
+fn alpn_list(arg: &str) -> Result<Vec<String>, String> {
+    crate::tls::parse_alpn(arg).map_err(|e| e.replacen("'alpn'", "'check-alpn'", 1))
+}
+
+/// `socks4 <ip>:<port>`: the proxy's address, with its port.
+fn socks4_addr(arg: &str) -> Result<SocketAddr, String> {
+    match check_ip(arg, "socks4") {
+        Ok((ip, Some(port))) if port > 0 => Ok(SocketAddr::new(ip, port)),
+        Ok(_) => Err(format!("'socks4' : missing port number in '{arg}'")),
+        Err(e) => Err(e),
+    }
+}
+
 /// Applies one implemented option. `default_server` refuses `id`.
 fn apply_one(
     name: &str,
@@ -304,6 +317,20 @@ fn apply_one(
         "no-check-ssl" => s.check_ssl = Some(false),
         "check-ssl" => s.check_ssl = Some(true),
         "check-sni" => s.check_sni = Some(arg.to_string()),
+        "check-alpn" => s.check_alpn = Some(alpn_list(arg)?),
+        "check-send-proxy" => s.check_send_proxy = true,
+        "no-check-send-proxy" => s.check_send_proxy = false,
+        "check-via-socks4" => s.check_via_socks4 = true,
+        "check-proto" => match arg {
+            "h1" | "none" => {}
+            "h2" | "fcgi" => {
+                return Err(format!(
+                    "'check-proto {arg}': {arg} health checks are not implemented yet in Fairlead (checks speak HTTP/1.1)"
+                ))
+            }
+            _ => return Err(format!("'check-proto' : unknown MUX protocol '{arg}'")),
+        },
+        "socks4" => s.socks4 = Some(socks4_addr(arg)?),
         "send-proxy" => s.send_proxy = 1,
         "send-proxy-v2" => s.send_proxy = 2,
         "no-send-proxy" | "no-send-proxy-v2" => s.send_proxy = 0,

@@ -119,10 +119,7 @@ fn inheritance_through_defaults_and_default_server() {
     assert!(hc.disable_on_404);
     assert_eq!(
         hc.expect,
-        Some(Expect {
-            negate: false,
-            kind: ExpectKind::Status(vec![(200, 299)])
-        })
+        Some(Expect::new(false, ExpectKind::Status(vec![(200, 299)])))
     );
     let a = &b.servers[0];
     assert!(a.check);
@@ -294,22 +291,19 @@ backend plain
     assert_eq!(
         hc(0),
         HealthCheck::TcpCheck(vec![
-            TcpCheckRule::Connect { port: Some(6379) },
-            TcpCheckRule::Send(b"PING\r\n".to_vec()),
-            TcpCheckRule::Expect(Expect {
-                negate: false,
-                kind: ExpectKind::String("+PONG".into())
+            TcpCheckRule::Connect(TcpConnect {
+                port: Some(6379),
+                ..Default::default()
             }),
+            TcpCheckRule::Send(b"PING\r\n".to_vec()),
+            TcpCheckRule::Expect(Expect::new(false, ExpectKind::String("+PONG".into()))),
         ])
     );
     assert_eq!(
         hc(1),
         HealthCheck::TcpCheck(vec![
             TcpCheckRule::Send(b"PING\r\n".to_vec()),
-            TcpCheckRule::Expect(Expect {
-                negate: true,
-                kind: ExpectKind::Binary(vec![0x2d])
-            }),
+            TcpCheckRule::Expect(Expect::new(true, ExpectKind::Binary(vec![0x2d]))),
         ])
     );
     let HealthCheck::TcpCheck(redis) = hc(2) else {
@@ -349,10 +343,7 @@ backend unused
     assert_eq!(hc.body.as_deref(), Some("ping"));
     assert_eq!(
         hc.expect,
-        Some(Expect {
-            negate: true,
-            kind: ExpectKind::RString("^ERR".into())
-        })
+        Some(Expect::new(true, ExpectKind::RString("^ERR".into())))
     );
     assert_eq!(p.config.backends[1].options.health_check, HealthCheck::Tcp);
     assert!(has(
@@ -420,8 +411,15 @@ fn keyword_errors_with_lines() {
         ("frontend f\n bind :1\n retry-on 503\n", "t.cfg:3: 'retry-on' not allowed in 'frontend' section."),
         ("backend b\n no option httpchk\n", "t.cfg:2: 'no option httpchk': 'no' is not supported for this option"),
         ("backend b\n option httpchk a b c d\n", "t.cfg:2: 'option httpchk': cannot handle more than 3 arguments."),
-        ("backend b\n option ssl-hello-chk\n", "t.cfg:2: 'option ssl-hello-chk' is not implemented yet in Fairlead"),
-        ("backend b\n option mysql-check user x\n", "t.cfg:2: 'option mysql-check' is not implemented yet"),
+        ("backend b\n option ssl-hello-chk x\n", "t.cfg:2: 'option ssl-hello-chk': cannot handle unexpected argument 'x'."),
+        ("backend b\n option mysql-check user x post-42\n", "t.cfg:2: 'option mysql-check': 'user' only supports optional values: 'post-41' and 'pre-41' (got 'post-42')."),
+        ("backend b\n option mysql-check usr x\n", "t.cfg:2: 'option mysql-check': only supports optional values: 'user' (got 'usr')."),
+        ("backend b\n option pgsql-check\n", "t.cfg:2: 'option pgsql-check': 'user' expects <username> as argument."),
+        ("backend b\n tcp-check expect min-recv x string a\n", "t.cfg:2: 'tcp-check': 'expect': 'min-recv' expects an integer"),
+        ("backend b\n tcp-check connect proto h2\n", "t.cfg:2: 'tcp-check': 'connect': connect option 'proto h2' is not implemented yet"),
+        ("backend b\n http-check connect ssl\n", "t.cfg:2: 'http-check': 'connect': connect option 'ssl' of http-check is not implemented yet"),
+        ("backend b\n server s 1.1.1.1:80 socks4 1.2.3.4\n", "t.cfg:2: 'server s': 'socks4' : missing port number in '1.2.3.4'"),
+        ("backend b\n server s 1.1.1.1:80 check-proto h2\n", "t.cfg:2: 'server s': 'check-proto h2': h2 health checks are not implemented yet"),
         ("backend b\n http-check disable-on-404 x\n", "t.cfg:2: 'http-check': 'disable-on-404': cannot handle unexpected argument 'x'."),
         ("backend b\n http-check send-state\n", "t.cfg:2: 'http-check': 'send-state': is not implemented yet in Fairlead"),
         ("backend b\n http-check expect status 2xx\n", "t.cfg:2: 'http-check': 'expect': invalid status code '2xx'"),
@@ -450,7 +448,7 @@ fn keyword_errors_with_lines() {
         ("backend b\n server s 1.1.1.1:80 id 0\n", "t.cfg:2: 'server s': 'id': custom id has to be > 0"),
         ("backend b\n server s 1.1.1.1:80 id 3\n server t 1.1.1.2:80 id 3\n", "t.cfg:3: 'server': 'id' : custom id 3 already used at t.cfg:2 ('server s')"),
         ("backend b\n default-server id 3\n", "t.cfg:2: 'default-server': 'id' option is not accepted in default-server sections"),
-        ("backend b\n server s 1.1.1.1:80 check-send-proxy\n", "option 'check-send-proxy' is not implemented yet"),
+        ("backend b\n server s 1.1.1.1:80 check-via-socks4 check-proto fcgi\n", "'check-proto fcgi': fcgi health checks are not implemented yet"),
         ("backend b\n server s 1.1.1.1:80 cookie\n", "t.cfg:2: 'server s': 'cookie' expects an argument"),
     ];
     for (cfg, want) in cases {
@@ -555,7 +553,7 @@ fn catalog_statuses() {
     }
     assert_eq!(
         status("backend", "option ssl-hello-chk"),
-        Some(Support::NotYet)
+        Some(Support::Implemented)
     );
     assert!(!all
         .iter()
@@ -646,4 +644,123 @@ backend d\n load-server-state-from-file none\n server s 1.1.1.1:80\n");
     // Nothing is loaded by default.
     let p = ok("global\n server-state-file /x\nbackend a\n server s 1.1.1.1:80\n");
     assert_eq!(p.config.server_state_path(&p.config.backends[0]), None);
+}
+
+/// The protocol checks' options, as HAProxy 2.6 parses them (a later check
+/// option replaces an earlier one; `smtpchk` falls back to `HELO
+/// localhost`; `mysql-check user` defaults to the post-4.1 packet).
+#[test]
+fn protocol_check_options() {
+    let p = ok("\
+backend my0
+    option mysql-check
+backend my1
+    option mysql-check user haproxy
+backend my2
+    option mysql-check user haproxy pre-41
+backend pg
+    option pgsql-check user postgres
+backend smtp0
+    option smtpchk
+backend smtp1
+    option smtpchk EHLO mail.example
+backend smtp2
+    option smtpchk FOO bar
+backend ldap
+    option ldap-check
+backend sslh
+    option httpchk
+    option ssl-hello-chk
+backend spop
+    option spop-check
+");
+    let hc: Vec<&HealthCheck> = p
+        .config
+        .backends
+        .iter()
+        .map(|b| &b.options.health_check)
+        .collect();
+    let user = |name: &str, post41| {
+        Some(MysqlUser {
+            name: name.into(),
+            post41,
+        })
+    };
+    assert_eq!(
+        hc,
+        [
+            &HealthCheck::Mysql(None),
+            &HealthCheck::Mysql(user("haproxy", true)),
+            &HealthCheck::Mysql(user("haproxy", false)),
+            &HealthCheck::Pgsql {
+                user: "postgres".into()
+            },
+            &HealthCheck::Smtp {
+                command: "HELO localhost".into()
+            },
+            &HealthCheck::Smtp {
+                command: "EHLO mail.example".into()
+            },
+            &HealthCheck::Smtp {
+                command: "HELO localhost".into()
+            },
+            &HealthCheck::Ldap,
+            &HealthCheck::SslHello,
+            &HealthCheck::Spop,
+        ]
+    );
+}
+
+/// `tcp-check connect` options, `expect min-recv` and `rbinary`, and the
+/// server's check transport options.
+#[test]
+fn tcp_check_connect_options_and_min_recv() {
+    let p = ok("\
+backend b
+    option tcp-check
+    tcp-check connect default port 8443 addr 10.0.0.9 ssl sni api.example alpn h2,http/1.1 send-proxy via-socks4 linger proto h1 comment x
+    tcp-check expect min-recv 4 rbinary ^2B50
+    tcp-check expect min-recv -1 string +PONG
+    server s 1.1.1.1:6379 check socks4 127.0.0.1:1080 check-via-socks4 check-alpn h2 check-proto h1 check-send-proxy
+    server t 1.1.1.1:6379 check send-proxy-v2
+    server u 1.1.1.1:6379 check send-proxy port 7000
+");
+    let b = &p.config.backends[0];
+    let HealthCheck::TcpCheck(rules) = &b.options.health_check else {
+        panic!("{:?}", b.options.health_check)
+    };
+    assert_eq!(
+        rules[0],
+        TcpCheckRule::Connect(TcpConnect {
+            port: Some(8443),
+            addr: Some("10.0.0.9".parse().unwrap()),
+            default: true,
+            ssl: true,
+            sni: Some("api.example".into()),
+            alpn: Some(vec!["h2".into(), "http/1.1".into()]),
+            send_proxy: true,
+            via_socks4: true,
+            linger: true,
+        })
+    );
+    assert_eq!(
+        rules[1],
+        TcpCheckRule::Expect(Expect {
+            negate: false,
+            kind: ExpectKind::RBinary("^2B50".into()),
+            min_recv: Some(4),
+        })
+    );
+    assert_eq!(
+        rules[2],
+        TcpCheckRule::Expect(Expect::new(false, ExpectKind::String("+PONG".into())))
+    );
+    let s = &b.servers;
+    assert_eq!(s[0].socks4, Some("127.0.0.1:1080".parse().unwrap()));
+    assert!(s[0].check_via_socks4);
+    assert_eq!(s[0].check_alpn, Some(vec!["h2".to_string()]));
+    // check-send-proxy: version 1; send-proxy-v2 on the server's own
+    // port: version 2; send-proxy with a check port: none (HAProxy's rule).
+    let pp: Vec<u8> = s.iter().map(|s| s.check_proxy_header()).collect();
+    assert_eq!(pp, [1, 2, 0]);
 }

@@ -383,7 +383,7 @@ fn server_errors_name_the_line() {
         ("backend b\n server s 1.1.1.1:443 ssl verify none sni str()\n", "sni expression 'str()' is not supported yet"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none ssl-min-ver 1.2\n", "t.cfg:2: 'server s': 'ssl-min-ver': unknown ssl/tls version '1.2'"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none force-tlsv10\n", "t.cfg:2: server 'b/s': no TLS version left: only TLSv1.0 would be offered"),
-        ("backend b\n server s 1.1.1.1:443 ssl verify none check-alpn h2\n", "'check-alpn': this TLS option of health checks is not implemented yet"),
+        ("backend b\n server s 1.1.1.1:443 ssl verify none check-alpn h2,\n", "'check-alpn': empty protocol name in 'h2,'"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none crl-file x\n", "option 'crl-file' is not implemented yet in Fairlead"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none curves X25519\n", "option 'curves' is not implemented yet"),
         ("backend b\n server s 1.1.1.1:443 ssl verify none sigalgs x\n", "option 'sigalgs' is not implemented yet"),
@@ -580,14 +580,14 @@ fn catalog_statuses() {
             "server {kw}"
         );
     }
-    for kw in ["check-ssl", "check-sni", "no-check-ssl"] {
+    for kw in ["check-ssl", "check-sni", "no-check-ssl", "check-alpn"] {
         assert_eq!(
             status("server", kw),
             Some(Support::Implemented),
             "server {kw}"
         );
     }
-    for kw in ["check-alpn", "crl-file", "curves", "allow-0rtt"] {
+    for kw in ["crl-file", "curves", "allow-0rtt"] {
         assert_eq!(status("server", kw), Some(Support::NotYet), "server {kw}");
     }
     assert_eq!(status("server", "npn"), Some(Support::Warning));

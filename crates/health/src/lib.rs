@@ -49,10 +49,20 @@
 //!   16384 response bytes are examined. tcp-check: rules run in order, an
 //!   implicit connect comes first when the rules do not start with
 //!   `connect`; `expect` reads until its pattern is found, the peer closes,
-//!   16384 bytes are buffered or time runs out; a negated `expect`
-//!   succeeds only once the peer closed (or the buffer is full) without
-//!   the pattern; the buffer is emptied after each `expect` that passed.
-//!   `L7OK` when the rules have an `expect`, else `L4OK`.
+//!   16384 bytes are buffered or time runs out (with `min-recv N`: until N
+//!   bytes, then it decides); a negated `expect` succeeds only once the
+//!   peer closed (or the buffer is full) without the pattern; the buffer
+//!   is emptied by each `connect` and `send`, so consecutive expects judge
+//!   the same reply. The last rule decides the success status: `L7OK`
+//!   after an expect or a send, `L4OK` (`L6OK` over TLS) after a connect.
+//! * **Protocol checks** (`option mysql-check`, `pgsql-check`, `smtpchk`,
+//!   `ldap-check`, `ssl-hello-chk`, `spop-check`) are rule lists with
+//!   HAProxy 2.6's packets and reply parsers; see `docs/balancing.md`.
+//! * **Connections.** SOCKS4 (`check-via-socks4`, `connect via-socks4`)
+//!   first, then the PROXY header (`send-proxy` servers checked on their
+//!   own port, `check-send-proxy`, `connect send-proxy`), then TLS. Checks
+//!   end with a reset, except `connect linger` rules (the protocol checks
+//!   use them) which end with a FIN.
 //! * **Agent.** Every `agent-inter` (`spread-checks` applies) the agent is
 //!   connected to, sent `agent-send` if any, and one line is read. Words
 //!   are separated by spaces, tabs or commas, case-insensitive: `N%` sets
@@ -93,7 +103,10 @@ mod core;
 mod event;
 mod health;
 mod probe;
+mod proto;
 mod runner;
+pub mod socks4;
+mod tcpcheck;
 
 pub use event::{CheckReport, CheckStatus, HealthEvent, Outcome};
 pub use health::{is_http_error_status, ServerHealth};
@@ -105,6 +118,30 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// Runs every protocol check's reply parser (MySQL packets, the LDAP bind
+/// response, the SPOP AGENT-HELLO) on `data`, as a reply still growing
+/// and as a final one, and returns how many passed. For the fuzz target
+/// `fuzz/fuzz_targets/health_replies.rs`; never panics.
+#[doc(hidden)]
+pub fn fuzz_replies(data: &[u8]) -> usize {
+    let mut passed = 0;
+    for last in [false, true] {
+        let verdicts = [
+            proto::mysql_packet(data, 0, last),
+            proto::mysql_after_handshake(data).map_or(proto::Verdict::Wait, |off| {
+                proto::mysql_packet(data, off, last)
+            }),
+            proto::ldap_bind_response(data, last),
+            proto::spop_agent_hello(data, last),
+        ];
+        passed += verdicts
+            .iter()
+            .filter(|v| **v == proto::Verdict::Pass)
+            .count();
+    }
+    passed + proto::pgsql_error_text(data).len().min(1)
+}
 
 /// The `log` callback of [`start`].
 pub type LogFn = Arc<dyn Fn(HealthEvent) + Send + Sync>;
@@ -154,6 +191,10 @@ pub struct CheckTarget {
     pub on_change: Arc<dyn Fn() + Send + Sync>,
     /// TLS for the checks (not the agent). Default is none: clear text.
     pub tls: Option<CheckTls>,
+    /// When `tls` is none: the TLS settings `tcp-check connect ssl` rules
+    /// use (the server's `ssl` context). Default is none: such rules use
+    /// a context that does not verify the server.
+    pub rule_tls: Option<CheckTls>,
     /// Where active checks connect, asked before each check, for a server
     /// whose address changes at run time (DNS, the runtime API). Default
     /// is none: `addr`.
@@ -165,6 +206,19 @@ pub struct CheckTarget {
     /// The server is a `backup` one (named so in the lines). Default is
     /// false.
     pub backup: bool,
+    /// PROXY protocol version the checks' connections start with (0:
+    /// none; see `Server::check_proxy_header`). The header describes no
+    /// client (`PROXY UNKNOWN`, v2 `LOCAL`), as HAProxy's checks. Default
+    /// is 0.
+    pub send_proxy: u8,
+    /// The version a `tcp-check connect send-proxy` rule sends: the
+    /// server's `send-proxy-v2` (2), else 1. Default is 1.
+    pub proxy_version: u8,
+    /// The server's `socks4` proxy. Default is none.
+    pub socks4: Option<SocketAddr>,
+    /// `check-via-socks4`: checks go through `socks4`. Default is false
+    /// (only `tcp-check connect via-socks4` rules use it).
+    pub via_socks4: bool,
 }
 
 impl CheckTarget {
@@ -197,9 +251,14 @@ impl CheckTarget {
             health,
             on_change: Arc::new(|| {}),
             tls: None,
+            rule_tls: None,
             addr_source: None,
             log_checks: false,
             backup: false,
+            send_proxy: 0,
+            proxy_version: 1,
+            socks4: None,
+            via_socks4: false,
         }
     }
 
@@ -249,9 +308,14 @@ impl CheckTarget {
             health,
             on_change: Arc::new(|| {}),
             tls: None,
+            rule_tls: None,
             addr_source: None,
             log_checks: options.log.health_checks,
             backup: server.backup,
+            send_proxy: server.check_proxy_header(),
+            proxy_version: server.send_proxy.max(1),
+            socks4: server.socks4,
+            via_socks4: server.check_via_socks4 && server.socks4.is_some(),
         })
     }
 }

@@ -1,9 +1,11 @@
-//! The checks' network side: plain TCP connect, `option httpchk`,
-//! `tcp-check` rule sequences and the agent protocol.
+//! The checks' network side: connecting (SOCKS4, PROXY header, TLS),
+//! plain TCP connect, `option httpchk` and the agent protocol; rule lists
+//! run in [`crate::tcpcheck`].
 
 use crate::core::{parse_agent_line, AgentReply};
 use crate::event::{CheckStatus, Outcome};
-use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck, TcpCheckRule};
+use crate::tcpcheck::Program;
+use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck};
 use fairlead_http::{BodyKind, ChunkProgress, ChunkedState, MAX_HEADERS};
 use fairlead_net::Conn;
 use std::net::SocketAddr;
@@ -17,6 +19,84 @@ use tokio::time::{timeout_at, Instant};
 pub struct CheckTls {
     pub config: std::sync::Arc<rustls::ClientConfig>,
     pub name: rustls::pki_types::ServerName<'static>,
+}
+
+/// How a check connects: TLS, PROXY header, SOCKS4, closing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConnOpts {
+    /// TLS on top of the connection.
+    pub tls: Option<CheckTls>,
+    /// TLS settings of `connect ssl` rules when `tls` is none.
+    pub rule_tls: Option<CheckTls>,
+    /// PROXY header version sent (0: none).
+    pub proxy: u8,
+    /// The version a `send-proxy` rule uses (the server's).
+    pub proxy_version: u8,
+    /// The SOCKS4 proxy to go through.
+    pub socks4: Option<SocketAddr>,
+    /// The server's `socks4` proxy (for `via-socks4` rules).
+    pub socks4_server: Option<SocketAddr>,
+    /// Close with a FIN rather than a reset.
+    pub linger: bool,
+}
+
+/// The TLS of a `tcp-check connect ssl` rule: the server's check TLS
+/// settings (or, without any, a context that does not verify, as a
+/// server with no `ssl` options), with the rule's SNI and ALPN.
+pub(crate) fn rule_tls(
+    base: Option<&CheckTls>,
+    sni: Option<&str>,
+    alpn: Option<&[String]>,
+) -> CheckTls {
+    let mut t = match base {
+        Some(b) => b.clone(),
+        None => CheckTls {
+            config: insecure_config(),
+            name: rustls::pki_types::ServerName::IpAddress(
+                std::net::IpAddr::from([127, 0, 0, 1]).into(),
+            ),
+        },
+    };
+    if let Some(name) =
+        sni.and_then(|n| rustls::pki_types::ServerName::try_from(n.to_string()).ok())
+    {
+        t.name = name;
+    }
+    if let Some(protos) = alpn {
+        let mut c = (*t.config).clone();
+        c.alpn_protocols = protos.iter().map(|p| p.as_bytes().to_vec()).collect();
+        t.config = std::sync::Arc::new(c);
+    }
+    t
+}
+
+/// A client context that does not verify the server (`verify none`).
+fn insecure_config() -> std::sync::Arc<rustls::ClientConfig> {
+    static CFG: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>> =
+        std::sync::OnceLock::new();
+    CFG.get_or_init(|| {
+        let t = fairlead_config::ServerTls {
+            verify: fairlead_config::Verify::None,
+            ..Default::default()
+        };
+        match fairlead_tls::ServerContext::build(&t) {
+            Ok(c) => c.config(),
+            // Building a context without files cannot fail; an empty
+            // client configuration keeps this path panic-free regardless.
+            Err(_) => std::sync::Arc::new(
+                rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                    rustls::crypto::aws_lc_rs::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .map(|b| {
+                    b.with_root_certificates(rustls::RootCertStore::empty())
+                        .with_no_client_auth()
+                })
+                .unwrap_or_else(|_| unreachable!("default protocol versions are valid")),
+            ),
+        }
+    })
+    .clone()
 }
 
 /// Most response bytes a check looks at (HAProxy's default buffer size);
@@ -37,12 +117,12 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    fn connect_deadline(&self, start: Instant) -> Instant {
+    pub(crate) fn connect_deadline(&self, start: Instant) -> Instant {
         let c = self.connect.unwrap_or(self.inter).min(self.inter);
         start + c
     }
 
-    fn read_deadline(&self, start: Instant, connected: Instant) -> Instant {
+    pub(crate) fn read_deadline(&self, start: Instant, connected: Instant) -> Instant {
         match self.check {
             Some(t) => connected + t,
             None => start + self.inter,
@@ -54,6 +134,8 @@ impl Limits {
 #[derive(Debug)]
 pub(crate) struct Matcher {
     negate: bool,
+    /// A `binary` pattern (named "(binary)" in messages).
+    binary: bool,
     kind: MatchKind,
     /// The pattern as configured, for messages.
     label: String,
@@ -65,6 +147,8 @@ enum MatchKind {
     RStatus(regex::Regex),
     Bytes(Vec<u8>),
     Regex(regex::bytes::Regex),
+    /// `rbinary`: a regex over the reply's uppercase hex dump.
+    HexRegex(regex::Regex),
     /// A regex that does not compile: never matches.
     Invalid(String),
 }
@@ -85,6 +169,13 @@ impl Matcher {
                 MatchKind::Bytes(b.clone()),
                 b.iter().map(|x| format!("{x:02X}")).collect(),
             ),
+            ExpectKind::RBinary(re) => (
+                match regex::Regex::new(re) {
+                    Ok(r) => MatchKind::HexRegex(r),
+                    Err(err) => MatchKind::Invalid(format!("invalid rbinary regex: {err}")),
+                },
+                re.clone(),
+            ),
             ExpectKind::RString(re) => (
                 match regex::bytes::Regex::new(re) {
                     Ok(r) => MatchKind::Regex(r),
@@ -95,8 +186,48 @@ impl Matcher {
         };
         Matcher {
             negate: e.negate,
+            binary: matches!(e.kind, ExpectKind::Binary(_)),
             kind,
             label,
+        }
+    }
+
+    /// A regex expect of a protocol check (`rstring`, or `rbinary` over
+    /// the hex dump when `hex`).
+    pub(crate) fn regex(negate: bool, re: &str, hex: bool) -> Matcher {
+        let kind = if hex {
+            regex::Regex::new(re).map(MatchKind::HexRegex)
+        } else {
+            regex::bytes::Regex::new(re).map(MatchKind::Regex)
+        };
+        Matcher {
+            negate,
+            binary: false,
+            kind: kind.unwrap_or_else(|e| MatchKind::Invalid(format!("invalid regex: {e}"))),
+            label: re.to_string(),
+        }
+    }
+
+    pub(crate) fn negate(&self) -> bool {
+        self.negate
+    }
+
+    /// The length of a literal pattern (an expect waits for that many
+    /// bytes before judging).
+    pub(crate) fn literal_len(&self) -> Option<usize> {
+        match &self.kind {
+            MatchKind::Bytes(b) => Some(b.len()),
+            _ => None,
+        }
+    }
+
+    /// The pattern as HAProxy names it in a failed tcp-check expect.
+    pub(crate) fn describe(&self) -> String {
+        match (&self.kind, self.binary) {
+            (MatchKind::Bytes(_), false) => format!("'{}'", self.label),
+            (MatchKind::Bytes(_), true) => "(binary)".into(),
+            (MatchKind::HexRegex(_), _) => "(binary regex)".into(),
+            _ => "(regex)".into(),
         }
     }
 
@@ -106,10 +237,14 @@ impl Matcher {
 
     /// Whether the pattern is found (before negation); `None` when this
     /// kind cannot apply to content.
-    fn find(&self, data: &[u8]) -> Option<bool> {
+    pub(crate) fn find(&self, data: &[u8]) -> Option<bool> {
         match &self.kind {
             MatchKind::Bytes(b) => Some(contains(data, b)),
             MatchKind::Regex(r) => Some(r.is_match(data)),
+            MatchKind::HexRegex(r) => {
+                let hex: String = data.iter().map(|b| format!("{b:02X}")).collect();
+                Some(r.is_match(&hex))
+            }
             _ => None,
         }
     }
@@ -122,7 +257,7 @@ impl Matcher {
         }
     }
 
-    fn invalid(&self) -> Option<&str> {
+    pub(crate) fn invalid(&self) -> Option<&str> {
         match &self.kind {
             MatchKind::Invalid(e) => Some(e),
             _ => None,
@@ -147,15 +282,8 @@ pub(crate) enum Probe {
         /// `http-check disable-on-404`.
         disable_404: bool,
     },
-    TcpCheck(Vec<Step>),
-}
-
-#[derive(Debug)]
-pub(crate) enum Step {
-    Connect(Option<u16>),
-    Send(Vec<u8>),
-    Expect(Matcher),
-    Comment(String),
+    /// `tcp-check` rules and the protocol checks.
+    TcpCheck(Program),
 }
 
 /// Builds the request of `option httpchk`: request line, configured
@@ -193,17 +321,10 @@ impl Probe {
                 port: h.port,
                 disable_404: h.disable_on_404,
             },
-            HealthCheck::TcpCheck(rules) => Probe::TcpCheck(
-                rules
-                    .iter()
-                    .map(|r| match r {
-                        TcpCheckRule::Connect { port } => Step::Connect(*port),
-                        TcpCheckRule::Send(b) => Step::Send(b.clone()),
-                        TcpCheckRule::Expect(e) => Step::Expect(Matcher::compile(e)),
-                        TcpCheckRule::Comment(c) => Step::Comment(c.clone()),
-                    })
-                    .collect(),
-            ),
+            other => match Program::compile(other) {
+                Some(p) => Probe::TcpCheck(p),
+                None => Probe::Tcp,
+            },
         }
     }
 
@@ -220,18 +341,13 @@ impl Probe {
         )
     }
 
-    pub(crate) async fn run(
-        &self,
-        addr: SocketAddr,
-        limits: &Limits,
-        tls: Option<&CheckTls>,
-    ) -> Outcome {
+    pub(crate) async fn run(&self, addr: SocketAddr, limits: &Limits, opts: &ConnOpts) -> Outcome {
         let start = Instant::now();
         match self {
-            Probe::Tcp => match connect(addr, limits.connect_deadline(start), start, tls).await {
+            Probe::Tcp => match connect(addr, limits.connect_deadline(start), start, opts).await {
                 Ok(s) => {
                     close(s);
-                    let ok = if tls.is_some() {
+                    let ok = if opts.tls.is_some() {
                         CheckStatus::L6Ok
                     } else {
                         CheckStatus::L4Ok
@@ -248,30 +364,63 @@ impl Probe {
                 ..
             } => {
                 let addr = port.map_or(addr, |p| SocketAddr::new(addr.ip(), p));
-                http_check(addr, limits, start, request, expect.as_ref(), *head, tls).await
+                http_check(addr, limits, start, request, expect.as_ref(), *head, opts).await
             }
-            Probe::TcpCheck(steps) => tcp_check(addr, limits, start, steps, tls).await,
+            Probe::TcpCheck(p) => p.run(addr, limits, start, opts).await,
         }
     }
 }
 
-/// Connects, then completes the TLS handshake when `tls` is set (within
-/// the same deadline; a failure is a layer 6 error, as in HAProxy).
-async fn connect(
+/// Connects (to the SOCKS4 proxy, which then connects to `addr`), sends
+/// the PROXY header, then completes the TLS handshake, all within
+/// `deadline`. A SOCKS4 refusal is a layer 4 error; a TLS failure a layer
+/// 6 one, as in HAProxy.
+pub(crate) async fn connect(
     addr: SocketAddr,
     deadline: Instant,
     start: Instant,
-    tls: Option<&CheckTls>,
+    opts: &ConnOpts,
 ) -> Result<Conn, Outcome> {
-    let tcp = match timeout_at(deadline, TcpStream::connect(addr)).await {
+    let l4 =
+        |e: &std::io::Error| Outcome::new(CheckStatus::L4Con, start.elapsed()).info(err_text(e));
+    let first = opts.socks4.unwrap_or(addr);
+    let mut tcp = match timeout_at(deadline, TcpStream::connect(first)).await {
         Err(_) => return Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
-        Ok(Err(e)) => {
-            return Err(Outcome::new(CheckStatus::L4Con, start.elapsed()).info(err_text(&e)))
-        }
+        Ok(Err(e)) => return Err(l4(&e)),
         Ok(Ok(s)) => s,
     };
     let _ = tcp.set_nodelay(true);
-    let Some(t) = tls else {
+    if opts.socks4.is_some() {
+        match timeout_at(deadline, crate::socks4::connect(&mut tcp, addr)).await {
+            Err(_) => return Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
+            Ok(Err(e)) => return Err(l4(&e)),
+            Ok(Ok(())) => {}
+        }
+    }
+    if opts.proxy > 0 {
+        let mut hdr = Vec::new();
+        if opts.proxy >= 2 {
+            fairlead_proxyproto::encode_v2(
+                fairlead_proxyproto::Command::Local,
+                None,
+                &fairlead_proxyproto::V2Options::default(),
+                &mut hdr,
+            );
+        } else {
+            fairlead_proxyproto::encode_v1(None, &mut hdr);
+        }
+        match timeout_at(
+            deadline,
+            tokio::io::AsyncWriteExt::write_all(&mut tcp, &hdr),
+        )
+        .await
+        {
+            Err(_) => return Err(Outcome::new(CheckStatus::L4Tout, start.elapsed())),
+            Ok(Err(e)) => return Err(l4(&e)),
+            Ok(Ok(())) => {}
+        }
+    }
+    let Some(t) = &opts.tls else {
         return Ok(Conn::plain(tcp));
     };
     let _ = socket2::SockRef::from(&tcp).set_linger(Some(Duration::ZERO));
@@ -287,8 +436,15 @@ async fn connect(
 
 /// Closes with a reset, as HAProxy ends its checks, so that checks leave
 /// no TIME_WAIT sockets behind.
-fn close(s: Conn) {
+pub(crate) fn close(s: Conn) {
     let _ = socket2::SockRef::from(s.tcp()).set_linger(Some(Duration::ZERO));
+    drop(s);
+}
+
+/// Closes with a FIN (`linger`), so that the server reads everything sent
+/// (a MySQL `COM_QUIT`) and sees a clean end.
+pub(crate) fn close_linger(s: Conn) {
+    let _ = socket2::SockRef::from(s.tcp()).set_linger(None);
     drop(s);
 }
 
@@ -301,7 +457,7 @@ fn err_text(e: &std::io::Error) -> String {
     }
 }
 
-async fn write_all(
+pub(crate) async fn write_all(
     s: &mut Conn,
     data: &[u8],
     deadline: Instant,
@@ -314,14 +470,14 @@ async fn write_all(
     }
 }
 
-enum Read {
+pub(crate) enum Read {
     Data,
     Eof,
     Timeout,
     Error(String),
 }
 
-async fn read_more(s: &mut Conn, buf: &mut Vec<u8>, deadline: Instant) -> Read {
+pub(crate) async fn read_more(s: &mut Conn, buf: &mut Vec<u8>, deadline: Instant) -> Read {
     let mut chunk = [0u8; 4096];
     let room = (MAX_RESPONSE - buf.len().min(MAX_RESPONSE)).min(chunk.len());
     if room == 0 {
@@ -387,9 +543,9 @@ async fn http_check(
     request: &[u8],
     expect: Option<&Matcher>,
     head_method: bool,
-    tls: Option<&CheckTls>,
+    opts: &ConnOpts,
 ) -> Outcome {
-    let mut s = match connect(addr, limits.connect_deadline(start), start, tls).await {
+    let mut s = match connect(addr, limits.connect_deadline(start), start, opts).await {
         Ok(s) => s,
         Err(o) => return o,
     };
@@ -491,125 +647,6 @@ async fn http_check(
     }
 }
 
-async fn tcp_check(
-    addr: SocketAddr,
-    limits: &Limits,
-    start: Instant,
-    steps: &[Step],
-    tls: Option<&CheckTls>,
-) -> Outcome {
-    let mut conn: Option<Conn> = None;
-    let mut deadline = limits.read_deadline(start, start);
-    let mut buf = Vec::new();
-    let mut expects = 0;
-    let mut comment: Option<&str> = None;
-    let fail = |o: Outcome, comment: Option<&str>| match comment {
-        Some(c) => o.info(c),
-        None => o,
-    };
-    for (i, step) in steps.iter().enumerate() {
-        let step_no = i + 1;
-        if let Step::Comment(c) = step {
-            comment = Some(c);
-            continue;
-        }
-        // `connect` rules, and the implicit connect before the first
-        // `send` or `expect` when the rules start without one.
-        let target = match step {
-            Step::Connect(port) => Some(port.map_or(addr, |p| SocketAddr::new(addr.ip(), p))),
-            _ if conn.is_none() => Some(addr),
-            _ => None,
-        };
-        if let Some(a) = target {
-            if let Some(old) = conn.take() {
-                close(old);
-            }
-            let now = Instant::now();
-            let mut cd = limits.connect_deadline(now);
-            if limits.check.is_none() {
-                cd = cd.min(start + limits.inter);
-            }
-            match connect(a, cd, start, tls).await {
-                Ok(s) => conn = Some(s),
-                Err(o) => return fail(o, comment),
-            }
-            deadline = limits.read_deadline(start, Instant::now());
-            buf.clear();
-        }
-        let Some(s) = conn.as_mut() else { continue };
-        match step {
-            Step::Send(data) => {
-                if let Err(o) = write_all(s, data, deadline, start).await {
-                    close(conn.take().unwrap());
-                    return fail(o, comment);
-                }
-            }
-            Step::Expect(m) => {
-                expects += 1;
-                let mut eof = false;
-                loop {
-                    let found = match (m.invalid(), m.find(&buf)) {
-                        (Some(e), _) => Err(e.to_string()),
-                        (None, None) => Err("status expectations apply to http-check only".into()),
-                        (None, Some(f)) => Ok(f),
-                    };
-                    let found = match found {
-                        Ok(f) => f,
-                        Err(e) => {
-                            close(conn.take().unwrap());
-                            return Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e);
-                        }
-                    };
-                    let last = eof || buf.len() >= MAX_RESPONSE;
-                    if found || last {
-                        if found != m.negate {
-                            buf.clear();
-                            break;
-                        }
-                        let what = if m.negate {
-                            "matched unwanted content"
-                        } else {
-                            "did not match content"
-                        };
-                        let o = Outcome::new(CheckStatus::L7Rsp, start.elapsed())
-                            .info(format!("TCPCHK {what} '{}' at step {step_no}", m.label));
-                        close(conn.take().unwrap());
-                        return fail(o, comment);
-                    }
-                    let s = conn.as_mut().unwrap();
-                    match read_more(s, &mut buf, deadline).await {
-                        Read::Data => {}
-                        Read::Eof | Read::Error(_) => eof = true,
-                        Read::Timeout => {
-                            close(conn.take().unwrap());
-                            let o = Outcome::new(CheckStatus::L7Tout, start.elapsed());
-                            return fail(o, comment);
-                        }
-                    }
-                }
-            }
-            Step::Connect(_) | Step::Comment(_) => {}
-        }
-        comment = None;
-    }
-    if conn.is_none() {
-        // Only comments: a plain connect.
-        match connect(addr, limits.connect_deadline(start), start, tls).await {
-            Ok(s) => conn = Some(s),
-            Err(o) => return o,
-        }
-    }
-    if let Some(s) = conn {
-        close(s);
-    }
-    let status = if expects > 0 {
-        CheckStatus::L7Ok
-    } else {
-        CheckStatus::L4Ok
-    };
-    Outcome::new(status, start.elapsed())
-}
-
 /// Runs one agent check: connect, send `agent-send` if any, read one line.
 /// `Err` when the agent could not be reached or said nothing (neutral for
 /// the server's state).
@@ -619,7 +656,8 @@ pub(crate) async fn agent_check(
     limits: &Limits,
 ) -> Result<AgentReply, Outcome> {
     let start = Instant::now();
-    let mut s = connect(addr, limits.connect_deadline(start), start, None).await?;
+    let plain = ConnOpts::default();
+    let mut s = connect(addr, limits.connect_deadline(start), start, &plain).await?;
     let deadline = limits.read_deadline(start, Instant::now());
     if let Some(data) = send {
         if let Err(o) = write_all(&mut s, data, deadline, start).await {
@@ -738,21 +776,18 @@ mod tests {
 
     #[test]
     fn matchers() {
-        let m = Matcher::compile(&Expect {
-            negate: false,
-            kind: ExpectKind::RString("^\\+PO[N]G".into()),
-        });
+        let m = Matcher::compile(&Expect::new(
+            false,
+            ExpectKind::RString("^\\+PO[N]G".into()),
+        ));
         assert_eq!(m.find(b"+PONG\r\n"), Some(true));
-        let m = Matcher::compile(&Expect {
-            negate: false,
-            kind: ExpectKind::Status(vec![(200, 299), (404, 404)]),
-        });
+        let m = Matcher::compile(&Expect::new(
+            false,
+            ExpectKind::Status(vec![(200, 299), (404, 404)]),
+        ));
         assert_eq!(m.status_matches(404), Some(true));
         assert_eq!(m.status_matches(500), Some(false));
-        let m = Matcher::compile(&Expect {
-            negate: false,
-            kind: ExpectKind::RString("(".into()),
-        });
+        let m = Matcher::compile(&Expect::new(false, ExpectKind::RString("(".into())));
         assert!(m.invalid().is_some());
     }
 }

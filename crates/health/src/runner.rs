@@ -4,7 +4,7 @@
 
 use crate::core::Core;
 use crate::event::{CheckReport, CheckStatus, HealthEvent, Outcome};
-use crate::probe::{agent_check, Limits, Probe};
+use crate::probe::{agent_check, ConnOpts, Limits, Probe};
 use crate::{CheckTarget, LogFn};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -185,7 +185,16 @@ impl Task {
                 }
             }
             let addr = self.t.addr_source.as_ref().map_or(self.t.addr, |f| f());
-            let mut o = probe.run(addr, &self.limits, self.t.tls.as_ref()).await;
+            let opts = ConnOpts {
+                tls: self.t.tls.clone(),
+                rule_tls: self.t.rule_tls.clone(),
+                proxy: self.t.send_proxy,
+                proxy_version: self.t.proxy_version,
+                socks4: self.t.socks4.filter(|_| self.t.via_socks4),
+                socks4_server: self.t.socks4,
+                linger: false,
+            };
+            let mut o = probe.run(addr, &self.limits, &opts).await;
             // `disable-on-404`: a 404 from an UP server is a conditional
             // pass (NOLB); a DOWN server stays down on 404s.
             if probe.disable_404() && o.code == Some(404) && self.core.borrow().published_up {

@@ -2,7 +2,9 @@
 //! plain threads, the checker on its own thread; every wait polls with a
 //! deadline.
 
-use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck, Observe, OnError, TcpCheckRule};
+use fairlead_config::{
+    Expect, ExpectKind, HealthCheck, HttpCheck, Observe, OnError, TcpCheckRule, TcpConnect,
+};
 use fairlead_health::{start, CheckStatus, CheckTarget, CheckerHandle, HealthEvent, ServerHealth};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -227,7 +229,7 @@ fn http_check(expect: Option<(bool, ExpectKind)>) -> HealthCheck {
     HealthCheck::Http(HttpCheck {
         method: "GET".into(),
         uri: "/health".into(),
-        expect: expect.map(|(negate, kind)| Expect { negate, kind }),
+        expect: expect.map(|(negate, kind)| Expect::new(negate, kind)),
         ..HttpCheck::default()
     })
 }
@@ -411,7 +413,7 @@ fn redis(c: TcpStream) {
 #[test]
 fn tcp_check_redis_ping_pong() {
     let server = Fake::start("127.0.0.4:0", redis);
-    let expect = |negate, kind| TcpCheckRule::Expect(Expect { negate, kind });
+    let expect = |negate, kind| TcpCheckRule::Expect(Expect::new(negate, kind));
     let ping = |pattern: ExpectKind| {
         HealthCheck::TcpCheck(vec![
             TcpCheckRule::Send(b"PING\r\n".to_vec()),
@@ -451,9 +453,10 @@ fn tcp_check_redis_ping_pong() {
             // `connect port` overrides the target's port.
             dead,
             HealthCheck::TcpCheck(vec![
-                TcpCheckRule::Connect {
+                TcpCheckRule::Connect(TcpConnect {
                     port: Some(server.addr.port()),
-                },
+                    ..TcpConnect::default()
+                }),
                 TcpCheckRule::Send(b"QUIT\r\n".to_vec()),
                 expect(true, ExpectKind::String("-ERR".into())),
             ]),

@@ -348,9 +348,10 @@ mod tests {
         let p = lookup_head(&cfg, &be, &req);
         assert_eq!(
             (p.server, p.had_cookie),
-            (Some(be.servers[0].conf.id), true)
+            (Some(be.servers()[0].conf.id), true)
         );
-        let srv = &be.servers[0];
+        let servers = be.servers();
+        let srv = &servers[0];
         let insert = CookieConfig {
             mode: CookieMode::Insert,
             nocache: true,

@@ -61,7 +61,8 @@ impl BackendLogs {
 /// The TLS settings of a server's checks: the server's own context (its
 /// verification, client certificate, session cache), or, for `check-ssl`
 /// on a server without `ssl`, one that does not verify. The SNI is
-/// `check-sni`, else the server's fixed `sni`.
+/// `check-sni`, else the server's fixed `sni`; the ALPN `check-alpn`, else
+/// the server's `alpn`.
 fn check_tls(
     scfg: &fairlead_config::Server,
     srv: &fairlead_backend::Server,
@@ -86,10 +87,14 @@ fn check_tls(
         .as_deref()
         .and_then(|n| fairlead_tls::ServerName::try_from(n.to_string()).ok())
         .unwrap_or_else(|| ctx.server_name(None, None, ip));
-    Ok(fairlead_health::CheckTls {
-        config: ctx.config(),
-        name,
-    })
+    let mut config = ctx.config();
+    if let Some(protos) = &scfg.check_alpn {
+        // `check-alpn` replaces the server's `alpn` for checks.
+        let mut c = (*config).clone();
+        c.alpn_protocols = protos.iter().map(|p| p.as_bytes().to_vec()).collect();
+        config = Arc::new(c);
+    }
+    Ok(fairlead_health::CheckTls { config, name })
 }
 
 /// The health-check target of server `srv` of backend `be` (configured
@@ -110,6 +115,9 @@ fn target_for(
     };
     if scfg.check_uses_tls() {
         t.tls = Some(check_tls(scfg, srv)?);
+    } else if srv.conf.tls.is_some() {
+        // For `tcp-check connect ssl` rules.
+        t.rule_tls = Some(check_tls(scfg, srv)?);
     }
     // Checks follow the server's address (DNS, `set server addr`),
     // with `addr`/`port` still applied.

@@ -13,6 +13,33 @@ pub enum HealthCheck {
     Http(HttpCheck),
     /// `option tcp-check` with `tcp-check` rules.
     TcpCheck(Vec<TcpCheckRule>),
+    /// `option mysql-check [user <name> [post-41|pre-41]]`: without a
+    /// user, the server's handshake packet is read; with one, a login
+    /// packet and `COM_QUIT` are sent and an OK packet expected.
+    Mysql(Option<MysqlUser>),
+    /// `option pgsql-check user <name>`: a StartupMessage, then an
+    /// AuthenticationOk (or a password request) is expected.
+    Pgsql { user: String },
+    /// `option smtpchk [HELO|EHLO <domain>]`: a 2xx greeting, then the
+    /// command (default `HELO localhost`) must get a 2xx reply.
+    Smtp { command: String },
+    /// `option ldap-check`: an anonymous LDAPv3 simple bind must succeed.
+    Ldap,
+    /// `option ssl-hello-chk`: an SSLv3 ClientHello must be answered with
+    /// a TLS handshake or alert record.
+    SslHello,
+    /// `option spop-check`: a SPOP HAPROXY-HELLO frame with `healthcheck`
+    /// must be answered with a valid AGENT-HELLO frame.
+    Spop,
+}
+
+/// The user of `option mysql-check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MysqlUser {
+    pub name: String,
+    /// `post-41` (MySQL >= 4.1 login packet) rather than `pre-41`.
+    /// Default is true, as HAProxy 2.6.
+    pub post41: bool,
 }
 
 /// `option httpchk [<method>] [<uri>] [<version>]` and `http-check`.
@@ -59,6 +86,22 @@ impl Default for HttpCheck {
 pub struct Expect {
     pub negate: bool,
     pub kind: ExpectKind,
+    /// `min-recv <N>` (tcp-check): no verdict before N bytes are received
+    /// (or the peer closed), and once they are, a pattern not found is a
+    /// failure without waiting for more. Default is none: wait for the
+    /// pattern until the peer closes, the buffer is full or time runs out.
+    pub min_recv: Option<usize>,
+}
+
+impl Expect {
+    /// An expect without `min-recv`.
+    pub fn new(negate: bool, kind: ExpectKind) -> Expect {
+        Expect {
+            negate,
+            kind,
+            min_recv: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,13 +116,17 @@ pub enum ExpectKind {
     RString(String),
     /// `binary <hex>` (tcp-check).
     Binary(Vec<u8>),
+    /// `rbinary <regex>` (tcp-check): matched against the uppercase
+    /// hexadecimal dump of the reply.
+    RBinary(String),
 }
 
 /// One `tcp-check` rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TcpCheckRule {
-    /// `tcp-check connect [port N]`.
-    Connect { port: Option<u16> },
+    /// `tcp-check connect [default] [port N] [addr IP] [ssl] [sni X]
+    /// [alpn X] [send-proxy] [via-socks4] [linger]`.
+    Connect(TcpConnect),
     /// `tcp-check send <string>` / `send-binary <hex>` (bytes to send;
     /// `\r\n` escapes already resolved by the lexer).
     Send(Vec<u8>),
@@ -87,6 +134,33 @@ pub enum TcpCheckRule {
     Expect(Expect),
     /// `tcp-check comment <text>`.
     Comment(String),
+}
+
+/// The options of a `tcp-check connect` rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TcpConnect {
+    /// `port`. Default is none: the server's check port, else its port.
+    pub port: Option<u16>,
+    /// `addr`. Default is none: the server's check address.
+    pub addr: Option<std::net::IpAddr>,
+    /// `default`: TLS, PROXY header and SOCKS4 as the server's own checks
+    /// (`check-ssl`, `check-send-proxy`, `check-via-socks4`). Default is
+    /// false: only what this rule names.
+    pub default: bool,
+    /// `ssl`. Default is off.
+    pub ssl: bool,
+    /// `sni`. Default is none (the server's check SNI).
+    pub sni: Option<String>,
+    /// `alpn` protocols, in order. Default is none.
+    pub alpn: Option<Vec<String>>,
+    /// `send-proxy`: a PROXY header (the server's `send-proxy-v2` picks
+    /// version 2) describing no client (`UNKNOWN` / `LOCAL`). Default is
+    /// off.
+    pub send_proxy: bool,
+    /// `via-socks4`: through the server's `socks4` proxy. Default is off.
+    pub via_socks4: bool,
+    /// `linger`: close with a FIN rather than a reset. Default is off.
+    pub linger: bool,
 }
 
 /// `agent-check` settings of a server.

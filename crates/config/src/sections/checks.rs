@@ -1,5 +1,7 @@
 //! Active health check keywords of proxy sections: `option httpchk`,
-//! `option tcp-check`, `option redis-check`, `http-check` and `tcp-check`.
+//! `option tcp-check`, `option redis-check`, the protocol checks (`option
+//! mysql-check`, `pgsql-check`, `smtpchk`, `ldap-check`, `ssl-hello-chk`,
+//! `spop-check`), `http-check` and `tcp-check`.
 //!
 //! As in HAProxy 2.6, the check type (`option ...`) and the rule lists
 //! are kept apart while parsing: `http-check` rules only count once
@@ -21,6 +23,8 @@ pub(crate) enum ChkOpt {
     Http(HttpReq),
     Tcp,
     Redis,
+    /// A protocol check (`mysql-check`, `pgsql-check`, ...), complete.
+    Proto(HealthCheck),
 }
 
 /// The request of `option httpchk` or of an `http-check send` line.
@@ -83,7 +87,7 @@ impl CheckDraft {
     /// The final check of a backend. Warns about ignored rules.
     pub fn build(&self, unused: &mut Vec<(Location, String)>) -> HealthCheck {
         match &self.option {
-            ChkOpt::None | ChkOpt::Tcp | ChkOpt::Redis if self.http_own => {
+            ChkOpt::None | ChkOpt::Tcp | ChkOpt::Redis | ChkOpt::Proto(_) if self.http_own => {
                 if let Some((loc, _)) = self.http.first() {
                     unused.push((
                         loc.clone(),
@@ -96,13 +100,11 @@ impl CheckDraft {
         }
         match &self.option {
             ChkOpt::None => HealthCheck::Tcp,
+            ChkOpt::Proto(hc) => hc.clone(),
             ChkOpt::Tcp => HealthCheck::TcpCheck(self.tcp.clone()),
             ChkOpt::Redis => HealthCheck::TcpCheck(vec![
                 TcpCheckRule::Send(b"*1\r\n$4\r\nPING\r\n".to_vec()),
-                TcpCheckRule::Expect(Expect {
-                    negate: false,
-                    kind: ExpectKind::String("+PONG\r\n".into()),
-                }),
+                TcpCheckRule::Expect(Expect::new(false, ExpectKind::String("+PONG\r\n".into()))),
             ]),
             ChkOpt::Http(req) => {
                 let mut hc = HttpCheck {
@@ -185,14 +187,84 @@ pub(crate) fn parse_option(
             }
             cd.option = ChkOpt::Tcp;
         }
-        _ => {
+        "redis-check" => {
             if !args.is_empty() {
                 return Err("takes no argument".into());
             }
             cd.option = ChkOpt::Redis;
         }
+        other => cd.option = ChkOpt::Proto(parse_proto_option(other, args)?),
     }
     Ok(())
+}
+
+/// The protocol checks' options: `mysql-check`, `pgsql-check`, `smtpchk`,
+/// `ldap-check`, `ssl-hello-chk` and `spop-check` (`args` after the name).
+fn parse_proto_option(name: &str, args: &[String]) -> Result<HealthCheck, String> {
+    let none = |hc: HealthCheck| match args.first() {
+        Some(a) => Err(format!("cannot handle unexpected argument '{a}'.")),
+        None => Ok(hc),
+    };
+    match name {
+        "mysql-check" => {
+            let user = match args {
+                [] => None,
+                [u, ..] if u != "user" => {
+                    return Err(format!(
+                        "only supports optional values: 'user' (got '{u}')."
+                    ))
+                }
+                [_] => return Err("'user' expects <username> as argument.".into()),
+                [_, name] => Some(MysqlUser {
+                    name: name.clone(),
+                    post41: true,
+                }),
+                [_, name, v] if v == "post-41" || v == "pre-41" => Some(MysqlUser {
+                    name: name.clone(),
+                    post41: v == "post-41",
+                }),
+                [_, _, v] => {
+                    return Err(format!(
+                        "'user' only supports optional values: 'post-41' and 'pre-41' (got '{v}')."
+                    ))
+                }
+                [_, _, _, extra, ..] => {
+                    return Err(format!("cannot handle unexpected argument '{extra}'."))
+                }
+            };
+            if user.as_ref().is_some_and(|u| u.name.is_empty()) {
+                return Err("'user' expects <username> as argument.".into());
+            }
+            Ok(HealthCheck::Mysql(user))
+        }
+        "pgsql-check" => match args {
+            [u, name] if u == "user" && !name.is_empty() => {
+                Ok(HealthCheck::Pgsql { user: name.clone() })
+            }
+            [u, _] | [u] if u != "user" => Err(format!(
+                "only supports optional values: 'user' (got '{u}')."
+            )),
+            [_, _, extra, ..] => Err(format!("cannot handle unexpected argument '{extra}'.")),
+            _ => Err("'user' expects <username> as argument.".into()),
+        },
+        "smtpchk" => {
+            if let Some(extra) = args.get(2) {
+                return Err(format!("cannot handle unexpected argument '{extra}'."));
+            }
+            // As HAProxy: anything but `HELO|EHLO <domain>` falls back to
+            // the default command.
+            let command = match args {
+                [verb, domain] if (verb == "HELO" || verb == "EHLO") && !domain.is_empty() => {
+                    format!("{verb} {domain}")
+                }
+                _ => "HELO localhost".to_string(),
+            };
+            Ok(HealthCheck::Smtp { command })
+        }
+        "ldap-check" => none(HealthCheck::Ldap),
+        "ssl-hello-chk" => none(HealthCheck::SslHello),
+        _ => none(HealthCheck::Spop),
+    }
 }
 
 /// The version argument of `option httpchk`, with the deprecated
@@ -247,33 +319,59 @@ fn connect_port(v: &str) -> Result<u16, String> {
     }
 }
 
-/// `connect [default] [port <N>] [comment <msg>] ...` arguments.
-fn parse_connect(a: &[String]) -> Result<Option<u16>, String> {
-    let mut port = None;
+/// `connect [default] [port <N>] [addr <ip>] [ssl] [sni <name>] [alpn
+/// <list>] [send-proxy] [via-socks4] [linger] [comment <msg>]`
+/// arguments. `http` refuses what the HTTP check does not do (all but
+/// `default`, `port` and `comment`).
+fn parse_connect(a: &[String], http: bool) -> Result<TcpConnect, String> {
+    let mut c = TcpConnect::default();
     let mut i = 0;
     while i < a.len() {
-        match a[i].as_str() {
-            "default" => {}
+        let w = a[i].as_str();
+        if http && !matches!(w, "default" | "port" | "comment") && KNOWN_CONNECT.contains(&w) {
+            return Err(format!(
+                "connect option '{w}' of http-check is not implemented yet in Fairlead"
+            ));
+        }
+        match w {
+            "default" => c.default = true,
             "port" => {
-                port = Some(connect_port(value(a, i, "a port number")?)?);
+                c.port = Some(connect_port(value(a, i, "a port number")?)?);
+                i += 1;
+            }
+            "addr" => {
+                let v = value(a, i, "<ipv4|ipv6>")?;
+                let ip = v
+                    .parse::<std::net::IpAddr>()
+                    .map_err(|_| format!("'addr' expects an IPv4 or IPv6 address (got '{v}')"))?;
+                c.addr = Some(ip);
                 i += 1;
             }
             "comment" => {
                 value(a, i, "a string")?;
                 i += 1;
             }
-            "ssl" | "sni" | "alpn" => {
-                return Err(format!(
-                    "'{}': {} in Fairlead",
-                    a[i],
-                    crate::tls::CHECK_TLS
-                ))
+            "ssl" => c.ssl = true,
+            "sni" => {
+                c.sni = Some(value(a, i, "a string")?.to_string());
+                i += 1;
             }
-            "addr" | "send-proxy" | "via-socks4" | "proto" | "linger" => {
-                return Err(format!(
-                    "connect option '{}' is not implemented yet in Fairlead",
-                    a[i]
-                ))
+            "alpn" => {
+                let v = value(a, i, "a string")?;
+                c.alpn = Some(crate::tls::parse_alpn(v)?);
+                i += 1;
+            }
+            "send-proxy" => c.send_proxy = true,
+            "via-socks4" => c.via_socks4 = true,
+            "linger" => c.linger = true,
+            "proto" => {
+                let v = value(a, i, "a MUX protocol")?;
+                if !matches!(v, "h1" | "none") {
+                    return Err(format!(
+                        "connect option 'proto {v}' is not implemented yet in Fairlead"
+                    ));
+                }
+                i += 1;
             }
             other => {
                 return Err(format!("expects 'comment', 'port', 'addr', 'send-proxy', 'via-socks4', 'ssl', 'sni', 'alpn', 'proto' or 'linger' but got '{other}' as argument."))
@@ -281,8 +379,20 @@ fn parse_connect(a: &[String]) -> Result<Option<u16>, String> {
         }
         i += 1;
     }
-    Ok(port)
+    Ok(c)
 }
+
+const KNOWN_CONNECT: [&str; 9] = [
+    "addr",
+    "ssl",
+    "sni",
+    "alpn",
+    "send-proxy",
+    "via-socks4",
+    "linger",
+    "proto",
+    "comment",
+];
 
 /// `http-check <rule> ...`.
 pub(crate) fn parse_http_check(
@@ -313,7 +423,7 @@ pub(crate) fn parse_http_check(
             HttpRule::Comment
         }
         "connect" => HttpRule::Connect {
-            port: parse_connect(a)?,
+            port: parse_connect(a, true)?.port,
         },
         "send" => HttpRule::Send(parse_http_send(a)?),
         "expect" => HttpRule::Expect(parse_expect(a, true)?),
@@ -419,9 +529,7 @@ pub(crate) fn parse_tcp_check(cd: &mut CheckDraft, words: &[String]) -> Result<(
     let a = &words[2..];
     let rule = match kind.as_str() {
         "comment" => TcpCheckRule::Comment(value(words, 1, "a string")?.to_string()),
-        "connect" => TcpCheckRule::Connect {
-            port: parse_connect(a)?,
-        },
+        "connect" => TcpCheckRule::Connect(parse_connect(a, false)?),
         "send" | "send-binary" => {
             let Some(data) = a.first().filter(|d| !d.is_empty()) else {
                 return Err(format!(
@@ -461,7 +569,7 @@ pub(crate) fn parse_tcp_check(cd: &mut CheckDraft, words: &[String]) -> Result<(
         cd.tcp.clear();
         cd.tcp_own = true;
     }
-    if matches!(rule, TcpCheckRule::Connect { .. }) {
+    if matches!(rule, TcpCheckRule::Connect(_)) {
         // HAProxy: when a ruleset has a connect, it must be the first
         // step (comments aside).
         if let Some(first) = cd
@@ -469,7 +577,7 @@ pub(crate) fn parse_tcp_check(cd: &mut CheckDraft, words: &[String]) -> Result<(
             .iter()
             .find(|r| !matches!(r, TcpCheckRule::Comment(_)))
         {
-            if !matches!(first, TcpCheckRule::Connect { .. }) {
+            if !matches!(first, TcpCheckRule::Connect(_)) {
                 return Err("first step MUST also be a 'connect', optionally preceded by a 'set-var', an 'unset-var' or a 'comment', when there is a 'connect' step in the tcp-check ruleset".into());
             }
         }
@@ -567,6 +675,7 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
     }
     let mut negate = false;
     let mut kind: Option<ExpectKind> = None;
+    let mut min_recv = None;
     let mut i = 0;
     while i < a.len() {
         let mut w = a[i].as_str();
@@ -593,7 +702,7 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
             });
         }
         match w {
-            "string" | "rstring" | "binary" | "status" | "rstatus" => {
+            "string" | "rstring" | "binary" | "rbinary" | "status" | "rstatus" => {
                 if kind.is_some() {
                     return Err("only one pattern expected".into());
                 }
@@ -607,6 +716,10 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
                         ExpectKind::RString(p.clone())
                     }
                     "binary" => ExpectKind::Binary(parse_hex(p)?),
+                    "rbinary" => {
+                        check_regex(p)?;
+                        ExpectKind::RBinary(p.clone())
+                    }
                     "status" => ExpectKind::Status(parse_statuses(p)?),
                     _ => {
                         check_regex(p)?;
@@ -615,7 +728,7 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
                 });
                 i += 1;
             }
-            "rbinary" | "string-lf" | "binary-lf" | "hdr" | "fhdr" | "custom" => {
+            "string-lf" | "binary-lf" | "hdr" | "fhdr" | "custom" => {
                 return Err(format!("'{w}' matching is not implemented yet in Fairlead"))
             }
             _ if bang => {
@@ -623,6 +736,18 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
             }
             "comment" | "on-success" | "on-error" => {
                 value(a, i, "a string")?;
+                i += 1;
+            }
+            "min-recv" if !http => {
+                let v = value(a, i, "an integer")?;
+                let n: i64 = v.parse().map_err(|_| {
+                    format!("'min-recv' expects an integer as argument (got '{v}').")
+                })?;
+                if !(-1..=i64::from(i32::MAX)).contains(&n) {
+                    return Err(format!("'min-recv' value '{v}' is out of range."));
+                }
+                // -1 is HAProxy's "unset".
+                min_recv = usize::try_from(n).ok();
                 i += 1;
             }
             "min-recv" | "ok-status" | "error-status" | "tout-status" | "status-code" => {
@@ -646,260 +771,13 @@ pub(crate) fn parse_expect(a: &[String], http: bool) -> Result<Expect, String> {
     let Some(kind) = kind else {
         return Err("expects at least a matching pattern as arguments".into());
     };
-    Ok(Expect { negate, kind })
+    Ok(Expect {
+        negate,
+        kind,
+        min_recv,
+    })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    #[test]
-    fn expects() {
-        let e = |s: &str, http| parse_expect(&w(s), http);
-        assert_eq!(
-            e("status 200", true),
-            Ok(Expect {
-                negate: false,
-                kind: ExpectKind::Status(vec![(200, 200)])
-            })
-        );
-        assert_eq!(
-            e("! status 200-399,404", true).unwrap(),
-            Expect {
-                negate: true,
-                kind: ExpectKind::Status(vec![(200, 399), (404, 404)])
-            }
-        );
-        assert!(e("!rstatus ^5", true).unwrap().negate);
-        assert_eq!(
-            e("rstring <!--tag:[0-9a-f]*--></html>", true).unwrap().kind,
-            ExpectKind::RString("<!--tag:[0-9a-f]*--></html>".into())
-        );
-        assert_eq!(
-            e("comment hi string OK", true).unwrap().kind,
-            ExpectKind::String("OK".into())
-        );
-        assert_eq!(
-            e("binary 2b504f4e47", false).unwrap().kind,
-            ExpectKind::Binary(b"+PONG".to_vec())
-        );
-        assert_eq!(
-            e("! string ERR", false).unwrap(),
-            Expect {
-                negate: true,
-                kind: ExpectKind::String("ERR".into())
-            }
-        );
-        assert!(e("status 399-200", true)
-            .unwrap_err()
-            .contains("invalid range"));
-        assert!(e("status 2xx", true)
-            .unwrap_err()
-            .contains("invalid status code"));
-        assert!(e("status", true)
-            .unwrap_err()
-            .contains("expects a <pattern>"));
-        assert!(e("rstring (a", true).unwrap_err().contains("invalid regex"));
-        assert!(e("binary 0", false).unwrap_err().contains("even number"));
-        assert!(e("binary zz", false)
-            .unwrap_err()
-            .contains("not hexadecimal"));
-        assert!(e("binary 00", true).unwrap_err().contains("only supports"));
-        assert!(e("status 200", false)
-            .unwrap_err()
-            .contains("only supports"));
-        assert!(e("hdr name x", true)
-            .unwrap_err()
-            .contains("not implemented yet"));
-        assert!(e("min-recv 10 string x", false)
-            .unwrap_err()
-            .contains("not implemented yet"));
-        assert!(e("string a string b", true)
-            .unwrap_err()
-            .contains("only one"));
-        assert!(e("comment x", true)
-            .unwrap_err()
-            .contains("matching pattern"));
-        assert!(e("bogus x", true).unwrap_err().contains("unknown argument"));
-        assert!(e("", true).is_err());
-    }
-
-    #[test]
-    fn regexes() {
-        assert!(check_regex("^5").is_ok());
-        assert!(check_regex("a(b|c)*[)(]\\)").is_ok());
-        assert!(check_regex("[]a]").is_ok());
-        assert!(check_regex("(a").is_err());
-        assert!(check_regex("a)").is_err());
-        assert!(check_regex("[a").is_err());
-        assert!(check_regex("a\\").is_err());
-    }
-
-    #[test]
-    fn http_send_and_order() {
-        let mut cd = CheckDraft::default();
-        let loc = Location::default();
-        parse_http_check(&mut cd, &w("http-check connect port 8080"), &loc).unwrap();
-        parse_http_check(
-            &mut cd,
-            &w("http-check send meth GET uri /h ver HTTP/1.1 hdr Host a.b hdr Content-Length 3 body x"),
-            &loc,
-        )
-        .unwrap();
-        parse_http_check(&mut cd, &w("http-check expect status 200"), &loc).unwrap();
-        assert!(
-            parse_http_check(&mut cd, &w("http-check expect string x"), &loc)
-                .unwrap_err()
-                .contains("several")
-        );
-        assert!(
-            parse_http_check(&mut cd, &w("http-check send uri /x"), &loc)
-                .unwrap_err()
-                .contains("several")
-        );
-        assert!(parse_http_check(&mut cd, &w("http-check connect"), &loc)
-            .unwrap_err()
-            .contains("several"));
-        cd.option = ChkOpt::Http(HttpReq::default());
-        let HealthCheck::Http(hc) = cd.build(&mut Vec::new()) else {
-            panic!()
-        };
-        assert_eq!(
-            (hc.method.as_str(), hc.uri.as_str(), hc.version.as_str()),
-            ("GET", "/h", "HTTP/1.1")
-        );
-        assert_eq!(hc.headers, [("Host".to_string(), "a.b".to_string())]);
-        assert_eq!(hc.body.as_deref(), Some("x"));
-        assert_eq!(hc.port, Some(8080));
-
-        let mut cd = CheckDraft::default();
-        parse_http_check(&mut cd, &w("http-check send uri /"), &loc).unwrap();
-        assert!(parse_http_check(&mut cd, &w("http-check connect"), &loc)
-            .unwrap_err()
-            .contains("first step MUST"));
-        assert!(
-            parse_http_check(&mut cd, &w("http-check send hdr host a hdr Host b"), &loc)
-                .unwrap_err()
-                .contains("already defined")
-        );
-        assert!(parse_http_check(&mut cd, &w("http-check send hdr x"), &loc)
-            .unwrap_err()
-            .contains("<name> and <value>"));
-        assert!(
-            parse_http_check(&mut cd, &w("http-check send uri-lf /%[x]"), &loc)
-                .unwrap_err()
-                .contains("not implemented yet")
-        );
-        assert!(parse_http_check(&mut cd, &w("http-check bogus"), &loc)
-            .unwrap_err()
-            .contains("only supports"));
-        assert!(
-            parse_http_check(&mut cd, &w("http-check connect port x+1"), &loc)
-                .unwrap_err()
-                .contains("port expressions")
-        );
-        assert!(
-            parse_http_check(&mut cd, &w("http-check connect ssl"), &loc)
-                .unwrap_err()
-                .contains("TLS")
-        );
-    }
-
-    #[test]
-    fn legacy_httpchk() {
-        let mut cd = CheckDraft::default();
-        let mut warns = Vec::new();
-        let words: Vec<String> = [
-            "option",
-            "httpchk",
-            "HEAD",
-            "/",
-            "HTTP/1.1\r\nHost: www\r\nX-A: b\r\n\r\nbody",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        parse_option(&mut cd, &words, &mut warns).unwrap();
-        assert!(warns[0].contains("deprecated"));
-        let HealthCheck::Http(hc) = cd.build(&mut Vec::new()) else {
-            panic!()
-        };
-        assert_eq!(hc.method, "HEAD");
-        assert_eq!(hc.version, "HTTP/1.1");
-        assert_eq!(
-            hc.headers,
-            [
-                ("Host".to_string(), "www".to_string()),
-                ("X-A".to_string(), "b".to_string())
-            ]
-        );
-        assert_eq!(hc.body.as_deref(), Some("body"));
-        assert!(
-            parse_option(&mut cd, &w("option httpchk a b c d"), &mut warns)
-                .unwrap_err()
-                .contains("more than 3")
-        );
-    }
-
-    #[test]
-    fn tcp_rules() {
-        let mut cd = CheckDraft::default();
-        parse_tcp_check(&mut cd, &w("tcp-check comment hello")).unwrap();
-        parse_tcp_check(&mut cd, &w("tcp-check connect port 6379 comment c")).unwrap();
-        parse_tcp_check(&mut cd, &w("tcp-check send PING")).unwrap();
-        parse_tcp_check(&mut cd, &w("tcp-check send-binary 0a0B comment x")).unwrap();
-        parse_tcp_check(&mut cd, &w("tcp-check expect ! rstring ^-ERR")).unwrap();
-        assert_eq!(
-            cd.tcp,
-            [
-                TcpCheckRule::Comment("hello".into()),
-                TcpCheckRule::Connect { port: Some(6379) },
-                TcpCheckRule::Send(b"PING".to_vec()),
-                TcpCheckRule::Send(vec![0x0a, 0x0b]),
-                TcpCheckRule::Expect(Expect {
-                    negate: true,
-                    kind: ExpectKind::RString("^-ERR".into())
-                }),
-            ]
-        );
-        parse_tcp_check(&mut cd, &w("tcp-check connect port 80")).unwrap();
-        let mut cd = CheckDraft::default();
-        parse_tcp_check(&mut cd, &w("tcp-check send x")).unwrap();
-        assert!(parse_tcp_check(&mut cd, &w("tcp-check connect"))
-            .unwrap_err()
-            .contains("first step MUST"));
-        assert!(parse_tcp_check(&mut cd, &w("tcp-check send"))
-            .unwrap_err()
-            .contains("expects a string"));
-        assert!(parse_tcp_check(&mut cd, &w("tcp-check send a b"))
-            .unwrap_err()
-            .contains("expects 'comment'"));
-        assert!(parse_tcp_check(&mut cd, &w("tcp-check send-binary xyz"))
-            .unwrap_err()
-            .contains("invalid binary"));
-        assert!(parse_tcp_check(&mut cd, &w("tcp-check connect port 0"))
-            .unwrap_err()
-            .contains("valid TCP port"));
-        assert!(parse_tcp_check(&mut cd, &w("tcp-check send-lf %[x]"))
-            .unwrap_err()
-            .contains("not implemented yet"));
-        assert!(parse_tcp_check(&mut cd, &w("tcp-check frob"))
-            .unwrap_err()
-            .contains("only supports"));
-        cd.option = ChkOpt::Redis;
-        assert_eq!(
-            cd.build(&mut Vec::new()),
-            HealthCheck::TcpCheck(vec![
-                TcpCheckRule::Send(b"*1\r\n$4\r\nPING\r\n".to_vec()),
-                TcpCheckRule::Expect(Expect {
-                    negate: false,
-                    kind: ExpectKind::String("+PONG\r\n".into())
-                }),
-            ])
-        );
-    }
-}
+#[path = "checks_tests.rs"]
+mod tests;

@@ -286,7 +286,9 @@ fn implemented(
                 o.persist = on;
             }
         }
-        "option httpchk" | "option tcp-check" | "option redis-check" => {
+        "option httpchk" | "option tcp-check" | "option redis-check" | "option mysql-check"
+        | "option pgsql-check" | "option smtpchk" | "option ldap-check" | "option ssl-hello-chk"
+        | "option spop-check" => {
             if let Some(p) = prefix {
                 return Err(format!("'{p}' is not supported for this option"));
             }
