@@ -1,5 +1,11 @@
-//! fairlead-term: a fast HTTP/1.1 test origin whose responses are driven by
-//! the request's query string.
+//! fairlead-term: a fast HTTP/1.1 and HTTP/2 test origin whose responses
+//! are driven by the request's query string.
+//!
+//! Plain listeners serve HTTP/1.x, and HTTP/2 (h2c) to connections that
+//! open with the client preface; [`start_tls`] listeners serve HTTP/2 over
+//! TLS (ALPN `h2`, see [`tls`]). The HTTP/2 side runs on Fairlead's
+//! sans-IO codec `fairlead-h2`; there `k=` does nothing and `C=1` sends a
+//! GOAWAY.
 //!
 //! [`start`] binds every address synchronously (so a client may connect as
 //! soon as it returns), then serves from `threads` background OS threads,

@@ -127,7 +127,7 @@ fn h2c_prior_knowledge_query_protocol() {
         let g = get(&mut c, "POST", "/?s=3", &big).await;
         assert_eq!((g.status, g.body.len()), (200, 3));
     });
-    assert_eq!(t.requests(), 9);
+    assert_eq!(t.requests(), 8);
     assert_eq!(t.connections(), 1);
 }
 
