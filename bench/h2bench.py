@@ -73,7 +73,7 @@ def h2load_run(fb, ctx, proxy, url, conns, streams, duration, body_file=None):
     if not exe:
         return {"error": "h2load not installed (apt-get install -y nghttp2-client)"}
     threads = min(ctx.client_threads, conns)
-    cmd = [exe, "-c", str(conns), "-m", str(streams), "-t", str(threads), "-D", "%g" % duration]
+    cmd = [exe, "-c", str(conns), "-m", str(streams), "-t", str(threads), "-D", str(max(1, round(duration)))]
     if body_file:
         cmd += ["-d", body_file]
     cmd.append(url)
