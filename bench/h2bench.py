@@ -403,4 +403,36 @@ def report_h2(fb, path, res, md):
                     m["kib_per_conn"], m["still_open"], case["conns"],
                     "" if name == "fairlead" else fb.fr(fb.ratio(fk, m["kib_per_conn"]))))
             md += [""]
-    md += fb.header_block(res, path)
+    md += _remarks(fb, res) + fb.header_block(res, path)
+
+
+def _remarks(fb, res):
+    """Reading notes computed from the result: saturation, disturbance, the two clients."""
+    pcts, ratios = [], []
+    for case in res["cases"]:
+        for m in case.get("summary", {}).values():
+            if case["kind"] in ("tls", "grpc") and m.get("rounds_ok"):
+                pcts.append(m.get("proxy_cpu_pct") or 0)
+                h = m.get("h2load") or {}
+                if h.get("cpu_us_per_req") and m.get("cpu_us_per_req"):
+                    ratios.append(h["cpu_us_per_req"] / m["cpu_us_per_req"])
+    ls = fb.load_summary(res)
+    out = ["**Remarks.**", ""]
+    if pcts:
+        out.append("* Proxy CPU stayed between %.0f%% and %.0f%% of its CPU: %s" % (
+            min(pcts), max(pcts), "no proxy was saturated (the client and the origin share the other CPU), so "
+            "req/s says more about them than about the proxy; compare CPU µs/req." if max(pcts) < 90 else
+            "compare CPU µs/req rather than req/s where a proxy stayed well below 100%."))
+    if ls["runs_acct"]:
+        out.append("* %d of %d measured runs were disturbed (other processes took more than %g%% of a CPU; "
+                   "median %.0f%%): on this shared 2-CPU machine only the ratios between proxies measured in "
+                   "alternation mean something, and a ratio within ±10%% is a tie." % (
+                       ls["disturbed"], ls["runs_acct"], fb.DISTURBED_PCT, ls["other_med"] or 0))
+    if ratios:
+        out.append("* The proxies' CPU per request under h2load was ×%.2f–×%.2f of the same under "
+                   "fairlead-load: the two clients agree on what a request costs the proxy (req/s differ more, "
+                   "since the clients themselves differ in cost on the shared client CPU)." % (
+                       min(ratios), max(ratios)))
+    out += ["* Idle connections: user-space RSS only (TLS state, HTTP/2 state, HPACK tables, whatever "
+            "buffers a proxy keeps); kernel socket buffers are not counted.", ""]
+    return out
