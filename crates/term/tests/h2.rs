@@ -209,3 +209,69 @@ fn http1_still_served_next_to_h2c() {
     assert_eq!(t.requests(), 2);
     assert_eq!(t.connections(), 2);
 }
+
+/// Runs h2load (Debian nghttp2-client; `.ci/run` installs it) and returns
+/// its "requests:" and "status codes:" lines.
+fn h2load(args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new("h2load")
+        .args(args)
+        .output()
+        .expect("h2load (apt-get install nghttp2-client; .ci/run installs it)");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = |p: &str| {
+        text.lines()
+            .find(|l| l.starts_with(p))
+            .unwrap_or_else(|| panic!("no '{p}' in h2load output:\n{text}"))
+            .to_string()
+    };
+    (line("requests:"), line("status codes:"))
+}
+
+#[test]
+fn h2load_cross_check_h2c_and_tls() {
+    let t = term("127.0.0.175", "");
+    let a = t.local_addrs()[0];
+    let (reqs, codes) = h2load(&[
+        "-n",
+        "1000",
+        "-c",
+        "4",
+        "-m",
+        "10",
+        &format!("http://{a}/?s=100"),
+    ]);
+    assert!(
+        reqs.contains("1000 total, 1000 started, 1000 done, 1000 succeeded, 0 failed"),
+        "{reqs}"
+    );
+    assert!(codes.contains("1000 2xx, 0 3xx, 0 4xx, 0 5xx"), "{codes}");
+    assert_eq!((t.requests(), t.connections()), (1000, 4));
+
+    let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.176".into()]).unwrap();
+    let pem = std::env::temp_dir().join(format!("fairlead-term-h2-{}.pem", std::process::id()));
+    std::fs::write(&pem, ck.cert.pem() + &ck.key_pair.serialize_pem()).unwrap();
+    let cfg = fairlead_term::tls::server_config(&pem).unwrap();
+    std::fs::remove_file(&pem).unwrap();
+    let t = fairlead_term::start_tls(
+        &["127.0.0.176:0".parse().unwrap()],
+        TermOptions::default(),
+        cfg,
+    )
+    .unwrap();
+    let a = t.local_addrs()[0];
+    let (reqs, codes) = h2load(&[
+        "-n",
+        "400",
+        "-c",
+        "2",
+        "-m",
+        "10",
+        &format!("https://{a}/?s=2k&times=2"),
+    ]);
+    assert!(
+        reqs.contains("400 total, 400 started, 400 done, 400 succeeded, 0 failed"),
+        "{reqs}"
+    );
+    assert!(codes.contains("400 2xx, 0 3xx, 0 4xx, 0 5xx"), "{codes}");
+    assert_eq!((t.requests(), t.connections()), (400, 2));
+}
