@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+import h2bench  # the `h2` scenario (bench/h2bench.py)
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
@@ -461,7 +463,8 @@ def nginx_conf(ctx, mode, maxconn, tmp, balance="roundrobin", servers=None, tls=
             "        keepalive_timeout 60s;",
             "    }",
             "    server {",
-            "        listen %s:%d%s;" % (ctx.proxy_host, ctx.proxy_port, " ssl" if tls else ""),
+            "        listen %s:%d%s;" % (ctx.proxy_host, ctx.proxy_port,
+                                   (" ssl http2" if tls.get("http2") else " ssl") if tls else ""),
         ] + ([
             # the same PEM (certificate + key) for both, as HAProxy's crt; nginx's defaults
             # otherwise (session tickets on, no session cache: TLS 1.3 resumes with tickets),
@@ -469,7 +472,17 @@ def nginx_conf(ctx, mode, maxconn, tmp, balance="roundrobin", servers=None, tls=
             "        ssl_certificate %s;" % tls["crt"],
             "        ssl_certificate_key %s;" % tls["crt"],
             "        ssl_protocols TLSv1.2 TLSv1.3;",
-        ] if tls else []) + [
+        ] if tls else []) + ([
+            # the `h2` scenario's h2 -> h2 case: HTTP/2 to the origin
+            "        location / {",
+            "            grpc_pass grpc://be;",
+            "            grpc_connect_timeout 5s;",
+            "            grpc_read_timeout 60s;",
+            "            grpc_send_timeout 60s;",
+            "        }",
+            "    }",
+            "}",
+        ] if tls and tls.get("grpc") else [
             "        location / {",
             "            proxy_pass http://be;",
             "            proxy_http_version 1.1;",
@@ -481,7 +494,7 @@ def nginx_conf(ctx, mode, maxconn, tmp, balance="roundrobin", servers=None, tls=
             "        }",
             "    }",
             "}",
-        ]
+        ])
     return "\n".join(head + body) + "\n"
 
 
@@ -3599,7 +3612,8 @@ def report_keepalive_ab(path, res, md):
 REPORTERS = [("keepalive", report_keepalive), ("close", report_close), ("sizes", report_sizes),
              ("idle", report_idle), ("tail", report_tail), ("servers", report_servers),
              ("crosscheck", report_crosscheck), ("tls", report_tls), ("tlsscan", report_tlsscan),
-             ("rules", report_rules), ("keepalive-ab", report_keepalive_ab)]
+             ("rules", report_rules), ("keepalive-ab", report_keepalive_ab),
+             ("h2", lambda path, res, md: h2bench.report_h2(sys.modules[__name__], path, res, md))]
 
 
 def series_block():
@@ -3845,6 +3859,7 @@ def main():
     p.add_argument("--tls-version", choices=["1.2", "1.3"],
                    help="fairlead-load --tls-version (default: both offered, TLS 1.3 negotiated)")
     sub.add_parser("tlsscan", help="sslscan check (bench/sslscan_check.py) of each proxy's TLS listener")
+    h2bench.add_parser(sub, add_common)
     p = sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest results")
     p.add_argument("--out", help="write the markdown here instead of BENCHMARKS.md (charts still go to "
                                  "the results directory)")
@@ -3877,7 +3892,8 @@ def main():
             pass
         fn = {"keepalive": sc_keepalive, "close": sc_close, "sizes": sc_sizes, "idle": sc_idle,
               "tail": sc_tail, "servers": sc_servers, "crosscheck": sc_crosscheck, "tls": sc_tls,
-              "tlsscan": sc_tlsscan, "rules": sc_rules}[args.cmd]
+              "tlsscan": sc_tlsscan, "rules": sc_rules,
+              "h2": lambda c, a: h2bench.sc_h2(sys.modules[__name__], c, a)}[args.cmd]
         if args.quiet_load:
             ctx.quiet_wait = wait_quiet(args.quiet_load, args.quiet_max)
         res = fn(ctx, args)

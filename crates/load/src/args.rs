@@ -8,7 +8,8 @@ use std::time::Duration;
 pub const USAGE: &str = "\
 Usage: fairlead-load [options] URL [URL...]
 
-HTTP/1.1 load generator over plain TCP (http://) or TLS (https://).
+HTTP/1.1 (or HTTP/2 with --h2) load generator over plain TCP (http://) or
+TLS (https://).
 Each thread runs its own single-threaded runtime driving its share of the
 connections. Several URLs are used round-robin, request by request; a
 connection is reopened when the next URL points to another address.
@@ -28,6 +29,13 @@ Options:
                    response on the connection is complete)
   --close          one request per connection (sends Connection: close).
                    Default is keep-alive
+  --h2             HTTP/2: h2c with prior knowledge for http://, ALPN h2
+                   for https:// (then --alpn defaults to h2). Every URL
+                   must have the same scheme, host and port; no -R, no
+                   --close. Default is HTTP/1.1
+  --h2-streams N   with --h2: requests kept in flight on each connection
+                   (a new one is sent as soon as one completes). Default
+                   is 10
   -H 'NAME: VALUE' add a request header (repeatable). Default adds only Host
                    (unless given), and Content-Length with a body
   -m METHOD        request method. Default is GET
@@ -49,7 +57,7 @@ Options:
   --sni NAME       https: server name sent (SNI) and verified. Default is
                    the URL host (an IP address host sends no SNI)
   --alpn LIST      https: ALPN protocols offered, comma-separated, or
-                   'none'. Default is http/1.1
+                   'none'. Default is http/1.1 (h2 with --h2)
   --tls-resume on|off
                    https: resume TLS sessions on reconnect (a session
                    cache shared by each thread's connections). Default is on
@@ -83,6 +91,11 @@ pub struct Options {
     pub rate: Option<f64>,
     /// One request per connection. Default is false.
     pub close: bool,
+    /// HTTP/2 (`--h2`). Default is false (HTTP/1.1).
+    pub h2: bool,
+    /// Requests in flight per HTTP/2 connection (`--h2-streams`). Default
+    /// is 10.
+    pub h2_streams: usize,
     /// Extra request headers, `(name, value)`. Default is empty.
     pub headers: Vec<(String, String)>,
     /// Request method. Default is `GET`.
@@ -142,6 +155,8 @@ impl Default for Options {
             rampup: Duration::ZERO,
             rate: None,
             close: false,
+            h2: false,
+            h2_streams: 10,
             headers: Vec::new(),
             method: "GET".into(),
             body: None,
@@ -273,6 +288,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     let mut o = Options::default();
     let mut args = args.into_iter();
     let mut urls = Vec::new();
+    let mut alpn_given = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
@@ -289,6 +305,8 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
                 o.rate = Some(r);
             }
             "--close" => o.close = true,
+            "--h2" => o.h2 = true,
+            "--h2-streams" => o.h2_streams = num(&a, args.next())?,
             "-H" => {
                 let h = args.next().ok_or("-H needs a value")?;
                 let (n, v) = h
@@ -333,6 +351,7 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
             }
             "--alpn" => {
                 let l = args.next().ok_or("--alpn needs a value")?;
+                alpn_given = true;
                 o.tls.alpn = if l == "none" || l.is_empty() {
                     Vec::new()
                 } else {
@@ -365,6 +384,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, String>
     }
     if o.conns == 0 {
         return Err("-c must be at least 1".into());
+    }
+    if o.h2 && !alpn_given {
+        o.tls.alpn = vec!["h2".into()];
     }
     for u in &urls {
         o.urls.push(Target::parse(u)?);
@@ -451,6 +473,17 @@ mod tests {
             .alpn
             .is_empty());
         assert!(p("--tls-version 1.1 https://127.0.0.1:1/").is_err());
+        let o = p("--h2 --h2-streams 32 https://127.0.0.1:1/").unwrap();
+        assert!(o.h2);
+        assert_eq!(
+            (o.h2_streams, o.tls.alpn.as_slice()),
+            (32, &["h2".to_string()][..])
+        );
+        let o = p("--h2 --alpn h2,http/1.1 https://127.0.0.1:1/").unwrap();
+        assert_eq!(o.tls.alpn, ["h2", "http/1.1"]);
+        let o = p("https://127.0.0.1:1/").unwrap();
+        assert!(!o.h2);
+        assert_eq!(o.h2_streams, 10);
         assert!(p("--tls-resume maybe https://127.0.0.1:1/").is_err());
     }
 }

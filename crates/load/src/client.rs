@@ -91,6 +91,8 @@ impl Prepared {
 pub(crate) struct Shared {
     pub opts: Options,
     pub reqs: Vec<Prepared>,
+    /// The same requests as HTTP/2 heads (`--h2`; empty otherwise).
+    pub h2: Vec<crate::h2::H2Request>,
     /// Base TLS configuration when some URL is `https://`.
     pub tls: Option<ClientConfig>,
     pub start: Instant,
@@ -103,7 +105,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Claims the next request ticket; `None` when done.
-    fn ticket(&self) -> Option<u64> {
+    pub(crate) fn ticket(&self) -> Option<u64> {
         if self.stop.load(Relaxed) {
             return None;
         }
@@ -122,7 +124,7 @@ impl Shared {
     }
 
     /// Whether a request sent at `t` counts in the percentiles.
-    fn after_rampup(&self, t: Instant) -> bool {
+    pub(crate) fn after_rampup(&self, t: Instant) -> bool {
         t >= self.start + self.opts.rampup
     }
 }
@@ -172,13 +174,13 @@ pub(crate) fn spawn_worker(
                 let handles: Vec<_> = conn_ids
                     .into_iter()
                     .map(|i| {
-                        tokio::task::spawn_local(conn_task(
-                            sh.clone(),
-                            tc.clone(),
-                            hists.clone(),
-                            tls.clone(),
-                            i,
-                        ))
+                        let (sh, tc, hists, tls) =
+                            (sh.clone(), tc.clone(), hists.clone(), tls.clone());
+                        if sh.opts.h2 {
+                            tokio::task::spawn_local(crate::h2::conn_task(sh, tc, hists, tls, i))
+                        } else {
+                            tokio::task::spawn_local(conn_task(sh, tc, hists, tls, i))
+                        }
                     })
                     .collect();
                 let all = async {

@@ -1,8 +1,9 @@
-//! fairlead-load: an HTTP/1.1 load generator in the spirit of h1load and
+//! fairlead-load: an HTTP/1.1 and HTTP/2 load generator in the spirit of h1load and
 //! wrk2.
 //!
 //! * [`args`]: command line ([`args::USAGE`] documents every option).
 //! * `client` (private): worker threads, connections, response parsing.
+//! * [`h2`]: the HTTP/2 client side (`--h2`), on `fairlead-h2`.
 //! * `tls` (private): rustls configuration and the TLS connection driver.
 //! * [`stats`]: counters, HDR histograms, per-second samples.
 //! * [`report`]: live lines, final text report, JSON.
@@ -24,6 +25,7 @@
 
 pub mod args;
 mod client;
+pub mod h2;
 pub mod plot;
 pub mod report;
 pub mod stats;
@@ -84,6 +86,9 @@ pub fn prepare(opts: &Options) -> io::Result<Run> {
     if opts.urls.is_empty() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "no URL"));
     }
+    if opts.h2 {
+        h2::validate(opts)?;
+    }
     let (tx, rx) = mpsc::channel();
     Ok(Run {
         opts: opts.clone(),
@@ -119,6 +124,7 @@ impl Run {
         let sh = Arc::new(Shared {
             opts: o.clone(),
             reqs,
+            h2: if o.h2 { h2::build(o) } else { Vec::new() },
             tls,
             start,
             tickets: AtomicU64::new(0),

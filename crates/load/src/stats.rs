@@ -27,13 +27,18 @@ pub enum ErrKind {
     /// TLS failure: handshake (certificate, version, alert...) or a later
     /// TLS record-layer error.
     Tls = 5,
+    /// HTTP/2: the server reset the stream (RST_STREAM) before the
+    /// response was complete.
+    Reset = 6,
 }
 
 /// Number of [`ErrKind`] values.
-pub const ERR_KINDS: usize = 6;
+pub const ERR_KINDS: usize = 7;
 
 /// Names of [`ErrKind`] values, by index.
-pub const ERR_NAMES: [&str; ERR_KINDS] = ["connect", "read", "write", "timeout", "proto", "tls"];
+pub const ERR_NAMES: [&str; ERR_KINDS] = [
+    "connect", "read", "write", "timeout", "proto", "tls", "reset",
+];
 
 /// Largest recordable latency (1 hour, in ns); larger values saturate.
 const MAX_NS: u64 = 3_600_000_000_000;

@@ -256,6 +256,11 @@ impl TlsConn {
         }
     }
 
+    /// The protocol agreed in ALPN, if any.
+    pub(crate) fn alpn(&self) -> Option<&[u8]> {
+        self.conn.alpn_protocol()
+    }
+
     /// Whether the handshake resumed a previous session.
     pub(crate) fn resumed(&self) -> bool {
         self.conn.handshake_kind() == Some(HandshakeKind::Resumed)
@@ -301,6 +306,11 @@ impl TlsConn {
                 .conn
                 .process_tls_records(&mut self.inbuf[..self.in_len]);
             let next = match state.map_err(|_| ErrKind::Tls)? {
+                // Application data right behind the handshake's last
+                // message (a TLS 1.2 server's Finished, then its HTTP/2
+                // SETTINGS): the handshake is done; the data stays for
+                // the next read.
+                ConnectionState::ReadTraffic(_) if hs => Next::Return(Got::Done),
                 ConnectionState::ReadTraffic(mut r) => {
                     let mut n = 0;
                     while let Some(len) = r.peek_len() {

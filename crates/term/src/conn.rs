@@ -17,10 +17,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::query::Params;
+use crate::tls::Io;
 use crate::Counter;
 
 /// Size of each pre-generated body block; longer bodies repeat it.
-const BLOCK: usize = 1 << 20;
+pub(crate) const BLOCK: usize = 1 << 20;
 /// Bodies up to this size are copied into the output buffer so that head
 /// and body leave in one write; longer ones are written from the block.
 const SMALL: u64 = 16 << 10;
@@ -33,7 +34,7 @@ const MAX_HEAD: usize = 64 << 10;
 /// Headers parsed per request; more is answered with 431.
 const MAX_HEADERS: usize = 64;
 /// Part size of streamed (`times=N`) responses when `s` is absent.
-const DEFAULT_PART: u64 = 16;
+pub(crate) const DEFAULT_PART: u64 = 16;
 /// How long a closing connection keeps draining input after its last
 /// response, so unread request bytes do not turn the close into a reset.
 const LINGER: Duration = Duration::from_millis(500);
@@ -77,6 +78,16 @@ impl Shared {
         pattern_block();
         random_block();
         s
+    }
+
+    /// The default body (`NAME\n`, or empty).
+    pub(crate) fn default_body(&self) -> &[u8] {
+        &self.default_body
+    }
+
+    /// The origin's name, if one is set.
+    pub(crate) fn name(&self) -> Option<&[u8]> {
+        self.default_body.strip_suffix(b"\n")
     }
 
     fn put_head(
@@ -159,7 +170,7 @@ enum ConnHdr {
 }
 
 /// Compressible printable block: lines of 63 characters and a newline.
-fn pattern_block() -> &'static [u8] {
+pub(crate) fn pattern_block() -> &'static [u8] {
     static B: OnceLock<Box<[u8]>> = OnceLock::new();
     B.get_or_init(|| {
         const LINE: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-";
@@ -174,7 +185,7 @@ fn pattern_block() -> &'static [u8] {
 }
 
 /// Incompressible block (xorshift output), generated once per process.
-fn random_block() -> &'static [u8] {
+pub(crate) fn random_block() -> &'static [u8] {
     static B: OnceLock<Box<[u8]>> = OnceLock::new();
     B.get_or_init(|| {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -190,7 +201,7 @@ fn random_block() -> &'static [u8] {
 }
 
 /// Cheap per-thread random numbers for the streaming waits.
-fn rand_below(n: u64) -> u64 {
+pub(crate) fn rand_below(n: u64) -> u64 {
     use std::cell::Cell;
     thread_local!(static S: Cell<u64> = Cell::new({
         let t = std::time::SystemTime::now()
@@ -442,6 +453,22 @@ pub(crate) async fn serve(sock: TcpStream, shared: Arc<Shared>, counter: Arc<Cou
         end: 0,
         out: Vec::with_capacity(READ_BUF),
     };
+    match c.sniff_h2().await {
+        Ok(false) => {}
+        Ok(true) => {
+            let Conn {
+                sock,
+                shared,
+                counter,
+                buf,
+                end,
+                ..
+            } = c;
+            let initial = buf.get(..end).unwrap_or_default();
+            return crate::h2::serve(Io::Plain(sock), initial, shared, counter).await;
+        }
+        Err(_) => return,
+    }
     if let Ok(true) = c.run().await {
         // Orderly close: flush, half-close, drain a little.
         let _ = c.flush().await;
@@ -466,6 +493,26 @@ impl Conn {
             self.out.clear();
         }
         Ok(())
+    }
+
+    /// Reads until the input is known to be, or not to be, the HTTP/2
+    /// client preface (h2c with prior knowledge, detected on the plain
+    /// port as HAProxy does). The bytes stay in the buffer.
+    async fn sniff_h2(&mut self) -> io::Result<bool> {
+        let preface = fairlead_h2::frame::PREFACE;
+        loop {
+            let have = self.buf.get(..self.end).unwrap_or_default();
+            let k = have.len().min(preface.len());
+            if have.get(..k) != preface.get(..k) {
+                return Ok(false);
+            }
+            if k == preface.len() {
+                return Ok(true);
+            }
+            if !self.fill().await? {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+        }
     }
 
     /// Moves unparsed bytes to the front of the buffer.

@@ -1,5 +1,11 @@
-//! fairlead-term: a fast HTTP/1.1 test origin whose responses are driven by
-//! the request's query string.
+//! fairlead-term: a fast HTTP/1.1 and HTTP/2 test origin whose responses
+//! are driven by the request's query string.
+//!
+//! Plain listeners serve HTTP/1.x, and HTTP/2 (h2c) to connections that
+//! open with the client preface; [`start_tls`] listeners serve HTTP/2 over
+//! TLS (ALPN `h2`, see [`tls`]). The HTTP/2 side runs on Fairlead's
+//! sans-IO codec `fairlead-h2`; there `k=` does nothing and `C=1` sends a
+//! GOAWAY.
 //!
 //! [`start`] binds every address synchronously (so a client may connect as
 //! soon as it returns), then serves from `threads` background OS threads,
@@ -29,7 +35,9 @@
 //! ```
 
 mod conn;
+mod h2;
 pub mod query;
+pub mod tls;
 
 use std::io;
 use std::net::SocketAddr;
@@ -42,6 +50,8 @@ use tokio::sync::watch;
 
 /// Listen backlog of each listener.
 const BACKLOG: i32 = 1024;
+/// Longest TLS handshake accepted.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Options for [`start`].
 #[derive(Debug, Clone)]
@@ -168,6 +178,25 @@ fn bind(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
 /// connecting right away succeeds. Errors: any bind/listen failure, or
 /// failing to create a runtime or thread.
 pub fn start(addrs: &[SocketAddr], opts: TermOptions) -> io::Result<TermHandle> {
+    start_inner(addrs, opts, None)
+}
+
+/// Like [`start`], but every listener speaks TLS with `config` (see
+/// [`tls::server_config`], which offers ALPN `h2` only) and serves
+/// HTTP/2 behind it, with the same query-string protocol.
+pub fn start_tls(
+    addrs: &[SocketAddr],
+    opts: TermOptions,
+    config: Arc<rustls::ServerConfig>,
+) -> io::Result<TermHandle> {
+    start_inner(addrs, opts, Some(config))
+}
+
+fn start_inner(
+    addrs: &[SocketAddr],
+    opts: TermOptions,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> io::Result<TermHandle> {
     let threads = opts.threads.max(1);
     if addrs.is_empty() {
         return Err(io::Error::new(
@@ -207,9 +236,10 @@ pub fn start(addrs: &[SocketAddr], opts: TermOptions) -> io::Result<TermHandle> 
             .build()?;
         let shared = shared.clone();
         let stop_rx = stop_rx.clone();
+        let tls = tls.clone();
         let t = std::thread::Builder::new()
             .name(format!("term-{i}"))
-            .spawn(move || worker(rt, work, shared, stop_rx))?;
+            .spawn(move || worker(rt, work, shared, tls, stop_rx))?;
         handle.threads.push(t);
     }
     Ok(handle)
@@ -221,13 +251,14 @@ fn worker(
     rt: tokio::runtime::Runtime,
     listeners: Vec<(std::net::TcpListener, Arc<Counter>)>,
     shared: Arc<conn::Shared>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     mut stop_rx: watch::Receiver<bool>,
 ) {
     rt.block_on(async move {
         for (l, counter) in listeners {
             match tokio::net::TcpListener::from_std(l) {
                 Ok(l) => {
-                    tokio::spawn(accept_loop(l, counter, shared.clone()));
+                    tokio::spawn(accept_loop(l, counter, shared.clone(), tls.clone()));
                 }
                 Err(e) => eprintln!("fairlead-term: cannot register listener: {e}"),
             }
@@ -239,13 +270,30 @@ fn worker(
     drop(rt);
 }
 
-async fn accept_loop(l: tokio::net::TcpListener, counter: Arc<Counter>, shared: Arc<conn::Shared>) {
+async fn accept_loop(
+    l: tokio::net::TcpListener,
+    counter: Arc<Counter>,
+    shared: Arc<conn::Shared>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     loop {
         match l.accept().await {
             Ok((sock, _)) => {
                 counter.connections.fetch_add(1, Ordering::Relaxed);
                 let _ = sock.set_nodelay(true);
-                tokio::spawn(conn::serve(sock, shared.clone(), counter.clone()));
+                match &tls {
+                    None => {
+                        tokio::spawn(conn::serve(sock, shared.clone(), counter.clone()));
+                    }
+                    Some(cfg) => {
+                        tokio::spawn(serve_tls(
+                            sock,
+                            cfg.clone(),
+                            shared.clone(),
+                            counter.clone(),
+                        ));
+                    }
+                }
             }
             Err(_) => {
                 // EMFILE/ENFILE/ENOBUFS and the like: back off briefly
@@ -253,5 +301,19 @@ async fn accept_loop(l: tokio::net::TcpListener, counter: Arc<Counter>, shared: 
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
         }
+    }
+}
+
+/// A TLS connection: handshake (bounded by [`HANDSHAKE_TIMEOUT`]), then
+/// HTTP/2.
+async fn serve_tls(
+    sock: tokio::net::TcpStream,
+    cfg: Arc<rustls::ServerConfig>,
+    shared: Arc<conn::Shared>,
+    counter: Arc<Counter>,
+) {
+    let hs = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls::TlsStream::accept(sock, cfg)).await;
+    if let Ok(Ok(t)) = hs {
+        h2::serve(tls::Io::Tls(Box::new(t)), &[], shared, counter).await;
     }
 }
