@@ -69,7 +69,10 @@ async fn send_proxy_header(
 
 /// Opens a connection to `server`: TCP (or a UNIX socket), then the TLS
 /// handshake when the server has `ssl`. The handshake shares `timeout connect`.
-async fn open(
+/// No retry, no slot: for a request already holding one that needs a
+/// second connection to the same server (an HTTP/2 stream refused on a
+/// shared connection).
+pub async fn open(
     server: &Server,
     timeout: Option<Duration>,
     names: TlsNames<'_>,

@@ -682,9 +682,6 @@ fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags
         let mut out = Vec::new();
         s.tls = t.resolve(g, &defaults.server, &mut out);
         if let Some(tls) = &s.tls {
-            if http && (s.proto_h2 || tls.protocol.alpn.iter().any(|p| p == "h2")) {
-                out.push((true, crate::tls::NO_H2.to_string()));
-            }
             if !http && tls.sni == Some(SniSource::HostHeader) {
                 out.push((
                     false,

@@ -68,6 +68,7 @@ mod h1_up;
 mod resp;
 mod rules;
 mod stream;
+pub(crate) mod mux;
 mod upstream;
 
 pub use conn::serve_h2;
@@ -178,21 +179,6 @@ pub fn dechunk_split_invariant(body: &[u8], split: usize) {
         whole, split,
         "de-chunking depends on how the input is split"
     );
-}
-
-/// The empty response head of an exchange handed to the HTTP/2 server
-/// path before anything was sent.
-pub(crate) fn no_response() -> fairlead_http::ResponseHead {
-    fairlead_http::ResponseHead {
-        head_len: 0,
-        status: 0,
-        reason: (0, 0),
-        minor_version: 1,
-        body: fairlead_http::BodyKind::None,
-        conn: Default::default(),
-        keep_alive: false,
-        drop_content_length: false,
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! the request body pump, the response relay, the log line.
 
 use super::conn::{ConnCx, Signals};
+use super::mux;
 use super::resp::{self, send_all, send_h1_bytes, Dechunk, Gone};
 use crate::forward::{count_failure, host_without_port, is_server_error, pooled, Replay, Tries};
 use crate::logging::{self, Gauges, ReqLog};
@@ -350,16 +351,23 @@ async fn forward(
             }
         }
     };
+    let names = mux::Names::of(prep.names);
     let Prepared { out, .. } = prep;
     pool::give_out(out);
     let (conn, slot, resp, sbuf) = match answered {
-        Ok(a) => a,
+        Ok(Answered::H1(conn, slot, resp, sbuf)) => (conn, slot, resp, sbuf),
+        Ok(Answered::H2(lease, slot)) => {
+            let mut names = names;
+            if slot.server().conf.send_proxy != 0 {
+                names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
+            }
+            // HTTP/2 client streams are never a session's first request
+            // for `http-reuse safe` (see `mux`).
+            let route = mux::Route::new(slot.server().clone(), &be, eff.reuse, false, names);
+            let r = super::upstream::run(cx, id, sig, &route, lease, head, end, rl, st).await;
+            return upstream_end(cx, id, sig, &be, slot, r, rl).await;
+        }
         Err(e) => return fail(cx, id, sig, &be, e, rl).await,
-    };
-    let Some(resp) = resp else {
-        let timeout = be.options.timeouts.server;
-        let r = super::upstream::run(cx, id, sig, &conn, head, end, timeout, rl, st).await;
-        return upstream_end(cx, id, sig, &be, slot, r, rl).await;
     };
     let server = slot.server().clone();
     for c in [&ctx.front.counters, &be.counters, &server.metrics.counters] {
@@ -624,9 +632,13 @@ async fn pump(
     }
 }
 
-/// The server connection, its slot, and the response head with the
-/// buffer it is in (`None`: an HTTP/2 server, nothing sent yet).
-type Answered = (Rc<Conn>, ServerSlot, Option<ResponseHead>, IoBuf);
+/// What the connect phase found: an HTTP/1 server connection, its slot,
+/// and the response head with the buffer it is in; or an HTTP/2
+/// connection to open the stream on (nothing sent yet).
+enum Answered {
+    H1(Rc<Conn>, ServerSlot, ResponseHead, IoBuf),
+    H2(mux::Lease, ServerSlot),
+}
 
 /// Connect and send the head until a response head arrives, retrying as
 /// the backend's policy says.
@@ -645,6 +657,12 @@ async fn attempts(
         rl.queue_done = Some(Instant::now());
         let chosen = slot.server().clone();
         rl.set_server(&chosen);
+        if let Some(m) = mux::take_for(&chosen, eff.reuse, false) {
+            rl.connect_done = Some(Instant::now());
+            rl.server_conn.record(cx.ctx.front.log.as_deref(), m.conn());
+            chosen.metrics.counters.inc(C::ConnReused);
+            return Ok(Answered::H2(mux::Lease::Pooled(m), slot));
+        }
         let idle = if chosen.conf.proto_h2 {
             None
         } else {
@@ -672,11 +690,11 @@ async fn attempts(
         if reused {
             server.metrics.counters.inc(C::ConnReused);
         }
-        let conn = Rc::new(conn);
-        if slot.server().conf.proto_h2 {
+        if mux::speaks_h2(slot.server(), &conn) {
             // HTTP/2 server: the whole exchange is the upstream loop's.
-            return Ok((conn, slot, None, IoBuf::new()));
+            return Ok(Answered::H2(mux::Lease::Fresh(conn), slot));
         }
+        let conn = Rc::new(conn);
         let mut sbuf = IoBuf::new();
         let result = send_and_read(cx, &conn, prep, link, &mut sbuf, be).await;
         let replay = Replay {
@@ -689,7 +707,7 @@ async fn attempts(
         return match result {
             Ok(resp) => {
                 rl.response_done = Some(Instant::now());
-                Ok((conn, slot, Some(resp), sbuf))
+                Ok(Answered::H1(conn, slot, resp, sbuf))
             }
             Err(e) => {
                 count_failure(&cx.ctx.front.counters, be, &server, &e);
