@@ -624,5 +624,8 @@ fn server_pool_options() {
         "default-server sets it for the servers after it"
     );
     let e = alerts("backend b\n server s 1.1.1.1:80 max-reuse lots\n");
-    assert!(has(&e, "'max-reuse' expects -1 or a positive integer"), "{e:?}");
+    assert!(
+        has(&e, "'max-reuse' expects -1 or a positive integer"),
+        "{e:?}"
+    );
 }

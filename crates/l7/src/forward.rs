@@ -81,7 +81,7 @@ enum Reached {
 /// A connection the connect phase found.
 enum Found {
     H1(Attached),
-    /// A pooled HTTP/2 connection with room for a stream.
+    /// An HTTP/2 connection: pooled with room for a stream, or new.
     H2(Lease),
 }
 
@@ -289,13 +289,10 @@ impl Session {
                 Found::H2(lease) => {
                     rl.server_conn
                         .record(self.ctx.front.log.as_deref(), lease.conn());
-                    slot.server().metrics.counters.inc(C::ConnReused);
+                    if reused {
+                        slot.server().metrics.counters.inc(C::ConnReused);
+                    }
                     return Ok(Reached::H2(lease, slot));
-                }
-                Found::H1(a) if mux::speaks_h2(slot.server(), &a.stream) => {
-                    rl.server_conn
-                        .record(self.ctx.front.log.as_deref(), &a.stream);
-                    return Ok(Reached::H2(Lease::Fresh(a.stream), slot));
                 }
                 Found::H1(a) => a,
             };
@@ -350,9 +347,12 @@ impl Session {
         rl.queue_done = Some(Instant::now());
         let server = slot.server();
         rl.set_server(server);
+        let mut mark = None;
         if mux::may_speak_h2(server) {
-            if let Some(m) = mux::take_for(server, self.eff.reuse, self.first) {
-                return Ok((Found::H2(Lease::Pooled(m)), slot, true));
+            let connect = be.options.timeouts.connect;
+            match mux::take_or_wait(server, self.eff.reuse, self.first, connect).await {
+                Ok(m) => return Ok((Found::H2(Lease::Pooled(m)), slot, true)),
+                Err(m) => mark = m,
             }
         }
         if let Some(a) = self.attached.take() {
@@ -376,6 +376,9 @@ impl Session {
         let connected = connect_server(be, slot, key, attempts, names).await;
         rl.retries = *attempts;
         let c = connected?;
+        if mux::speaks_h2(c.slot.server(), &c.stream) {
+            return Ok((Found::H2(Lease::Fresh(c.stream, mark)), c.slot, false));
+        }
         let a = Attached {
             srv: c.slot.id(),
             stream: c.stream,

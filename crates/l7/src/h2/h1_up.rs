@@ -126,9 +126,7 @@ impl Session {
                 Err(e) => break Err(Fail::Open(e)),
             };
             match self.drive_h2(&mut st, stream, head, rl).await {
-                Err(Fail::Refused)
-                    if tries < REPLAYS && st.given == 0 && !st.trailers_sent =>
-                {
+                Err(Fail::Refused) if tries < REPLAYS && st.given == 0 && !st.trailers_sent => {
                     tries += 1;
                 }
                 r => break r,
@@ -142,6 +140,20 @@ impl Session {
         if let Some(t) = st.trailers.take() {
             msg::give(t);
         }
+        self.h2_outcome(r, &st, head, &be, &srv, rl).await
+    }
+
+    /// Counts and logs how the exchange ended; the session's outcome.
+    async fn h2_outcome(
+        &mut self,
+        r: Result<(), Fail>,
+        st: &St,
+        head: &RequestHead,
+        be: &fairlead_backend::Backend,
+        srv: &fairlead_backend::Server,
+        rl: &mut ReqLog,
+    ) -> Option<Outcome> {
+        let ctx = self.ctx.clone();
         let counters = [&ctx.front.counters, &be.counters, &srv.metrics.counters];
         rl.bytes_out = st.wrote;
         for c in counters {
@@ -166,7 +178,7 @@ impl Session {
                 });
             }
             Err(Fail::Open(e)) => {
-                crate::forward::count_failure(&ctx.front.counters, &be, &srv, &e);
+                crate::forward::count_failure(&ctx.front.counters, be, srv, &e);
                 let (who, phase) = e.termination();
                 rl.end(who, phase);
                 if let Some(status) = e.status() {

@@ -65,10 +65,10 @@
 
 mod conn;
 mod h1_up;
+pub(crate) mod mux;
 mod resp;
 mod rules;
 mod stream;
-pub(crate) mod mux;
 mod upstream;
 
 pub use conn::serve_h2;

@@ -49,6 +49,12 @@ use tokio::time::Instant;
 thread_local! {
     /// Per server: this thread's shareable HTTP/2 connections.
     static POOL: RefCell<HashMap<ServerId, Vec<Rc<Mux>>>> = RefCell::new(HashMap::new());
+    /// Per server: a shareable HTTP/2 connection being opened, which
+    /// other requests wait for rather than each opening its own.
+    static CONNECTING: RefCell<HashMap<ServerId, Rc<Notify>>> = RefCell::new(HashMap::new());
+    /// Servers whose connections negotiated HTTP/2 on this thread (an
+    /// `ssl alpn h2` server is only known to speak it once one did).
+    static SPOKE_H2: RefCell<std::collections::HashSet<ServerId>> = RefCell::new(Default::default());
 }
 
 /// Streams a connection takes before the server's first SETTINGS tell
@@ -78,8 +84,9 @@ pub(crate) fn may_speak_h2(server: &Server) -> bool {
 pub(crate) enum Lease {
     /// A pooled connection that had room.
     Pooled(Rc<Mux>),
-    /// A new connection that negotiated HTTP/2.
-    Fresh(Conn),
+    /// A new connection that negotiated HTTP/2 (with the mark that makes
+    /// other requests wait for it, if this one set it).
+    Fresh(Conn, Option<Connecting>),
 }
 
 impl Lease {
@@ -87,7 +94,71 @@ impl Lease {
     pub(crate) fn conn(&self) -> &Conn {
         match self {
             Lease::Pooled(m) => &m.conn,
-            Lease::Fresh(c) => c,
+            Lease::Fresh(c, _) => c,
+        }
+    }
+}
+
+/// The mark of a shareable HTTP/2 connection being opened to a server;
+/// dropping it (once the connection is pooled, or failed) wakes the
+/// requests waiting for it.
+pub(crate) struct Connecting {
+    srv: ServerId,
+    done: Rc<Notify>,
+}
+
+impl Drop for Connecting {
+    fn drop(&mut self) {
+        CONNECTING.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.get(&self.srv).is_some_and(|n| Rc::ptr_eq(n, &self.done)) {
+                c.remove(&self.srv);
+            }
+        });
+        self.done.notify_waiters();
+    }
+}
+
+/// The connect phase's first step for a server that may speak HTTP/2: a
+/// pooled connection with room (`Ok`), else, when another request of
+/// this thread is opening a shareable one, that one once it is up
+/// (waiting at most `limit`); else `Err` with the mark to hold while
+/// connecting (none when this request's connection will not be shared or
+/// the server is not known to speak HTTP/2).
+pub(crate) async fn take_or_wait(
+    server: &Server,
+    reuse: HttpReuse,
+    first: bool,
+    limit: Option<Duration>,
+) -> Result<Rc<Mux>, Option<Connecting>> {
+    let known = server.conf.proto_h2 || SPOKE_H2.with(|s| s.borrow().contains(&server.conf.id));
+    let mut waited = false;
+    loop {
+        if let Some(m) = take_for(server, reuse, first) {
+            return Ok(m);
+        }
+        if !known || reuse == HttpReuse::Never {
+            return Err(None);
+        }
+        let id = server.conf.id;
+        let pending = CONNECTING.with(|c| c.borrow().get(&id).cloned());
+        let may_wait = !first || matches!(reuse, HttpReuse::Always | HttpReuse::Aggressive);
+        let Some(done) = pending.filter(|_| may_wait && !waited) else {
+            let done = Rc::new(Notify::new());
+            CONNECTING.with(|c| c.borrow_mut().insert(id, done.clone()));
+            return Err(Some(Connecting { srv: id, done }));
+        };
+        let n = done.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
+        let r = fairlead_net::io::with_timeout(limit, "connect", async {
+            n.await;
+            Ok(())
+        })
+        .await;
+        waited = true;
+        if r.is_err() {
+            return Err(None);
         }
     }
 }
@@ -182,6 +253,8 @@ struct Slot {
     data: Vec<u8>,
     /// END_STREAM seen (the data may still be waiting).
     end: bool,
+    /// The end was handed to the exchange.
+    delivered: bool,
     trailers: Option<Head>,
     gone: Option<Gone>,
 }
@@ -258,6 +331,7 @@ pub(crate) fn start(route: &Route, conn: Conn) -> Rc<Mux> {
     if !private {
         POOL.with(|p| p.borrow_mut().entry(m.srv).or_default().push(m.clone()));
     }
+    SPOKE_H2.with(|s| s.borrow_mut().insert(m.srv));
     let idle = match route.timeout {
         Some(t) => t.min(pool.purge_delay),
         None => pool.purge_delay,
@@ -319,7 +393,11 @@ pub(crate) async fn open_stream(
     use fairlead_backend::{Cause, ProxyError};
     let m = match lease {
         Some(Lease::Pooled(m)) => Some(m),
-        Some(Lease::Fresh(c)) => Some(start(route, c)),
+        Some(Lease::Fresh(c, mark)) => {
+            let m = start(route, c);
+            drop(mark);
+            Some(m)
+        }
         None => None,
     };
     if let Some(m) = m {
@@ -441,6 +519,7 @@ impl Mux {
             head: None,
             data: Vec::new(),
             end: false,
+            delivered: false,
             trailers: None,
             gone: None,
         });
@@ -726,10 +805,13 @@ impl Stream {
             }
         }
         if let Some((h, end)) = s.head.take() {
+            s.delivered |= end;
             return Some(Got::Head(h, end));
         }
-        if !s.data.is_empty() {
+        // An empty DATA frame with END_STREAM ends the stream too.
+        if !s.data.is_empty() || (s.end && s.trailers.is_none() && !s.delivered) {
             let end = s.end && s.trailers.is_none();
+            s.delivered |= end;
             return Some(Got::Data(std::mem::take(&mut s.data), end));
         }
         if let Some(t) = s.trailers.take() {

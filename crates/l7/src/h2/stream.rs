@@ -657,11 +657,18 @@ async fn attempts(
         rl.queue_done = Some(Instant::now());
         let chosen = slot.server().clone();
         rl.set_server(&chosen);
-        if let Some(m) = mux::take_for(&chosen, eff.reuse, false) {
-            rl.connect_done = Some(Instant::now());
-            rl.server_conn.record(cx.ctx.front.log.as_deref(), m.conn());
-            chosen.metrics.counters.inc(C::ConnReused);
-            return Ok(Answered::H2(mux::Lease::Pooled(m), slot));
+        let mut mark = None;
+        if mux::may_speak_h2(&chosen) {
+            let connect = be.options.timeouts.connect;
+            match mux::take_or_wait(&chosen, eff.reuse, false, connect).await {
+                Ok(m) => {
+                    rl.connect_done = Some(Instant::now());
+                    rl.server_conn.record(cx.ctx.front.log.as_deref(), m.conn());
+                    chosen.metrics.counters.inc(C::ConnReused);
+                    return Ok(Answered::H2(mux::Lease::Pooled(m), slot));
+                }
+                Err(m) => mark = m,
+            }
         }
         let idle = if chosen.conf.proto_h2 {
             None
@@ -692,7 +699,7 @@ async fn attempts(
         }
         if mux::speaks_h2(slot.server(), &conn) {
             // HTTP/2 server: the whole exchange is the upstream loop's.
-            return Ok(Answered::H2(mux::Lease::Fresh(conn), slot));
+            return Ok(Answered::H2(mux::Lease::Fresh(conn, mark), slot));
         }
         let conn = Rc::new(conn);
         let mut sbuf = IoBuf::new();
