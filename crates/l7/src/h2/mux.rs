@@ -701,15 +701,15 @@ async fn read_loop(m: &Mux) {
 async fn write_loop(m: &Mux, timeout: Option<Duration>) {
     let mut batch = Vec::new();
     loop {
-        {
+        let queued = {
             let mut c = m.core.borrow_mut();
-            if c.out.is_empty() {
-                drop(c);
-                m.write.notified().await;
-                continue;
-            }
             std::mem::swap(&mut c.out, &mut batch);
             c.taken += batch.len() as u64;
+            !batch.is_empty()
+        };
+        if !queued {
+            m.write.notified().await;
+            continue;
         }
         if m.conn.write_all(&batch, timeout).await.is_err() {
             return;
