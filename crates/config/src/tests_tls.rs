@@ -623,6 +623,12 @@ fn server_pool_options() {
         std::time::Duration::from_secs(2),
         "default-server sets it for the servers after it"
     );
+    let w = warns(&p);
+    assert!(
+        has(&w, "server 'b/t': 'max-reuse', 'pool-max-conn' and 'pool-purge-delay' apply only to HTTP/2"),
+        "{w:?}"
+    );
+    assert!(!w.iter().any(|x| x.contains("server 'b/s'")), "{w:?}");
     let e = alerts("backend b\n server s 1.1.1.1:80 max-reuse lots\n");
     assert!(
         has(&e, "'max-reuse' expects -1 or a positive integer"),
