@@ -394,6 +394,10 @@ fn many_clients_share_few_server_connections() {
         t.join().expect("HTTP/1 client");
     }
     let (conns, requests) = (seen.conns.load(SeqCst), seen.requests.load(SeqCst));
+    let max = seen.max_streams.load(SeqCst);
+    eprintln!(
+        "{conns} server connections for {requests} requests, at most {max} streams at once on one"
+    );
     assert_eq!(requests, 120);
     assert!(
         conns <= 8,

@@ -701,6 +701,8 @@ async fn attempts(
             // HTTP/2 server: the whole exchange is the upstream loop's.
             return Ok(Answered::H2(mux::Lease::Fresh(conn, mark), slot));
         }
+        // HTTP/1 after all (ALPN): nobody should wait for this one.
+        drop(mark);
         let conn = Rc::new(conn);
         let mut sbuf = IoBuf::new();
         let result = send_and_read(cx, &conn, prep, link, &mut sbuf, be).await;
