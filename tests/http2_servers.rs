@@ -415,10 +415,15 @@ fn max_reuse_retires_connections() {
     let ip = test_ip();
     let (origin, seen) = origin(ip, OriginOpts::default());
     let bind = free_addr(ip);
+    let sock = std::env::temp_dir().join(format!("fairlead-h2up-{}-{ip}.sock", std::process::id()));
     let cfg = h2_cfg(
         &format!("{bind} proto h2"),
         &format!("    server s1 {origin} proto h2 max-reuse 4"),
         "",
+    )
+    .replace(
+        "global\n",
+        &format!("global\n    stats socket {} level admin\n", sock.display()),
     );
     let _p = Proxy::start(&cfg, &[bind]);
     run(async {
@@ -430,6 +435,13 @@ fn max_reuse_retires_connections() {
     });
     assert_eq!(seen.requests.load(SeqCst), 20);
     assert_eq!(seen.conns.load(SeqCst), 4, "20 streams, 5 per connection");
+    // Each stream placed on an existing connection counts as a reuse.
+    let csv = ask(&sock, "show stat");
+    let field = |f| common::tls::stat_field(&csv, "bk", "s1", f);
+    assert_eq!(field("reuse").as_deref(), Some("16"), "{csv}");
+    assert_eq!(field("connect").as_deref(), Some("4"), "{csv}");
+    assert_eq!(field("stot").as_deref(), Some("20"), "{csv}");
+    let _ = std::fs::remove_file(&sock);
 }
 
 /// A server advertising SETTINGS_MAX_CONCURRENT_STREAMS 2 never gets a
