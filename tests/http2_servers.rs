@@ -39,6 +39,8 @@ struct Seen {
     requests: Arc<AtomicU32>,
     /// The most streams open at once on one connection.
     max_streams: Arc<AtomicU32>,
+    /// Connections ended.
+    closed: Arc<AtomicU32>,
 }
 
 /// An HTTP/2 (h2c) origin built on the `h2` crate, on its own thread:
@@ -63,7 +65,11 @@ fn origin(ip: std::net::IpAddr, opts: OriginOpts) -> (SocketAddr, Seen) {
                     continue;
                 };
                 s2.conns.fetch_add(1, SeqCst);
-                tokio::spawn(serve_conn(s, opts, s2.clone()));
+                let seen = s2.clone();
+                tokio::spawn(async move {
+                    serve_conn(s, opts, seen.clone()).await;
+                    seen.closed.fetch_add(1, SeqCst);
+                });
             }
         });
     });
@@ -581,4 +587,50 @@ backend to_h1\n    server t {tls_h1} ssl verify none alpn h2,http/1.1\n"
             h2_burst(bind, 20, 11).await;
         });
     }
+}
+
+/// `pool-max-conn 0` keeps no idle connection: each of these sequential
+/// requests has a new one. `pool-purge-delay` closes an idle connection
+/// once it elapsed.
+#[test]
+fn idle_server_connections_follow_pool_settings() {
+    let ip = test_ip();
+    let (origin2, seen2) = origin(ip, OriginOpts::default());
+    let (origin, seen) = origin(ip, OriginOpts::default());
+    let bind = free_addr(ip);
+    let bind2 = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {origin} proto h2 pool-max-conn 0"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let cfg2 = h2_cfg(
+        &format!("{bind2} proto h2"),
+        &format!("    server s1 {origin2} proto h2 pool-purge-delay 300ms"),
+        "",
+    );
+    let _p2 = Proxy::start(&cfg2, &[bind2]);
+    run(async {
+        let c = h2c(bind).await;
+        for i in 0..5 {
+            assert_eq!(
+                exchange(&c, "GET", &format!("/p{i}"), &[]).await.status,
+                200
+            );
+        }
+        let c2 = h2c(bind2).await;
+        assert_eq!(exchange(&c2, "GET", "/a", &[]).await.status, 200);
+        assert_eq!(exchange(&c2, "GET", "/b", &[]).await.status, 200);
+    });
+    assert_eq!(seen.conns.load(SeqCst), 5, "no idle connection kept");
+    assert_eq!(seen2.conns.load(SeqCst), 1, "shared while used");
+    wait_until("the idle connection is purged", || {
+        seen2.closed.load(SeqCst) == 1
+    });
+    run(async {
+        let c2 = h2c(bind2).await;
+        assert_eq!(exchange(&c2, "GET", "/c", &[]).await.status, 200);
+    });
+    assert_eq!(seen2.conns.load(SeqCst), 2, "a new one after the purge");
 }
