@@ -1,5 +1,8 @@
 //! HTTP/2 on the client side: one connection task multiplexes its
 //! streams, each forwarded to an HTTP/1 server like an HTTP/1 request.
+//! Toward HTTP/2 servers, `mux` keeps multiplexed connections pooled
+//! per worker thread; `upstream` (HTTP/2 clients) and `h1_up` (HTTP/1
+//! clients) run one request as a stream on them.
 //!
 //! # When a connection is HTTP/2
 //!

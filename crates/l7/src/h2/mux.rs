@@ -419,7 +419,8 @@ pub(crate) async fn open_stream(
                 route.server.metrics.counters.inc(C::ConnReused);
                 return Ok(s);
             }
-            // Not really room: it is skipped from now on.
+            // Full since it was taken: `take` no longer offers it.
+            Err(SendError::TooManyStreams) => {}
             Err(_) => m.core.borrow_mut().retiring = true,
         }
     }
