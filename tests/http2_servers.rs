@@ -1,6 +1,8 @@
-//! HTTP/2 toward servers (`server ... proto h2`), against the real
-//! binary and an HTTP/2 origin on the `h2` crate: h2 → h2 and h1 → h2
-//! with bodies and trailers, and `TE: trailers` for gRPC.
+//! HTTP/2 toward servers (`server ... proto h2`, `ssl alpn h2`), against
+//! the real binary and an HTTP/2 origin on the `h2` crate: h2 → h2 and
+//! h1 → h2 with bodies and trailers, `TE: trailers` for gRPC, and the
+//! multiplexed server connections: sharing, `max-reuse`, the server's
+//! concurrency limit, its GOAWAY, `http-reuse never`, TLS with ALPN.
 
 mod common;
 use common::*;
@@ -11,18 +13,46 @@ use h2util::*;
 use bytes::Bytes;
 use std::io::{BufReader, Write};
 use std::net::SocketAddr;
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+
+/// How the test origin behaves.
+#[derive(Clone, Copy, Default)]
+struct OriginOpts {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS it advertises (default: the `h2`
+    /// crate's, unlimited).
+    max_streams: Option<u32>,
+    /// Starts a graceful GOAWAY on a connection once it accepted this many
+    /// streams.
+    goaway_after: Option<u32>,
+    /// Waits this long before answering (so that streams overlap).
+    delay_ms: u64,
+}
+
+/// What the origin saw.
+#[derive(Clone, Default)]
+struct Seen {
+    /// TCP connections accepted.
+    conns: Arc<AtomicU32>,
+    /// Requests (streams) accepted.
+    requests: Arc<AtomicU32>,
+    /// The most streams open at once on one connection.
+    max_streams: Arc<AtomicU32>,
+    /// Connections ended.
+    closed: Arc<AtomicU32>,
+}
 
 /// An HTTP/2 (h2c) origin built on the `h2` crate, on its own thread:
 /// it answers each request with its body echoed, `x-path`, `x-method`
 /// and `x-te` (the request's `te`, or `none`), then trailers
-/// `grpc-status: 0`. Returns its address and
-/// a count of the connections it accepted.
-fn h2_origin(ip: std::net::IpAddr) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicU32>) {
+/// `grpc-status: 0`.
+fn origin(ip: std::net::IpAddr, opts: OriginOpts) -> (SocketAddr, Seen) {
     let l = std::net::TcpListener::bind((ip, 0)).unwrap();
     let addr = l.local_addr().unwrap();
     l.set_nonblocking(true).unwrap();
-    let conns = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let count = conns.clone();
+    let seen = Seen::default();
+    let s2 = seen.clone();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -34,48 +64,94 @@ fn h2_origin(ip: std::net::IpAddr) -> (SocketAddr, std::sync::Arc<std::sync::ato
                 let Ok((s, _)) = l.accept().await else {
                     continue;
                 };
-                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                s2.conns.fetch_add(1, SeqCst);
+                let seen = s2.clone();
                 tokio::spawn(async move {
-                    let Ok(mut conn) = h2::server::handshake(s).await else {
-                        return;
-                    };
-                    while let Some(Ok((req, mut respond))) = conn.accept().await {
-                        tokio::spawn(async move {
-                            let path = req.uri().path().to_string();
-                            let method = req.method().to_string();
-                            let te = req
-                                .headers()
-                                .get("te")
-                                .and_then(|v| v.to_str().ok())
-                                .unwrap_or("none")
-                                .to_string();
-                            let mut body = req.into_body();
-                            let mut got = Vec::new();
-                            while let Some(Ok(c)) = body.data().await {
-                                let _ = body.flow_control().release_capacity(c.len());
-                                got.extend_from_slice(&c);
-                            }
-                            let resp = http::Response::builder()
-                                .status(200)
-                                .header("x-path", path)
-                                .header("x-method", method)
-                                .header("x-te", te)
-                                .body(())
-                                .unwrap();
-                            let Ok(mut send) = respond.send_response(resp, false) else {
-                                return;
-                            };
-                            send_body_open(&mut send, &got).await;
-                            let mut t = http::HeaderMap::new();
-                            t.insert("grpc-status", "0".parse().unwrap());
-                            let _ = send.send_trailers(t);
-                        });
-                    }
+                    serve_conn(s, opts, seen.clone()).await;
+                    seen.closed.fetch_add(1, SeqCst);
                 });
             }
         });
     });
-    (addr, conns)
+    (addr, seen)
+}
+
+/// The clear origin with default options: its address and connection
+/// count.
+fn h2_origin(ip: std::net::IpAddr) -> (SocketAddr, Arc<AtomicU32>) {
+    let (addr, seen) = origin(ip, OriginOpts::default());
+    (addr, seen.conns)
+}
+
+/// One origin connection: streams are answered concurrently.
+async fn serve_conn(s: tokio::net::TcpStream, opts: OriginOpts, seen: Seen) {
+    let mut b = h2::server::Builder::new();
+    if let Some(n) = opts.max_streams {
+        b.max_concurrent_streams(n);
+    }
+    let Ok(mut conn) = b.handshake::<_, Bytes>(s).await else {
+        return;
+    };
+    let open = Arc::new(AtomicU32::new(0));
+    let mut accepted = 0;
+    while let Some(Ok((req, respond))) = conn.accept().await {
+        accepted += 1;
+        seen.requests.fetch_add(1, SeqCst);
+        let now = open.fetch_add(1, SeqCst) + 1;
+        seen.max_streams.fetch_max(now, SeqCst);
+        if opts.goaway_after == Some(accepted) {
+            conn.graceful_shutdown();
+        }
+        let open = open.clone();
+        tokio::spawn(async move {
+            answer(req, respond, opts.delay_ms).await;
+            open.fetch_sub(1, SeqCst);
+        });
+    }
+}
+
+/// Answers one request: the echo, then trailers.
+async fn answer(
+    req: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+    delay_ms: u64,
+) {
+    let path = req.uri().path().to_string();
+    let method = req.method().to_string();
+    let te = req
+        .headers()
+        .get("te")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("none")
+        .to_string();
+    let ver = req.headers().get("x-ver").cloned();
+    let mut body = req.into_body();
+    let mut got = Vec::new();
+    while let Some(Ok(c)) = body.data().await {
+        let _ = body.flow_control().release_capacity(c.len());
+        got.extend_from_slice(&c);
+    }
+    if delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+    }
+    let resp = http::Response::builder()
+        .status(200)
+        .header("x-path", path)
+        .header("x-method", method)
+        .header("x-te", te)
+        .body(())
+        .unwrap();
+    let mut resp = resp;
+    if let Some(v) = ver {
+        resp.headers_mut().insert("x-ver", v);
+    }
+    let Ok(mut send) = respond.send_response(resp, false) else {
+        return;
+    };
+    send_body_open(&mut send, &got).await;
+    let mut t = http::HeaderMap::new();
+    t.insert("grpc-status", "0".parse().unwrap());
+    let _ = send.send_trailers(t);
 }
 
 /// Sends `body` within the windows without ending the stream.
@@ -94,7 +170,7 @@ async fn send_body_open(send: &mut h2::SendStream<Bytes>, body: &[u8]) {
 }
 
 /// `server ... proto h2`: h2 → h2 with a 300 KiB body both ways and the
-/// trailers, one server connection per request.
+/// trailers; the second request goes on the first one's connection.
 #[test]
 fn h2_to_h2_server_proto_h2() {
     let ip = test_ip();
@@ -121,7 +197,7 @@ fn h2_to_h2_server_proto_h2() {
         assert!(a.body == up, "300 KiB echo differs");
         assert_eq!(a.trailers.unwrap().get("grpc-status").unwrap(), "0");
     });
-    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(conns.load(SeqCst), 1, "one multiplexed server connection");
 }
 
 /// `server ... proto h2` behind an HTTP/1 client (h1 → h2): bodies with
@@ -182,7 +258,10 @@ fn http1_client_to_h2_server() {
         "{raw}"
     );
     assert!(raw.contains("x-path: /old"), "{raw}");
-    assert_eq!(conns.load(std::sync::atomic::Ordering::SeqCst), 4);
+    // `http-reuse safe`: each client's first request opens its own
+    // connection (3 clients); the keep-alive client's second request
+    // shared the first one's.
+    assert_eq!(conns.load(SeqCst), 3);
 }
 
 /// `TE: trailers` is hop-by-hop in HTTP/1, but HTTP/2 allows it and gRPC
@@ -239,4 +318,319 @@ fn te_trailers_reaches_h2_servers() {
         let a = read_answer(resp).await;
         assert_eq!(a.headers.get("x-te").unwrap(), "trailers");
     });
+}
+
+/// Sends `n` requests at once on one HTTP/2 client, each with its own
+/// body, and checks every echo byte for byte.
+async fn h2_burst(bind: SocketAddr, n: usize, seed: u8) {
+    let c = h2c(bind).await;
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = pattern(1 + i * 997 % 40_000, seed.wrapping_add(i as u8));
+            let path = format!("/b{seed}/{i}");
+            let a = exchange(&c, "POST", &path, &body).await;
+            assert_eq!(a.status, 200, "{path}");
+            assert_eq!(a.headers.get("x-path").unwrap(), path.as_str());
+            assert!(a.body == body, "{path}: echo differs");
+            assert_eq!(a.trailers.unwrap().get("grpc-status").unwrap(), "0");
+        }));
+    }
+    for t in tasks {
+        t.await.expect("stream task");
+    }
+}
+
+/// `n` keep-alive requests from one HTTP/1.1 client, bodies checked.
+fn h1_keepalive(bind: SocketAddr, n: usize, seed: u8) {
+    let s = connect(bind);
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for i in 0..n {
+        let body = pattern(100 + i * 1234, seed.wrapping_add(i as u8));
+        let path = format!("/k{seed}/{i}");
+        w.write_all(
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        w.write_all(&body).unwrap();
+        let a = read_response(&mut r, false).unwrap_or_else(|| panic!("{path}: no response"));
+        assert_eq!(a.status, 200, "{path}");
+        assert_eq!(a.header("x-path"), Some(path.as_str()));
+        assert!(a.body == body, "{path}: echo differs");
+    }
+}
+
+/// Many concurrent requests from several HTTP/2 and HTTP/1 clients share
+/// a few multiplexed server connections; every response is byte-exact.
+#[test]
+fn many_clients_share_few_server_connections() {
+    let ip = test_ip();
+    let (origin, seen) = origin(
+        ip,
+        OriginOpts {
+            delay_ms: 5,
+            ..Default::default()
+        },
+    );
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &bind.to_string(),
+        &format!("    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let h1: Vec<_> = (0..3)
+        .map(|k| std::thread::spawn(move || h1_keepalive(bind, 10, 100 + k)))
+        .collect();
+    run(async {
+        let bursts: Vec<_> = (0..3)
+            .map(|k| tokio::spawn(h2_burst(bind, 30, k * 40)))
+            .collect();
+        for b in bursts {
+            b.await.expect("burst");
+        }
+    });
+    for t in h1 {
+        t.join().expect("HTTP/1 client");
+    }
+    let (conns, requests) = (seen.conns.load(SeqCst), seen.requests.load(SeqCst));
+    let max = seen.max_streams.load(SeqCst);
+    eprintln!(
+        "{conns} server connections for {requests} requests, at most {max} streams at once on one"
+    );
+    assert_eq!(requests, 120);
+    assert!(
+        conns <= 8,
+        "{conns} server connections for {requests} requests"
+    );
+    assert!(
+        seen.max_streams.load(SeqCst) >= 2,
+        "streams were multiplexed"
+    );
+}
+
+/// `max-reuse 4`: a connection carries 5 streams, then is retired.
+#[test]
+fn max_reuse_retires_connections() {
+    let ip = test_ip();
+    let (origin, seen) = origin(ip, OriginOpts::default());
+    let bind = free_addr(ip);
+    let sock = std::env::temp_dir().join(format!("fairlead-h2up-{}-{ip}.sock", std::process::id()));
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {origin} proto h2 max-reuse 4"),
+        "",
+    )
+    .replace(
+        "global\n",
+        &format!("global\n    stats socket {} level admin\n", sock.display()),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        let c = h2c(bind).await;
+        for i in 0..20 {
+            let a = exchange(&c, "GET", &format!("/r{i}"), &[]).await;
+            assert_eq!(a.status, 200);
+        }
+    });
+    assert_eq!(seen.requests.load(SeqCst), 20);
+    assert_eq!(seen.conns.load(SeqCst), 4, "20 streams, 5 per connection");
+    // Each stream placed on an existing connection counts as a reuse.
+    let csv = ask(&sock, "show stat");
+    let field = |f| common::tls::stat_field(&csv, "bk", "s1", f);
+    assert_eq!(field("reuse").as_deref(), Some("16"), "{csv}");
+    assert_eq!(field("connect").as_deref(), Some("4"), "{csv}");
+    assert_eq!(field("stot").as_deref(), Some("20"), "{csv}");
+    let _ = std::fs::remove_file(&sock);
+}
+
+/// A server advertising SETTINGS_MAX_CONCURRENT_STREAMS 2 never gets a
+/// third stream on a connection: more connections are opened instead.
+#[test]
+fn server_concurrency_limit_is_respected() {
+    let ip = test_ip();
+    let (origin, seen) = origin(
+        ip,
+        OriginOpts {
+            max_streams: Some(2),
+            delay_ms: 30,
+            ..Default::default()
+        },
+    );
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        // Warm up: the connection learns the limit.
+        let c = h2c(bind).await;
+        assert_eq!(exchange(&c, "GET", "/warm", &[]).await.status, 200);
+        h2_burst(bind, 12, 7).await;
+    });
+    assert_eq!(seen.requests.load(SeqCst), 13);
+    assert_eq!(seen.max_streams.load(SeqCst), 2);
+    assert!(seen.conns.load(SeqCst) >= 2, "the excess went elsewhere");
+}
+
+/// A server's graceful GOAWAY after every 4 streams loses no request:
+/// those it had not accepted are opened again on another connection.
+#[test]
+fn server_goaway_loses_no_request() {
+    let ip = test_ip();
+    let (origin, seen) = origin(
+        ip,
+        OriginOpts {
+            goaway_after: Some(4),
+            delay_ms: 5,
+            ..Default::default()
+        },
+    );
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &bind.to_string(),
+        &format!("    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    run(async {
+        for k in 0..3 {
+            h2_burst(bind, 10, 60 + k).await;
+        }
+    });
+    let h1 = std::thread::spawn(move || h1_keepalive(bind, 6, 90)).join();
+    assert!(h1.is_ok(), "HTTP/1 client failed: {}", _p.stderr());
+    assert_eq!(seen.requests.load(SeqCst), 36);
+    assert!(seen.conns.load(SeqCst) >= 2, "GOAWAY after 4 streams");
+}
+
+/// `http-reuse never`: every request has its own server connection.
+#[test]
+fn http_reuse_never_gives_one_connection_per_request() {
+    let ip = test_ip();
+    let (origin, seen) = origin(ip, OriginOpts::default());
+    let bind = free_addr(ip);
+    let cfg = h2_cfg(
+        &bind.to_string(),
+        &format!("    http-reuse never\n    server s1 {origin} proto h2"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    h1_keepalive(bind, 3, 1);
+    run(async {
+        let c = h2c(bind).await;
+        for i in 0..4 {
+            assert_eq!(
+                exchange(&c, "GET", &format!("/n{i}"), &[]).await.status,
+                200
+            );
+        }
+    });
+    assert_eq!(seen.requests.load(SeqCst), 7);
+    assert_eq!(seen.conns.load(SeqCst), 7);
+}
+
+/// `server ... ssl alpn h2`: TLS to the server, then HTTP/2 on it
+/// (multiplexed); with `alpn h2,http/1.1` the server's choice decides,
+/// and a server that picks http/1.1 gets HTTP/1.1. The servers are
+/// Fairlead TLS frontends that pass on which version they received (as
+/// `x-ver`, which the origin echoes).
+#[test]
+fn tls_alpn_h2_servers() {
+    let ip = test_ip();
+    let (origin, _) = origin(ip, OriginOpts::default());
+    let pki = common::tls::Pki::new("h2up");
+    let ca = pki.ca("ca");
+    let pem = pki.server(&ca, "origin", "origin.example");
+    let pem = pem.to_str().unwrap();
+    let [tls_h2, tls_h1, b_h2, b_mixed, b_h1] = [(); 5].map(|_| free_addr(ip));
+    let cfg = format!(
+        "global\n    nbthread 1\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend inner_h2\n    bind {tls_h2} ssl crt {pem} alpn h2,http/1.1\n\
+    http-request set-header x-ver %[req.ver]\n    default_backend origin\n\
+frontend inner_h1\n    bind {tls_h1} ssl crt {pem} alpn http/1.1\n\
+    http-request set-header x-ver %[req.ver]\n    default_backend origin\n\
+backend origin\n    server o {origin} proto h2\n\
+frontend a\n    bind {b_h2}\n    default_backend to_h2\n\
+backend to_h2\n    server t {tls_h2} ssl verify none alpn h2\n\
+frontend b\n    bind {b_mixed}\n    default_backend to_mixed\n\
+backend to_mixed\n    server t {tls_h2} ssl verify none alpn h2,http/1.1\n\
+frontend c\n    bind {b_h1}\n    default_backend to_h1\n\
+backend to_h1\n    server t {tls_h1} ssl verify none alpn h2,http/1.1\n"
+    );
+    let _p = Proxy::start(&cfg, &[tls_h2, tls_h1, b_h2, b_mixed, b_h1]);
+    for (bind, want) in [(b_h2, "2.0"), (b_mixed, "2.0"), (b_h1, "1.1")] {
+        let mut s = connect(bind);
+        s.write_all(b"GET /v HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let raw = read_all(&mut s);
+        assert!(raw.starts_with("HTTP/1.1 200"), "{bind}: {raw}");
+        assert!(
+            raw.to_ascii_lowercase()
+                .contains(&format!("x-ver: {want}\r\n")),
+            "{bind} wants {want}: {raw}"
+        );
+        h1_keepalive(bind, 4, 3);
+        run(async {
+            let c = h2c(bind).await;
+            let a = exchange(&c, "GET", "/v2", &[]).await;
+            assert_eq!(a.headers.get("x-ver").unwrap(), want, "{bind}");
+            h2_burst(bind, 20, 11).await;
+        });
+    }
+}
+
+/// `pool-max-conn 0` keeps no idle connection: each of these sequential
+/// requests has a new one. `pool-purge-delay` closes an idle connection
+/// once it elapsed.
+#[test]
+fn idle_server_connections_follow_pool_settings() {
+    let ip = test_ip();
+    let (origin2, seen2) = origin(ip, OriginOpts::default());
+    let (origin, seen) = origin(ip, OriginOpts::default());
+    let bind = free_addr(ip);
+    let bind2 = free_addr(ip);
+    let cfg = h2_cfg(
+        &format!("{bind} proto h2"),
+        &format!("    server s1 {origin} proto h2 pool-max-conn 0"),
+        "",
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let cfg2 = h2_cfg(
+        &format!("{bind2} proto h2"),
+        &format!("    server s1 {origin2} proto h2 pool-purge-delay 300ms"),
+        "",
+    );
+    let _p2 = Proxy::start(&cfg2, &[bind2]);
+    run(async {
+        let c = h2c(bind).await;
+        for i in 0..5 {
+            assert_eq!(
+                exchange(&c, "GET", &format!("/p{i}"), &[]).await.status,
+                200
+            );
+        }
+        let c2 = h2c(bind2).await;
+        assert_eq!(exchange(&c2, "GET", "/a", &[]).await.status, 200);
+        assert_eq!(exchange(&c2, "GET", "/b", &[]).await.status, 200);
+    });
+    assert_eq!(seen.conns.load(SeqCst), 5, "no idle connection kept");
+    assert_eq!(seen2.conns.load(SeqCst), 1, "shared while used");
+    wait_until("the idle connection is purged", || {
+        seen2.closed.load(SeqCst) == 1
+    });
+    run(async {
+        let c2 = h2c(bind2).await;
+        assert_eq!(exchange(&c2, "GET", "/c", &[]).await.status, 200);
+    });
+    assert_eq!(seen2.conns.load(SeqCst), 2, "a new one after the purge");
 }

@@ -70,8 +70,10 @@ async fn send_proxy_header(
 /// Opens a connection to `server`: TCP (or a UNIX socket; through the
 /// server's SOCKS4 proxy when it has `socks4`), then the TLS handshake when
 /// the server has `ssl`. The SOCKS4 exchange and the handshake share
-/// `timeout connect`.
-async fn open(
+/// `timeout connect`. No retry, no slot: also for a request already
+/// holding one that needs a second connection to the same server (an
+/// HTTP/2 stream refused on a shared connection).
+pub async fn open(
     server: &Server,
     timeout: Option<Duration>,
     names: TlsNames<'_>,

@@ -65,6 +65,9 @@ pub struct ServerConf {
     pub send_proxy: u8,
     /// `proto h2`: the server speaks clear-text HTTP/2 (h2c).
     pub proto_h2: bool,
+    /// `max-reuse`, `pool-max-conn`, `pool-purge-delay`. Default is
+    /// HAProxy's (unlimited, unlimited, 5s).
+    pub pool: config::ServerPool,
     /// `check`: health checks are configured (the stats show their
     /// state). Default is false.
     pub check: bool,
@@ -188,6 +191,7 @@ impl Server {
                 send_proxy: s.send_proxy,
                 socks4: s.socks4,
                 proto_h2: s.proto_h2,
+                pool: s.pool,
                 check: s.check,
                 // The parser checked the path's length and bytes, the
                 // only reasons this could fail.

@@ -930,6 +930,9 @@ pub struct Server {
     /// `proto h2`: requests go to this server over clear-text HTTP/2
     /// (h2c, prior knowledge). Default is false (HTTP/1.1).
     pub proto_h2: bool,
+    /// `max-reuse`, `pool-max-conn` and `pool-purge-delay`. Default is
+    /// HAProxy's: unlimited, unlimited, 5s.
+    pub pool: ServerPool,
     /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
     /// written right after connecting, before TLS. Default is none (0).
     pub send_proxy: u8,
@@ -939,6 +942,32 @@ pub struct Server {
     /// The `server-template` line this server is a slot of. Default is
     /// none (a `server` line).
     pub template: Option<ServerTemplate>,
+}
+
+/// How a server's connections are pooled and reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerPool {
+    /// `max-reuse N`: requests (HTTP/2 streams) a connection carries at
+    /// most before it is retired; `None` for -1. Default is none
+    /// (unlimited).
+    pub max_reuse: Option<u32>,
+    /// `pool-max-conn N`: idle connections kept per server (and worker
+    /// thread); `None` for -1. Default is none (unlimited, within Fairlead's
+    /// fixed cap of 256 per thread).
+    pub max_idle: Option<u32>,
+    /// `pool-purge-delay`: how long an idle connection is kept unused
+    /// before it is closed. Default is 5s.
+    pub purge_delay: Duration,
+}
+
+impl Default for ServerPool {
+    fn default() -> Self {
+        ServerPool {
+            max_reuse: None,
+            max_idle: None,
+            purge_delay: Duration::from_secs(5),
+        }
+    }
 }
 
 /// The `server-template PREFIX N[-M] FQDN[:PORT]` a server is a slot of.
@@ -1015,6 +1044,7 @@ impl Server {
             socks4: None,
             check_via_socks4: false,
             proto_h2: false,
+            pool: ServerPool::default(),
             send_proxy: 0,
             dns: fairlead_dns::ServerDnsOptions::default(),
             template: None,

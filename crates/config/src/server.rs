@@ -143,7 +143,7 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("allow-0rtt", 0, NY),
     ("init-addr", 1, Opt::Dns),
     ("log-proto", 1, NY),
-    ("max-reuse", 1, NY),
+    ("max-reuse", 1, Opt::Impl),
     ("namespace", 1, NY),
     ("no-send-proxy", 0, Opt::Impl),
     ("no-send-proxy-v2", 0, Opt::Impl),
@@ -155,8 +155,8 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("on-marked-up", 1, NY),
     ("pool-conn-name", 1, NY),
     ("pool-low-conn", 1, NY),
-    ("pool-max-conn", 1, NY),
-    ("pool-purge-delay", 1, NY),
+    ("pool-max-conn", 1, Opt::Impl),
+    ("pool-purge-delay", 1, Opt::Impl),
     ("proto", 1, Opt::Impl),
     ("redir", 1, NY),
     ("resolve-net", 1, Opt::Dns),
@@ -238,6 +238,17 @@ fn interval(arg: &str, name: &str, label: &str) -> Result<Duration, String> {
         return Err(format!("invalid value 0 for argument '{name}' of {label}"));
     }
     Ok(d)
+}
+
+/// A count where -1 means unlimited (`max-reuse`, `pool-max-conn`):
+/// `None` for -1.
+fn unlimited_or(arg: &str, name: &str) -> Result<Option<u32>, String> {
+    if arg == "-1" {
+        return Ok(None);
+    }
+    parse_uint(arg, name)
+        .map(Some)
+        .map_err(|_| format!("'{name}' expects -1 or a positive integer (got '{arg}')"))
 }
 
 /// A positive integer (`rise`, `fall`, `error-limit`, `id`).
@@ -395,6 +406,11 @@ fn apply_one(
             s.slowstart = (!d.is_zero()).then_some(d);
         }
         "minconn" => s.minconn = parse_uint(arg, name)?,
+        "max-reuse" => s.pool.max_reuse = unlimited_or(arg, name)?,
+        "pool-max-conn" => s.pool.max_idle = unlimited_or(arg, name)?,
+        "pool-purge-delay" => {
+            s.pool.purge_delay = parse_time(arg).map_err(|e| format!("'{name}': {e}"))?;
+        }
         "maxqueue" => s.maxqueue = parse_uint(arg, name)?,
         "cookie" => {
             if arg.is_empty() {

@@ -198,18 +198,10 @@ fn alpn_h2_on_http_binds() {
     let p = ok("frontend f\n mode http\n bind :80 proto h2\n bind :81 proto h1\n");
     assert!(p.config.frontends[0].binds[0].proto_h2);
     assert!(!p.config.frontends[0].binds[1].proto_h2);
-    // `server ... proto h2`: clear-text only.
+    // `server ... proto h2`: clear-text h2c, or over TLS (see below).
     let p = ok("backend b\n mode http\n server s 1.1.1.1:80 proto h2\n server t 1.1.1.1:81\n");
     assert!(p.config.backends[0].servers[0].proto_h2);
     assert!(!p.config.backends[0].servers[1].proto_h2);
-    let e = alerts("backend b\n mode http\n server s 1.1.1.1:443 ssl verify none proto h2\n");
-    assert!(
-        has(
-            &e,
-            "server 'b/s': HTTP/2 is not implemented yet in Fairlead for TLS servers"
-        ),
-        "{e:?}"
-    );
     let e = alerts("backend b\n mode http\n server s 1.1.1.1:80 proto h9\n");
     assert!(has(&e, "unknown protocol 'h9'"), "{e:?}");
     let e = alerts("frontend f\n mode http\n bind :80 proto h3\n");
@@ -232,12 +224,12 @@ fn alpn_h2_on_http_binds() {
         &warns(&p),
         "[WARNING] t.cfg:3: 'bind :80': TLS options are ignored without 'ssl': 'alpn'"
     ));
-    // Same rule for servers of an HTTP backend.
-    let e = alerts("backend b\n mode http\n server s 1.1.1.1:443 ssl verify none alpn h2\n");
-    assert!(
-        has(&e, "t.cfg:3: server 'b/s': HTTP/2 is not implemented yet"),
-        "{e:?}"
-    );
+    // HTTP/2 over TLS to servers of an HTTP backend: by ALPN, or with
+    // `proto h2` whatever ALPN says.
+    let p = ok("backend b\n mode http\n server s 1.1.1.1:443 ssl verify none alpn h2\n");
+    assert_eq!(srv_tls(&p, "s").unwrap().protocol.alpn, ["h2"]);
+    let p = ok("backend b\n mode http\n server s 1.1.1.1:443 ssl verify none proto h2\n");
+    assert!(p.config.backends[0].servers[0].proto_h2);
     let p = ok("backend b\n server s 1.1.1.1:443 ssl verify none alpn h2,http/1.1\n");
     assert_eq!(srv_tls(&p, "s").unwrap().protocol.alpn, ["h2", "http/1.1"]);
 }
@@ -614,4 +606,32 @@ fn check_transport_follows_haproxy() {
     let tls: Vec<bool> = s.iter().map(|s| s.check_uses_tls()).collect();
     assert_eq!(tls, [true, false, true, false, false]);
     assert_eq!(s[2].check_sni.as_deref(), Some("x.example"));
+}
+
+#[test]
+fn server_pool_options() {
+    let p = ok("backend b\n mode http\n default-server pool-purge-delay 2s\n server s 1.1.1.1:80 proto h2 max-reuse 3 pool-max-conn 0\n server t 1.1.1.2:80 max-reuse -1 pool-max-conn -1\n server u 1.1.1.3:80\n");
+    let s = &p.config.backends[0].servers;
+    assert_eq!(s[0].pool.max_reuse, Some(3));
+    assert_eq!(s[0].pool.max_idle, Some(0));
+    assert_eq!(s[0].pool.purge_delay, std::time::Duration::from_secs(2));
+    assert_eq!(s[1].pool.max_reuse, None);
+    assert_eq!(s[1].pool.max_idle, None);
+    assert_eq!((s[2].pool.max_reuse, s[2].pool.max_idle), (None, None));
+    assert_eq!(
+        s[2].pool.purge_delay,
+        std::time::Duration::from_secs(2),
+        "default-server sets it for the servers after it"
+    );
+    let w = warns(&p);
+    assert!(
+        has(&w, "server 'b/t': 'max-reuse', 'pool-max-conn' and 'pool-purge-delay' apply only to HTTP/2"),
+        "{w:?}"
+    );
+    assert!(!w.iter().any(|x| x.contains("server 'b/s'")), "{w:?}");
+    let e = alerts("backend b\n server s 1.1.1.1:80 max-reuse lots\n");
+    assert!(
+        has(&e, "'max-reuse' expects -1 or a positive integer"),
+        "{e:?}"
+    );
 }

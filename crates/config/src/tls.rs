@@ -37,9 +37,6 @@ pub(crate) const NO_EFFECT: &str = "has no effect in Fairlead (rustls); ignored"
 /// Warning text of `npn`.
 pub(crate) const NPN: &str = "NPN is obsolete and not supported; ignored";
 
-/// Alert text of `alpn h2` in an HTTP proxy.
-pub(crate) const NO_H2: &str = "HTTP/2 is not implemented yet in Fairlead for TLS servers; use 'alpn http/1.1' (or 'proto h2' without 'ssl' for clear-text h2c; h2 is fine in mode tcp, where the stream is forwarded as is)";
-
 fn version_name(v: TlsVersion) -> &'static str {
     VERSIONS
         .iter()

@@ -980,3 +980,30 @@ fn large_header_block_split_into_continuation() {
     assert_eq!(fields[1].0, "x-big");
     assert_eq!(fields[1].1.len(), 20_000);
 }
+
+#[test]
+fn can_open_stream_follows_the_peer_limit_and_goaway() {
+    let mut out = Vec::new();
+    let mut c = Conn::client(Config::default(), &mut out);
+    assert!(c.can_open_stream(), "before the peer's SETTINGS");
+    feed(&mut c, &settings(&[(setting::MAX_CONCURRENT_STREAMS, 2)]));
+    let mut req = Head::default();
+    req.start_request(b"GET", b"/", 20);
+    let s1 = c.send_request(&req, &[], true, &mut out).unwrap();
+    assert!(c.can_open_stream());
+    c.send_request(&req, &[], true, &mut out).unwrap();
+    assert!(!c.can_open_stream(), "two streams open, the limit");
+    assert_eq!(
+        c.send_request(&req, &[], true, &mut out),
+        Err(SendError::TooManyStreams)
+    );
+    let mut p = Peer::default();
+    feed(&mut c, &p.headers(s1, &[(":status", "200")], true));
+    assert!(c.can_open_stream(), "one closed");
+    let mut g = Vec::new();
+    frame::write_goaway(&mut g, 3, E::NO_ERROR, b"");
+    feed(&mut c, &g);
+    assert!(!c.can_open_stream(), "going away");
+    let s = Conn::server(Config::default(), &mut out);
+    assert!(!s.can_open_stream(), "servers open no stream");
+}

@@ -10,6 +10,7 @@
 //! either.
 
 use crate::body::{self, BodyError, Framer};
+use crate::h2::mux::{self, Lease, Names};
 use crate::key::KeyData;
 use crate::logging::ReqLog;
 use crate::persist::{self, Persist};
@@ -67,9 +68,21 @@ struct Answered {
     slot: ServerSlot,
     resp: ResponseHead,
     sbuf: IoBuf,
-    /// A `proto h2` server: nothing was sent yet (`resp` is empty); the
-    /// exchange is `exchange_h2_server`'s.
-    h2: bool,
+}
+
+/// What the attempts reached: an HTTP/1 server's response head, or an
+/// HTTP/2 connection (nothing sent yet: the exchange is
+/// `exchange_h2_server`'s).
+enum Reached {
+    H1(Answered),
+    H2(Lease, ServerSlot),
+}
+
+/// A connection the connect phase found.
+enum Found {
+    H1(Attached),
+    /// An HTTP/2 connection: pooled with room for a stream, or new.
+    H2(Lease),
 }
 
 impl Session {
@@ -95,16 +108,30 @@ impl Session {
         let answered = self
             .attempts(be, head, &prep, &mut framer, &req_bytes, prefer, rl)
             .await;
-        let Prepared { out, persist, .. } = prep;
+        let Prepared {
+            out,
+            persist,
+            host,
+            client_sni,
+            ..
+        } = prep;
         let a = match answered {
-            Ok(a) if a.h2 => {
+            Ok(Reached::H2(lease, slot)) => {
+                let client_addrs = (slot.server().conf.send_proxy != 0)
+                    .then(|| self.client.local_addr().ok().map(|d| (self.peer, d)))
+                    .flatten();
+                let names = Names {
+                    client_sni,
+                    host,
+                    client_addrs,
+                };
                 let r = self
-                    .exchange_h2_server(head, &out, a.conn.stream, a.slot, rl)
+                    .exchange_h2_server(head, &out, lease, slot, names, rl)
                     .await;
                 pool::give_out(out);
                 return r;
             }
-            Ok(a) => {
+            Ok(Reached::H1(a)) => {
                 pool::give_out(out);
                 a
             }
@@ -244,7 +271,7 @@ impl Session {
         req_bytes: &Cell<u64>,
         prefer: Option<ServerId>,
         rl: &mut ReqLog,
-    ) -> Result<Answered, ProxyError> {
+    ) -> Result<Reached, ProxyError> {
         let mut tries = Tries::default();
         loop {
             let key = prep.key_data.key();
@@ -253,22 +280,24 @@ impl Session {
                 avoid: tries.avoid,
                 names: prep.names(),
             };
-            let (conn, slot, reused) = self
+            let (found, slot, reused) = self
                 .connect(be, &key, target, &mut tries.attempts, rl)
                 .await?;
             rl.connect_done = Some(Instant::now());
+            rl.set_server(slot.server());
+            let conn = match found {
+                Found::H2(lease) => {
+                    rl.server_conn
+                        .record(self.ctx.front.log.as_deref(), lease.conn());
+                    if reused {
+                        slot.server().metrics.counters.inc(C::ConnReused);
+                    }
+                    return Ok(Reached::H2(lease, slot));
+                }
+                Found::H1(a) => a,
+            };
             rl.server_conn
                 .record(self.ctx.front.log.as_deref(), &conn.stream);
-            rl.set_server(slot.server());
-            if slot.server().conf.proto_h2 {
-                return Ok(Answered {
-                    conn,
-                    slot,
-                    resp: crate::h2::no_response(),
-                    sbuf: IoBuf::new(),
-                    h2: true,
-                });
-            }
             let server = slot.server().clone();
             if reused {
                 server.metrics.counters.inc(C::ConnReused);
@@ -287,13 +316,12 @@ impl Session {
             return match result {
                 Ok(resp) => {
                     rl.response_done = Some(Instant::now());
-                    Ok(Answered {
+                    Ok(Reached::H1(Answered {
                         conn,
                         slot,
                         resp,
                         sbuf,
-                        h2: false,
-                    })
+                    }))
                 }
                 Err(e) => {
                     count_failure(&self.ctx.front.counters, be, &server, &e);
@@ -314,21 +342,31 @@ impl Session {
         target: Target<'_>,
         attempts: &mut u32,
         rl: &mut ReqLog,
-    ) -> Result<(Attached, ServerSlot, bool), ProxyError> {
+    ) -> Result<(Found, ServerSlot, bool), ProxyError> {
         let slot = be.assign(key, target.prefer, target.avoid).await?;
         rl.queue_done = Some(Instant::now());
         let server = slot.server();
         rl.set_server(server);
+        let mut mark = None;
+        if mux::may_speak_h2(server) {
+            let connect = be.options.timeouts.connect;
+            match mux::take_or_wait(server, self.eff.reuse, self.first, connect).await {
+                Ok(m) => return Ok((Found::H2(Lease::Pooled(m)), slot, true)),
+                Err(m) => mark = m,
+            }
+        }
         if let Some(a) = self.attached.take() {
             if a.srv == server.conf.id && a.stream.idle_alive() && server.admin.conn_fits(&a.stream)
             {
-                return Ok((a, slot, true));
+                return Ok((Found::H1(a), slot, true));
             }
             park(a, self.eff);
         }
-        if let Some(stream) = pooled(server, self.eff, self.first, target.names) {
-            let srv = server.conf.id;
-            return Ok((Attached { srv, stream }, slot, true));
+        if !server.conf.proto_h2 {
+            if let Some(stream) = pooled(server, self.eff, self.first, target.names) {
+                let srv = server.conf.id;
+                return Ok((Found::H1(Attached { srv, stream }), slot, true));
+            }
         }
         let mut names = target.names;
         if server.conf.send_proxy != 0 {
@@ -338,11 +376,14 @@ impl Session {
         let connected = connect_server(be, slot, key, attempts, names).await;
         rl.retries = *attempts;
         let c = connected?;
+        if mux::speaks_h2(c.slot.server(), &c.stream) {
+            return Ok((Found::H2(Lease::Fresh(c.stream, mark)), c.slot, false));
+        }
         let a = Attached {
             srv: c.slot.id(),
             stream: c.stream,
         };
-        Ok((a, c.slot, false))
+        Ok((Found::H1(a), c.slot, false))
     }
 
     /// Forward: send the head, stream the body and read the response head

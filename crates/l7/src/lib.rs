@@ -26,6 +26,11 @@
 //! HTTP/2 preface on a clear bind) are served by [`h2`]: one task per
 //! connection multiplexing its streams, each forwarded with the same
 //! rules, balancing, retries and logs.
+//!
+//! Requests to HTTP/2 servers (`server ... proto h2`, or `ssl alpn h2`
+//! when the server picks `h2`), from HTTP/1 and HTTP/2 clients alike, are
+//! streams on multiplexed server connections pooled per worker thread
+//! (`h2::mux`), shared as `http-reuse` allows.
 #![forbid(unsafe_code)]
 
 mod body;

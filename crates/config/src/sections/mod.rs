@@ -667,6 +667,10 @@ fn finish_log(d: &mut Draft, global: &[LogTarget], diags: &mut Diags) {
     }
 }
 
+/// Warning for `max-reuse`, `pool-max-conn` and `pool-purge-delay` on a
+/// server that never speaks HTTP/2.
+const POOL_H1: &str = "'max-reuse', 'pool-max-conn' and 'pool-purge-delay' apply only to HTTP/2 server connections in Fairlead for now ('proto h2' or 'alpn h2'); this server's idle HTTP/1 connections keep the fixed pool (256 per thread, purged after 5s unused)";
+
 /// Resolves the TLS settings of binds and servers with the global
 /// defaults, and applies the checks that depend on the proxy's mode.
 fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags) {
@@ -682,15 +686,19 @@ fn finish_tls(d: &mut Draft, g: &Global, defaults: &GlobalTls, diags: &mut Diags
         let mut out = Vec::new();
         s.tls = t.resolve(g, &defaults.server, &mut out);
         if let Some(tls) = &s.tls {
-            if http && (s.proto_h2 || tls.protocol.alpn.iter().any(|p| p == "h2")) {
-                out.push((true, crate::tls::NO_H2.to_string()));
-            }
             if !http && tls.sni == Some(SniSource::HostHeader) {
                 out.push((
                     false,
                     format!("'sni' uses the Host header, which {sec} '{}' never reads as it is not in 'mode http'; no SNI will be sent", d.name),
                 ));
             }
+        }
+        let h2 = s.proto_h2
+            || s.tls
+                .as_ref()
+                .is_some_and(|t| t.protocol.alpn.iter().any(|p| p == "h2"));
+        if http && !h2 && s.pool != crate::ServerPool::default() {
+            out.push((false, POOL_H1.to_string()));
         }
         let label = format!("server '{}/{}'", d.name, s.name);
         crate::tls::report(out, &label, &s.location, diags);

@@ -434,6 +434,17 @@ impl Conn {
         self.last_peer_stream
     }
 
+    /// Client role: whether [`Conn::send_request`] may open a stream now
+    /// (not failed or going away, identifiers left, and under the peer's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS).
+    pub fn can_open_stream(&self) -> bool {
+        self.role == Role::Client
+            && !matches!(self.phase, Phase::Failed(_))
+            && !self.is_going_away()
+            && self.next_local_stream <= frame::MAX_WINDOW
+            && self.streams.len() < self.peer.max_concurrent as usize
+    }
+
     /// Whether GOAWAY was sent or received (no new streams).
     pub fn is_going_away(&self) -> bool {
         self.goaway_sent.is_some() || self.goaway_recv.is_some()

@@ -1,5 +1,6 @@
-//! An HTTP/1 client's request to a `server ... proto h2` (h1 → h2), one
-//! server connection per request.
+//! An HTTP/1 client's request to an HTTP/2 server (`proto h2`, or `ssl
+//! alpn h2`): h1 → h2, as a stream on a multiplexed, pooled server
+//! connection ([`super::mux`]).
 //!
 //! The request head is the one the HTTP/1 path prepared for the server
 //! (rules' edits, `Connection`, `option forwardfor` applied), parsed
@@ -10,18 +11,31 @@
 //! clients, with the trailers) or close-delimited (HTTP/1.0). A client's
 //! `TE: trailers` reaches the server as `te: trailers` (gRPC needs it).
 
+use super::mux::{self, Got, Lease, Route};
 use super::resp::{write_last_chunk, Dechunk};
 use crate::logging::ReqLog;
 use crate::session::{Outcome, Session};
 use fairlead_backend::counters::C;
-use fairlead_backend::ServerSlot;
-use fairlead_h2::{Conn as Codec, Event, Recv};
+use fairlead_backend::{ProxyError, ServerSlot};
 use fairlead_http::msg::{self, Head};
 use fairlead_http::{BodyKind, ConnHeader, RequestHead};
 use fairlead_log::{Phase, Who};
 use fairlead_net::io::with_timeout;
-use fairlead_net::{pool, Conn, IoBuf};
+use fairlead_net::pool;
 use std::io::Write as _;
+
+/// Immediate replays of a stream the server did not process.
+const REPLAYS: u32 = 3;
+
+/// How the exchange failed.
+enum Fail {
+    /// This side, before or after the response head.
+    By(Who),
+    /// The server did not process the stream: it may be opened again.
+    Refused,
+    /// No stream could be opened.
+    Open(ProxyError),
+}
 
 /// How the response body goes to the HTTP/1 client.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -41,10 +55,10 @@ enum ReqBody {
 }
 
 struct St {
-    codec: Codec,
-    sid: u32,
-    out: Vec<u8>,
     pend: Vec<u8>,
+    /// Body bytes taken by the server's codec.
+    given: u64,
+    trailers_sent: bool,
     body: ReqBody,
     /// Trailers of a chunked request body, once decoded.
     trailers: Option<Head>,
@@ -54,14 +68,16 @@ struct St {
 }
 
 impl Session {
-    /// Runs the exchange with an HTTP/2 server on `server` (a new
-    /// connection). `req` is the HTTP/1 head prepared for the server.
+    /// Runs the exchange with an HTTP/2 server: on `lease`, else a pooled
+    /// or new connection to the server of `slot`. `req` is the HTTP/1 head
+    /// prepared for the server; `names` what a new connection needs.
     pub(crate) async fn exchange_h2_server(
         &mut self,
         head: &RequestHead,
         req: &[u8],
-        server: Conn,
+        lease: Lease,
         slot: ServerSlot,
+        names: mux::Names,
         rl: &mut ReqLog,
     ) -> Option<Outcome> {
         let ctx = self.ctx.clone();
@@ -86,13 +102,10 @@ impl Session {
             // require it (RFC 9113 §8.2.2).
             h.append_field(b"te", b"trailers");
         }
-        let mut out = pool::take_out();
-        let codec = Codec::client(super::conn::codec_config(&ctx, false), &mut out);
         let mut st = St {
-            codec,
-            sid: 0,
-            out,
             pend: Vec::new(),
+            given: 0,
+            trailers_sent: false,
             body: match head.body {
                 BodyKind::Length(n) if n > 0 => ReqBody::Left(n),
                 BodyKind::Chunked => ReqBody::Chunked(Dechunk::new()),
@@ -104,25 +117,49 @@ impl Session {
             done: false,
         };
         let end = matches!(st.body, ReqBody::Done);
-        let sid = st.codec.send_request(&h, req, end, &mut st.out);
-        msg::give(h);
-        st.sid = sid.unwrap_or(0);
-        let r = if sid.is_ok() {
-            self.drive_h2(&mut st, &server, head, rl).await
-        } else {
-            Err(Who::Server)
+        let route = Route::new(srv.clone(), &be, self.eff.reuse, self.first, names).tuned(&ctx);
+        let mut lease = Some(lease);
+        let mut tries = 0;
+        let r = loop {
+            let stream = match mux::open_stream(&route, lease.take(), &h, req, end).await {
+                Ok(s) => s,
+                Err(e) => break Err(Fail::Open(e)),
+            };
+            match self.drive_h2(&mut st, stream, head, rl).await {
+                Err(Fail::Refused) if tries < REPLAYS && st.given == 0 && !st.trailers_sent => {
+                    tries += 1;
+                }
+                r => break r,
+            }
         };
+        msg::give(h);
         drop(slot);
-        pool::give_out(std::mem::take(&mut st.out));
+        if st.pend.capacity() > 0 {
+            pool::give_out(std::mem::take(&mut st.pend));
+        }
         if let Some(t) = st.trailers.take() {
             msg::give(t);
         }
+        self.h2_outcome(r, &st, head, &be, &srv, rl).await
+    }
+
+    /// Counts and logs how the exchange ended; the session's outcome.
+    async fn h2_outcome(
+        &mut self,
+        r: Result<(), Fail>,
+        st: &St,
+        head: &RequestHead,
+        be: &fairlead_backend::Backend,
+        srv: &fairlead_backend::Server,
+        rl: &mut ReqLog,
+    ) -> Option<Outcome> {
+        let ctx = self.ctx.clone();
         let counters = [&ctx.front.counters, &be.counters, &srv.metrics.counters];
         rl.bytes_out = st.wrote;
         for c in counters {
             c.add(C::Bout, st.wrote);
         }
-        match r {
+        let who = match r {
             Ok(()) => {
                 srv.observe(
                     true,
@@ -135,53 +172,58 @@ impl Session {
                 if !keep {
                     self.client.shutdown_write();
                 }
-                Some(Outcome {
+                return Some(Outcome {
                     client_keep: keep,
                     server_keep: false,
-                })
+                });
             }
-            Err(who) if st.resp.is_none() => {
-                srv.observe(true, false);
-                be.counters.inc(C::Eresp);
-                srv.metrics.counters.inc(C::Eresp);
-                rl.end(who, Phase::Headers);
-                self.send_error(502, rl).await;
-                None
-            }
-            Err(who) => {
-                rl.end(who, Phase::Data);
-                let c = if who == Who::Client {
-                    C::CliAbrt
-                } else {
-                    C::SrvAbrt
-                };
-                for x in counters {
-                    x.inc(c);
+            Err(Fail::Open(e)) => {
+                crate::forward::count_failure(&ctx.front.counters, be, srv, &e);
+                let (who, phase) = e.termination();
+                rl.end(who, phase);
+                if let Some(status) = e.status() {
+                    self.send_error(status, rl).await;
                 }
-                None
+                return None;
             }
+            Err(Fail::Refused) => Who::Server,
+            Err(Fail::By(who)) => who,
+        };
+        if st.resp.is_none() {
+            srv.observe(true, false);
+            be.counters.inc(C::Eresp);
+            srv.metrics.counters.inc(C::Eresp);
+            rl.end(who, Phase::Headers);
+            self.send_error(502, rl).await;
+            return None;
         }
+        rl.end(who, Phase::Data);
+        let c = if who == Who::Client {
+            C::CliAbrt
+        } else {
+            C::SrvAbrt
+        };
+        for x in counters {
+            x.inc(c);
+        }
+        None
     }
 
-    /// The exchange loop. `Err`: who failed.
+    /// The exchange loop on one server stream.
     async fn drive_h2(
         &mut self,
         st: &mut St,
-        server: &Conn,
+        mut stream: mux::Stream,
         head: &RequestHead,
         rl: &mut ReqLog,
-    ) -> Result<(), Who> {
+    ) -> Result<(), Fail> {
         let be = crate::process::backend(&self.ctx, rl.backend).clone();
         let timeout = be.options.timeouts.server;
         let ct = self.ctx.front.timeouts.client;
-        let mut rbuf = IoBuf::new();
         while !st.done {
-            self.push_body(st)?;
-            if !st.out.is_empty() {
-                let w = server.write_all(&st.out, timeout).await;
-                st.out.clear();
-                st.codec.flushed();
-                w.map_err(|_| Who::Server)?;
+            self.push_body(st, &stream).map_err(Fail::By)?;
+            if let Some(got) = stream.next() {
+                self.on_server_input(st, got, &stream, head, rl).await?;
                 continue;
             }
             let want_client =
@@ -189,29 +231,29 @@ impl Session {
             let client = &self.client;
             let cbuf = &mut self.cbuf;
             tokio::select! {
-                r = with_timeout(timeout, "server timeout", rbuf.read_from(server, usize::MAX)) => {
-                    match r {
-                        Ok(n) if n > 0 => {}
-                        _ => return Err(Who::Server),
+                r = with_timeout(timeout, "server timeout", async {
+                    stream.changed().await;
+                    Ok(())
+                }) => {
+                    if r.is_err() {
+                        return Err(Fail::By(Who::Server));
                     }
                 }
                 r = with_timeout(ct, "client timeout", cbuf.read_from(client, usize::MAX)), if want_client => {
                     match r {
                         Ok(n) if n > 0 => {}
-                        _ => return Err(Who::Client),
+                        _ => return Err(Fail::By(Who::Client)),
                     }
-                    continue;
                 }
             }
-            self.on_server_input(st, &mut rbuf, head, rl).await?;
-            rbuf.release_if_empty();
         }
+        stream.finish();
         Ok(())
     }
 
     /// De-frames what the client sent of the body and hands it to the
     /// server's codec within its windows.
-    fn push_body(&mut self, st: &mut St) -> Result<(), Who> {
+    fn push_body(&mut self, st: &mut St, stream: &mux::Stream) -> Result<(), Who> {
         if st.pend.is_empty() && !self.cbuf.is_empty() {
             if st.pend.capacity() == 0 {
                 st.pend = pool::take_out();
@@ -242,14 +284,13 @@ impl Session {
             return Ok(());
         }
         let ends = complete && st.trailers.is_none();
-        let n = st
-            .codec
-            .send_data(st.sid, &st.pend, ends, &mut st.out)
-            .unwrap_or(0);
+        let n = stream.send_data(&st.pend, ends).unwrap_or(0);
         st.pend.drain(..n);
+        st.given += n as u64;
         if complete && st.pend.is_empty() {
             if let Some(t) = st.trailers.take() {
-                let _ = st.codec.send_trailers(st.sid, &t, &[], &mut st.out);
+                let _ = stream.send_trailers(&t);
+                st.trailers_sent = true;
                 msg::give(t);
             }
             st.body = ReqBody::Done;
@@ -260,92 +301,72 @@ impl Session {
         Ok(())
     }
 
+    /// Relays one input of the server stream to the HTTP/1 client.
     async fn on_server_input(
         &mut self,
         st: &mut St,
-        rbuf: &mut IoBuf,
+        got: Got,
+        stream: &mux::Stream,
         head: &RequestHead,
         rl: &mut ReqLog,
-    ) -> Result<(), Who> {
+    ) -> Result<(), Fail> {
         let ct = self.ctx.front.timeouts.client;
-        loop {
-            let (consumed, event) = match st.codec.recv(rbuf.filled_mut(), &mut st.out) {
-                Err(_) => return Err(Who::Server),
-                Ok(Recv {
-                    consumed: 0,
-                    event: None,
-                }) => return Ok(()),
-                Ok(Recv { consumed, event }) => (consumed, event),
-            };
-            let mut wire = pool::take_out();
-            match event {
-                Some(Event::Head {
-                    stream,
-                    head: res,
-                    end_stream,
-                }) if stream == st.sid => {
-                    let status = res.view(&[]).status();
-                    if status >= 200 {
-                        rl.status = Some(status);
-                        rl.response_done = Some(tokio::time::Instant::now());
-                        self.ctx.front.counters.status(status);
-                        st.resp = Some(response_head(&res, end_stream, head, &mut wire));
-                        st.done = end_stream;
-                    }
-                    msg::give(res);
-                }
-                Some(Event::Data {
-                    stream,
-                    data,
-                    end_stream,
-                }) if stream == st.sid => {
-                    let chunked = st.resp == Some(Out::Chunked);
-                    if chunked && !data.is_empty() {
-                        let _ = write!(wire, "{:x}\r\n", data.len());
-                    }
-                    wire.extend_from_slice(data);
-                    if chunked && !data.is_empty() {
-                        wire.extend_from_slice(b"\r\n");
-                    }
-                    if end_stream && chunked {
-                        write_last_chunk(None, &mut wire);
-                    }
-                    st.wrote += data.len() as u64;
-                    st.codec.release(st.sid, data.len(), &mut st.out);
-                    st.done = end_stream;
-                }
-                Some(Event::Trailers { stream, head: t }) if stream == st.sid => {
-                    if st.resp == Some(Out::Chunked) {
-                        write_last_chunk(Some(&t), &mut wire);
-                    }
-                    msg::give(t);
-                    st.done = true;
-                }
-                Some(Event::Reset { stream, .. }) if stream == st.sid => {
-                    pool::give_out(wire);
-                    return Err(Who::Server);
-                }
-                Some(Event::GoAway { last_stream, .. }) if last_stream < st.sid => {
-                    pool::give_out(wire);
-                    return Err(Who::Server);
-                }
-                Some(Event::Head { head: h, .. }) | Some(Event::Trailers { head: h, .. }) => {
-                    msg::give(h)
-                }
-                _ => {}
+        let mut wire = pool::take_out();
+        let mut release = 0;
+        match got {
+            Got::Head(res, end_stream) => {
+                let status = res.view(&[]).status();
+                rl.status = Some(status);
+                rl.response_done = Some(tokio::time::Instant::now());
+                self.ctx.front.counters.status(status);
+                st.resp = Some(response_head(&res, end_stream, head, &mut wire));
+                st.done = end_stream;
+                msg::give(res);
             }
-            rbuf.consume(consumed);
-            if !wire.is_empty() {
-                let w = self.client.write_all(&wire, ct).await;
-                pool::give_out(wire);
-                w.map_err(|_| Who::Client)?;
-            } else {
-                pool::give_out(wire);
+            Got::Data(data, end_stream) => {
+                let chunked = st.resp == Some(Out::Chunked);
+                if chunked && !data.is_empty() {
+                    let _ = write!(wire, "{:x}\r\n", data.len());
+                }
+                wire.extend_from_slice(&data);
+                if chunked && !data.is_empty() {
+                    wire.extend_from_slice(b"\r\n");
+                }
+                if end_stream && chunked {
+                    write_last_chunk(None, &mut wire);
+                }
+                st.wrote += data.len() as u64;
+                release = data.len();
+                st.done = end_stream;
             }
-            if st.done {
-                return Ok(());
+            Got::Trailers(t) => {
+                if st.resp == Some(Out::Chunked) {
+                    write_last_chunk(Some(&t), &mut wire);
+                }
+                msg::give(t);
+                st.done = true;
+            }
+            Got::Gone { retryable } => {
+                pool::give_out(wire);
+                return Err(if retryable && st.resp.is_none() {
+                    Fail::Refused
+                } else {
+                    Fail::By(Who::Server)
+                });
             }
         }
+        let w = if wire.is_empty() {
+            Ok(())
+        } else {
+            self.client.write_all(&wire, ct).await
+        };
+        pool::give_out(wire);
+        w.map_err(|_| Fail::By(Who::Client))?;
+        // Forwarded: the server may send more.
+        if release > 0 {
+            stream.release(release);
+        }
+        Ok(())
     }
 }
 

@@ -1,5 +1,8 @@
 //! HTTP/2 on the client side: one connection task multiplexes its
 //! streams, each forwarded to an HTTP/1 server like an HTTP/1 request.
+//! Toward HTTP/2 servers, `mux` keeps multiplexed connections pooled
+//! per worker thread; `upstream` (HTTP/2 clients) and `h1_up` (HTTP/1
+//! clients) run one request as a stream on them.
 //!
 //! # When a connection is HTTP/2
 //!
@@ -67,6 +70,7 @@ mod buffered;
 mod conn;
 mod flow;
 mod h1_up;
+pub(crate) mod mux;
 mod resp;
 mod rules;
 mod stream;
@@ -181,21 +185,6 @@ pub fn dechunk_split_invariant(body: &[u8], split: usize) {
         whole, split,
         "de-chunking depends on how the input is split"
     );
-}
-
-/// The empty response head of an exchange handed to the HTTP/2 server
-/// path before anything was sent.
-pub(crate) fn no_response() -> fairlead_http::ResponseHead {
-    fairlead_http::ResponseHead {
-        head_len: 0,
-        status: 0,
-        reason: (0, 0),
-        minor_version: 1,
-        body: fairlead_http::BodyKind::None,
-        conn: Default::default(),
-        keep_alive: false,
-        drop_content_length: false,
-    }
 }
 
 #[cfg(test)]

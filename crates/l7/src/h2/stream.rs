@@ -4,6 +4,7 @@
 
 use super::conn::{ConnCx, Signals};
 use super::flow::{pump, relay_body, Link};
+use super::mux;
 use super::resp::{send_all, send_h1_bytes, Gone};
 use super::tunnel::{Kind as TunnelKind, Tunnel};
 use crate::forward::{count_failure, host_without_port, is_server_error, pooled, Replay, Tries};
@@ -412,19 +413,27 @@ async fn forward(
             }
         }
     };
+    let names = mux::Names::of(prep.names);
     let Prepared { out, tunnel, .. } = prep;
     pool::give_out(out);
     let (conn, slot, resp, sbuf) = match answered {
-        Ok(a) => a,
+        Ok(Answered::H1(conn, slot, resp, sbuf)) => (conn, slot, resp, sbuf),
+        Ok(Answered::H2(_, _)) if tunnel.kind != TunnelKind::No => {
+            return no_h2_tunnel(cx, id, sig, rl).await;
+        }
+        Ok(Answered::H2(lease, slot)) => {
+            let mut names = names;
+            if slot.server().conf.send_proxy != 0 {
+                names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
+            }
+            // HTTP/2 client streams are never a session's first request
+            // for `http-reuse safe` (see `mux`).
+            let route =
+                mux::Route::new(slot.server().clone(), &be, eff.reuse, false, names).tuned(&ctx);
+            let r = super::upstream::run(cx, id, sig, &route, lease, head, end, rl, st).await;
+            return upstream_end(cx, id, sig, &be, slot, r, rl).await;
+        }
         Err(e) => return fail(cx, id, sig, &be, e, rl).await,
-    };
-    if resp.is_none() && tunnel.kind != TunnelKind::No {
-        return no_h2_tunnel(cx, id, sig, rl).await;
-    }
-    let Some(resp) = resp else {
-        let timeout = be.options.timeouts.server;
-        let r = super::upstream::run(cx, id, sig, &conn, head, end, timeout, rl, st).await;
-        return upstream_end(cx, id, sig, &be, slot, r, rl).await;
     };
     let server = slot.server().clone();
     for c in [&ctx.front.counters, &be.counters, &server.metrics.counters] {
@@ -628,9 +637,13 @@ async fn fail(
     }
 }
 
-/// The server connection, its slot, and the response head with the
-/// buffer it is in (`None`: an HTTP/2 server, nothing sent yet).
-type Answered = (Rc<Conn>, ServerSlot, Option<ResponseHead>, IoBuf);
+/// What the connect phase found: an HTTP/1 server connection, its slot,
+/// and the response head with the buffer it is in; or an HTTP/2
+/// connection to open the stream on (nothing sent yet).
+enum Answered {
+    H1(Rc<Conn>, ServerSlot, ResponseHead, IoBuf),
+    H2(mux::Lease, ServerSlot),
+}
 
 /// Connect and send the head until a response head arrives, retrying as
 /// the backend's policy says.
@@ -649,6 +662,19 @@ async fn attempts(
         rl.queue_done = Some(Instant::now());
         let chosen = slot.server().clone();
         rl.set_server(&chosen);
+        let mut mark = None;
+        if mux::may_speak_h2(&chosen) {
+            let connect = be.options.timeouts.connect;
+            match mux::take_or_wait(&chosen, eff.reuse, false, connect).await {
+                Ok(m) => {
+                    rl.connect_done = Some(Instant::now());
+                    rl.server_conn.record(cx.ctx.front.log.as_deref(), m.conn());
+                    chosen.metrics.counters.inc(C::ConnReused);
+                    return Ok(Answered::H2(mux::Lease::Pooled(m), slot));
+                }
+                Err(m) => mark = m,
+            }
+        }
         let idle = if chosen.conf.proto_h2 {
             None
         } else {
@@ -676,11 +702,13 @@ async fn attempts(
         if reused {
             server.metrics.counters.inc(C::ConnReused);
         }
-        let conn = Rc::new(conn);
-        if slot.server().conf.proto_h2 {
+        if mux::speaks_h2(slot.server(), &conn) {
             // HTTP/2 server: the whole exchange is the upstream loop's.
-            return Ok((conn, slot, None, IoBuf::new()));
+            return Ok(Answered::H2(mux::Lease::Fresh(conn, mark), slot));
         }
+        // HTTP/1 after all (ALPN): nobody should wait for this one.
+        drop(mark);
+        let conn = Rc::new(conn);
         let mut sbuf = IoBuf::new();
         let result = send_and_read(cx, &conn, prep, link, &mut sbuf, be).await;
         let replay = Replay {
@@ -693,7 +721,7 @@ async fn attempts(
         return match result {
             Ok(resp) => {
                 rl.response_done = Some(Instant::now());
-                Ok((conn, slot, Some(resp), sbuf))
+                Ok(Answered::H1(conn, slot, resp, sbuf))
             }
             Err(e) => {
                 count_failure(&cx.ctx.front.counters, be, &server, &e);

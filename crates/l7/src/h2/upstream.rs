@@ -1,25 +1,28 @@
-//! `server ... proto h2`: an HTTP/2 client stream's request sent to a
-//! clear-text HTTP/2 server (h2c, prior knowledge), one server
-//! connection per request.
+//! `server ... proto h2` (or `ssl alpn h2`): an HTTP/2 client stream's
+//! request sent as a stream on a multiplexed, pooled HTTP/2 server
+//! connection ([`super::mux`]).
 //!
-//! The exchange is one loop over the server connection and its own
-//! client codec: the request head, the body from the client stream's
-//! queue within the server's windows (each byte released to the client
-//! once taken by the server's codec), the response head (after the
-//! response rules), DATA relayed within the client's window, trailers.
-//! Waiting for the client's window stops reading the server: the
-//! server's window closes, nothing buffers.
+//! The exchange is one loop over its server stream: the request head,
+//! the body from the client stream's queue within the server's windows
+//! (each byte released to the client once taken by the server's codec),
+//! the response head (after the response rules), DATA relayed within the
+//! client's window and only then released to the server's, trailers.
+//! Waiting for the client's window stops taking the server's data: the
+//! server's window closes, nothing buffers. A stream the server did not
+//! process (REFUSED_STREAM, beyond its GOAWAY, or a connection lost
+//! before the request left) is opened again elsewhere, up to 3 times,
+//! while no body byte was consumed.
 
 use super::conn::{ConnCx, Signals};
+use super::mux::{self, Got, Lease, Route};
 use super::resp::send_all;
 use crate::logging::ReqLog;
 use crate::process::TxnState;
 use fairlead_backend::{Cause, ProxyError};
-use fairlead_h2::{Conn as Codec, Event, Recv};
 use fairlead_http::msg::{self, Head};
 use fairlead_log::{Phase, Who};
 use fairlead_net::io::with_timeout;
-use fairlead_net::{pool, Conn, IoBuf};
+use fairlead_net::pool;
 use std::time::Duration;
 
 /// How an upstream exchange ended.
@@ -36,64 +39,75 @@ pub(crate) enum Ended {
     Answered,
 }
 
+/// Immediate replays of a stream the server did not process.
+const REPLAYS: u32 = 3;
+
 /// The exchange's state.
 struct Up<'a> {
     cx: &'a ConnCx,
     id: u32,
     sig: &'a Signals,
-    server: &'a Conn,
     timeout: Option<Duration>,
-    codec: Codec,
-    sid: u32,
-    out: Vec<u8>,
     /// Request body taken from the client stream, not yet taken by the
     /// server's codec.
     pend: Vec<u8>,
     req_done: bool,
+    /// Trailers went to the server (the request cannot be replayed).
+    trailers_sent: bool,
     got_head: bool,
     body_out: u64,
     sent: u64,
 }
 
-/// Runs one request over a new HTTP/2 connection `server`.
+/// How one try on a server stream ended.
+enum Try {
+    Ended(Ended),
+    /// Not processed by the server: may be opened again.
+    Refused,
+}
+
+/// Runs one request as a stream to an HTTP/2 server: on `lease`, else
+/// on a pooled or new connection of `route`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
     cx: &ConnCx,
     id: u32,
     sig: &Signals,
-    server: &Conn,
+    route: &Route,
+    lease: Lease,
     head: &mut Head,
     end: bool,
-    timeout: Option<Duration>,
     rl: &mut ReqLog,
     st: &mut TxnState,
 ) -> Ended {
-    let mut out = pool::take_out();
-    let mut codec = Codec::client(super::conn::codec_config(&cx.ctx, false), &mut out);
-    let sid = match codec.send_request(head, &[], end, &mut out) {
-        Ok(s) => s,
-        Err(_) => {
-            pool::give_out(out);
-            return Ended::Early(early(Cause::BadResponse));
-        }
-    };
     let mut up = Up {
         cx,
         id,
         sig,
-        server,
-        timeout,
-        codec,
-        sid,
-        out,
+        timeout: route.timeout,
         pend: Vec::new(),
         req_done: end,
+        trailers_sent: false,
         got_head: false,
         body_out: 0,
         sent: 0,
     };
-    let r = up.drive(head, rl, st).await;
-    pool::give_out(std::mem::take(&mut up.out));
+    let mut lease = Some(lease);
+    let mut tries = 0;
+    let r = loop {
+        let stream = match mux::open_stream(route, lease.take(), head, &[], end).await {
+            Ok(s) => s,
+            Err(e) => break Ended::Early(e),
+        };
+        match up.drive(stream, head, rl, st).await {
+            Try::Ended(e) => break e,
+            Try::Refused if tries < REPLAYS && up.sent == 0 && !up.trailers_sent => {
+                tries += 1;
+                up.req_done = end;
+            }
+            Try::Refused => break Ended::Early(early(Cause::EmptyResponse)),
+        }
+    };
     if up.pend.capacity() > 0 {
         pool::give_out(std::mem::take(&mut up.pend));
     }
@@ -105,39 +119,35 @@ fn early(cause: Cause) -> ProxyError {
 }
 
 impl Up<'_> {
-    async fn drive(&mut self, req: &mut Head, rl: &mut ReqLog, st: &mut TxnState) -> Ended {
-        let mut rbuf = IoBuf::new();
+    async fn drive(
+        &mut self,
+        mut stream: mux::Stream,
+        req: &mut Head,
+        rl: &mut ReqLog,
+        st: &mut TxnState,
+    ) -> Try {
         loop {
             if !self.req_done {
-                self.push_body();
+                self.push_body(&stream);
             }
-            if !self.out.is_empty() {
-                let w = self.server.write_all(&self.out, self.timeout).await;
-                self.out.clear();
-                self.codec.flushed();
-                if w.is_err() {
-                    return self.failed(Cause::EmptyResponse);
+            while let Some(got) = stream.next() {
+                if let Some(t) = self.on_input(got, &stream, req, rl, st).await {
+                    if matches!(t, Try::Ended(Ended::Done { .. })) {
+                        stream.finish();
+                    }
+                    return t;
                 }
-                continue;
             }
             let wait_body = !self.req_done && self.pend.is_empty();
-            let read = with_timeout(self.timeout, "server timeout", async {
-                rbuf.read_from(self.server, usize::MAX).await
-            });
             tokio::select! {
-                r = read => match r {
-                    Ok(n) if n > 0 => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                        return self.failed(Cause::ResponseTimeout)
-                    }
-                    _ => return self.failed(Cause::TruncatedResponse),
+                r = with_timeout(self.timeout, "server timeout", async {
+                    stream.changed().await;
+                    Ok(())
+                }) => if r.is_err() {
+                    return Try::Ended(self.failed(Cause::ResponseTimeout));
                 },
-                _ = self.sig.body.notified(), if wait_body => continue,
+                _ = self.sig.body.notified(), if wait_body => {}
             }
-            if let Some(end) = self.on_input(&mut rbuf, req, rl, st).await {
-                return end;
-            }
-            rbuf.release_if_empty();
         }
     }
 
@@ -152,7 +162,7 @@ impl Up<'_> {
 
     /// Moves client body bytes into the server's codec, within its
     /// windows; releases what it took to the client.
-    fn push_body(&mut self) {
+    fn push_body(&mut self, stream: &mux::Stream) {
         let (end, trailers) = {
             let mut sh = self.cx.sh.borrow_mut();
             let Some(s) = sh.stream(self.id) else {
@@ -166,10 +176,7 @@ impl Up<'_> {
             (end, if end { s.trailers.take() } else { None })
         };
         let ends_here = end && trailers.is_none();
-        let taken = self
-            .codec
-            .send_data(self.sid, &self.pend, ends_here, &mut self.out)
-            .unwrap_or(0);
+        let taken = stream.send_data(&self.pend, ends_here).unwrap_or(0);
         if taken > 0 {
             self.pend.drain(..taken);
             self.sent += taken as u64;
@@ -177,7 +184,8 @@ impl Up<'_> {
         }
         if end && self.pend.is_empty() {
             if let Some(t) = trailers {
-                let _ = self.codec.send_trailers(self.sid, &t, &[], &mut self.out);
+                let _ = stream.send_trailers(&t);
+                self.trailers_sent = true;
                 msg::give(t);
             }
             self.req_done = true;
@@ -189,54 +197,18 @@ impl Up<'_> {
         }
     }
 
-    /// Feeds what the server sent to the codec and relays our stream's
-    /// events. `Some`: the exchange ended.
+    /// Relays one input of the server stream. `Some`: the try ended.
     async fn on_input(
         &mut self,
-        rbuf: &mut IoBuf,
+        got: Got,
+        stream: &mux::Stream,
         req: &mut Head,
         rl: &mut ReqLog,
         st: &mut TxnState,
-    ) -> Option<Ended> {
-        loop {
-            let r = self.codec.recv(rbuf.filled_mut(), &mut self.out);
-            let (consumed, event) = match r {
-                Err(_) => return Some(self.failed(Cause::BadResponse)),
-                Ok(Recv {
-                    consumed: 0,
-                    event: None,
-                }) => return None,
-                Ok(Recv { consumed, event }) => (consumed, event),
-            };
-            let ended = match event {
-                Some(e) => self.on_event(e, req, rl, st).await,
-                None => None,
-            };
-            rbuf.consume(consumed);
-            if ended.is_some() {
-                return ended;
-            }
-        }
-    }
-
-    async fn on_event(
-        &mut self,
-        e: Event<'_>,
-        req: &mut Head,
-        rl: &mut ReqLog,
-        st: &mut TxnState,
-    ) -> Option<Ended> {
-        match e {
-            Event::Head {
-                stream,
-                mut head,
-                end_stream,
-            } if stream == self.sid => {
+    ) -> Option<Try> {
+        match got {
+            Got::Head(mut head, end_stream) => {
                 let status = head.view(&[]).status();
-                if status < 200 {
-                    msg::give(head);
-                    return None;
-                }
                 self.got_head = true;
                 rl.status = Some(status);
                 rl.response_done = Some(tokio::time::Instant::now());
@@ -253,52 +225,37 @@ impl Up<'_> {
                         let _ =
                             super::resp::send_h1_bytes(self.cx, self.id, self.sig, &bytes).await;
                     }
-                    return Some(Ended::Answered);
+                    return Some(Try::Ended(Ended::Answered));
                 }
                 let sent = self
                     .cx
                     .with(|c, o| c.send_response(self.id, &head, &[], end_stream, o));
                 msg::give(head);
                 if sent.is_err() {
-                    return Some(Ended::Cut(Who::Client));
+                    return Some(Try::Ended(Ended::Cut(Who::Client)));
                 }
-                end_stream.then(|| self.done())
+                end_stream.then(|| Try::Ended(self.done()))
             }
-            Event::Data {
-                stream,
-                data,
-                end_stream,
-            } if stream == self.sid => {
-                if send_all(self.cx, self.id, self.sig, data, end_stream)
-                    .await
-                    .is_err()
-                {
-                    return Some(Ended::Cut(Who::Client));
+            Got::Data(data, end_stream) => {
+                let r = send_all(self.cx, self.id, self.sig, &data, end_stream).await;
+                if r.is_err() {
+                    return Some(Try::Ended(Ended::Cut(Who::Client)));
                 }
                 self.body_out += data.len() as u64;
-                self.codec.release(self.sid, data.len(), &mut self.out);
-                end_stream.then(|| self.done())
+                stream.release(data.len());
+                end_stream.then(|| Try::Ended(self.done()))
             }
-            Event::Trailers { stream, head } if stream == self.sid => {
+            Got::Trailers(head) => {
                 let r = self.cx.with(|c, o| c.send_trailers(self.id, &head, &[], o));
                 msg::give(head);
-                Some(if r.is_ok() {
+                Some(Try::Ended(if r.is_ok() {
                     self.done()
                 } else {
                     Ended::Cut(Who::Client)
-                })
+                }))
             }
-            Event::Reset { stream, .. } if stream == self.sid => {
-                Some(self.failed(Cause::TruncatedResponse))
-            }
-            Event::GoAway { last_stream, .. } if last_stream < self.sid => {
-                Some(self.failed(Cause::EmptyResponse))
-            }
-            Event::Head { head, .. } | Event::Trailers { head, .. } => {
-                msg::give(head);
-                None
-            }
-            _ => None,
+            Got::Gone { retryable } if retryable && !self.got_head => Some(Try::Refused),
+            Got::Gone { .. } => Some(Try::Ended(self.failed(Cause::EmptyResponse))),
         }
     }
 
