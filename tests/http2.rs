@@ -498,8 +498,13 @@ fn zero_window_client_is_backpressure() {
         let other = h2c(bind).await;
         let a = exchange(&other, "GET", "/?s=1000", &[]).await;
         assert_eq!(a.body.len(), 1000);
-        // Give the stalled transfer time to buffer if it would.
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // Backpressure engaged: the proxy stopped reading its server
+        // connection, whose receive queue fills in the kernel.
+        let end = std::time::Instant::now() + DEADLINE;
+        while recv_queue_from(o) < 64 * 1024 {
+            assert!(std::time::Instant::now() < end, "the proxy kept reading");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         drop(resp);
     });
     let grew = p.peak_rss_kib().saturating_sub(before);
@@ -507,6 +512,36 @@ fn zero_window_client_is_backpressure() {
         grew < 16 * 1024,
         "proxy grew {grew} KiB for a stalled 64 MiB body"
     );
+}
+
+/// The largest receive queue (bytes the kernel holds, not yet read) of
+/// the TCP sockets connected to `peer`, from `/proc/net/tcp`.
+fn recv_queue_from(peer: SocketAddr) -> u64 {
+    let std::net::IpAddr::V4(ip) = peer.ip() else {
+        return 0;
+    };
+    let o = ip.octets();
+    let want = format!(
+        "{:02X}{:02X}{:02X}{:02X}:{:04X}",
+        o[3],
+        o[2],
+        o[1],
+        o[0],
+        peer.port()
+    );
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&want.as_str())).then(|| {
+                let rx = f.get(4)?.split(':').nth(1)?;
+                u64::from_str_radix(rx, 16).ok()
+            })?
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// One raw HTTP/2 frame.
