@@ -67,7 +67,7 @@ fn corpus_block() -> String {
 with a `file:line` message for each unsupported line. ACLs, `http-request` \
 rules, content switching, HTTP/2, DNS discovery, stick tables and the PROXY \
 protocol are in; what is left is mostly compression, \
-the health checks of other protocols (`pgsql-check`, `external-check`) and \
+`external-check` and \
 files the corpus does not ship (error pages, maps), which HAProxy needs too; \
 the TLS lines left are options rustls has no equivalent for, such as `curves` \
 or `ca-verify-file`. No file crashes or hangs the parser.\n",
