@@ -14,9 +14,8 @@ Cases (`--cases`, default `tls,idle,grpc`):
 * `grpc`: a gRPC-like exchange: `POST` with a small body, a small
   response, over HTTP/2 end to end: client h2 over TLS, the proxy to the
   origin over h2c (`server ... proto h2`; nginx `grpc_pass grpc://`),
-  fairlead-term answering HTTP/2. Fairlead opens one server connection
-  per request toward HTTP/2 servers (no multiplexing yet); HAProxy and
-  nginx keep and reuse theirs.
+  fairlead-term answering HTTP/2. All three proxies multiplex requests
+  on kept server connections.
 
 Every function takes the fairbench module as `fb` (this file is imported by
 it and uses its process, measurement and report helpers).
@@ -368,10 +367,9 @@ def report_h2(fb, path, res, md):
             if case["kind"] == "grpc":
                 md += ["`POST %s` with a %d-byte body (`--body-file`; h2load `-d`) and a 64-byte response; "
                        "the proxy forwards over HTTP/2 to the origin (`server ... proto h2`; nginx "
-                       "`grpc_pass grpc://`), `fairlead-term` answering h2c. **Fairlead opens one server "
-                       "connection per request toward HTTP/2 servers (no multiplexing yet)**: its numbers "
-                       "include a TCP connect, the h2 preface and SETTINGS exchange per request, which "
-                       "HAProxy and nginx (reusing their server connections) do not pay." % (
+                       "`grpc_pass grpc://`), `fairlead-term` answering h2c. Each proxy keeps its server "
+                       "connections and multiplexes the requests on them as streams (Fairlead: "
+                       "`http-reuse safe`, the default)." % (
                            case["path"], len(GRPC_BODY)), ""]
             md += _h2_table(fb, s)
             md += ["", fb.rounds_line(s), fb.rounds_line(s, "cpu_us_per_req_all", "CPU µs/req"),
