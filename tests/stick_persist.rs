@@ -82,7 +82,11 @@ fn tcp_stick_on_src_keeps_one_server() {
     assert!(seen[0] == "A" || seen[0] == "B", "{seen:?}");
     // Round robin alone would have alternated: one origin saw nothing
     // after the first connection (the readiness probe's, possibly).
-    let (kept, other) = if seen[0] == "A" { (&ca, &cb) } else { (&cb, &ca) };
+    let (kept, other) = if seen[0] == "A" {
+        (&ca, &cb)
+    } else {
+        (&cb, &ca)
+    };
     assert!(kept.load(Ordering::SeqCst) >= 6);
     assert!(other.load(Ordering::SeqCst) <= 1);
     let id = if seen[0] == "A" { 1 } else { 2 };
@@ -120,7 +124,8 @@ backend b\n    balance roundrobin\n    stick-table type string len 32 size 1k ex
     let (id, name) = if alice == "A" { (7, "s1") } else { (9, "s2") };
     let t = ask(&sock, "show table b key alice");
     assert!(
-        t.contains(&format!(" key=alice use=0 exp=")) && t.contains(&format!("server_id={id} server_key={name}")),
+        t.contains(&format!(" key=alice use=0 exp="))
+            && t.contains(&format!("server_id={id} server_key={name}")),
         "{t}"
     );
 }

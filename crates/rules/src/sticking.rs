@@ -240,3 +240,159 @@ fn key_of(r: &StickRule, txn: &dyn Txn) -> Option<Vec<u8>> {
     let input = crate::stick::key_input(&s)?;
     r.table.key(&input).map(|k| k.as_bytes().to_vec())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::{ProxyRules, SectionInfo};
+    use std::net::SocketAddr;
+
+    struct Src(SocketAddr);
+    impl Txn for Src {
+        fn src(&self) -> Option<SocketAddr> {
+            Some(self.0)
+        }
+    }
+
+    fn env() -> crate::Env {
+        let mut env = crate::Env::default();
+        for name in ["b", "other"] {
+            let spec = fairlead_stick::TableSpec::parse(name, &["type", "ip", "size", "10"], false)
+                .unwrap()
+                .0
+                .with(fairlead_stick::DataType::ServerId, 1, 0)
+                .with(fairlead_stick::DataType::ServerKey, 1, 0);
+            env.tables
+                .insert(name.into(), fairlead_stick::Table::new(spec));
+        }
+        env.own_table = env.tables.get("b").cloned();
+        env
+    }
+
+    fn add(r: &mut ProxyRules, env: &crate::Env, line: &str) -> Result<Vec<String>, String> {
+        let sec = SectionInfo {
+            frontend: false,
+            backend: true,
+            http: true,
+            max_reply: 16384,
+        };
+        let words: Vec<String> = line.split(' ').map(String::from).collect();
+        r.add(&words, &sec, env)
+    }
+
+    #[test]
+    fn stick_lines_compile() {
+        let env = env();
+        let mut r = ProxyRules::default();
+        add(&mut r, &env, "stick on src").unwrap();
+        add(&mut r, &env, "stick match src table other if TRUE").unwrap();
+        add(&mut r, &env, "stick store-request src unless FALSE").unwrap();
+        add(&mut r, &env, "stick store-response res.hdr(x-s)").unwrap();
+        assert_eq!(r.stick_req.len(), 3);
+        assert_eq!(r.stick_res.len(), 1);
+        assert_eq!(r.stick_req[0].op, StickOp::On);
+        assert_eq!(r.stick_req[1].op, StickOp::Match);
+        assert!(r.stick_req[1].table.same(env.tables.get("other").unwrap()));
+        assert!(r.stick_req[1].cond.is_some());
+        assert_eq!(r.stick_res[0].op, StickOp::StoreResponse);
+        assert!(r.has_http_rules());
+        let bad = |line: &str| add(&mut ProxyRules::default(), &env, line).unwrap_err();
+        assert!(bad("stick foo src").contains("expects 'match', 'on'"));
+        assert!(bad("stick on").contains("expects a fetch method"));
+        assert!(bad("stick on src table nope").contains("unable to find stick-table 'nope'"));
+        assert!(bad("stick on src extra").contains("expects a pattern"));
+        // A response fetch cannot key a request rule.
+        assert!(bad("stick on res.hdr(x)").contains("none of which is available here"));
+        let mut no_own = env.clone();
+        no_own.own_table = None;
+        let e = add(&mut ProxyRules::default(), &no_own, "stick on src").unwrap_err();
+        assert!(e.contains("no stick-table declared"), "{e}");
+    }
+
+    #[test]
+    fn tables_named_by_stick_lines() {
+        let lines: Vec<Vec<String>> = [
+            "stick on src",
+            "stick match src table t2",
+            "http-request deny",
+            "stick store-request src table t2",
+            "stick bogus",
+        ]
+        .iter()
+        .map(|l| l.split(' ').map(String::from).collect())
+        .collect();
+        assert_eq!(tables_needing_server(&lines, Some("own")), ["own", "t2"]);
+        assert_eq!(tables_needing_server(&lines, None), ["t2"]);
+    }
+
+    #[test]
+    fn match_store_and_commit() {
+        let env = env();
+        let mut r = ProxyRules::default();
+        add(&mut r, &env, "stick on src").unwrap();
+        // Same table again: skipped while `stick on` has a pending store.
+        add(&mut r, &env, "stick store-request src").unwrap();
+        add(&mut r, &env, "stick match src table other").unwrap();
+        let tx = Src("192.0.2.1:5000".parse().unwrap());
+        let mut st = Sticking::default();
+        st.run_request(&r.stick_req, &r.acls, &tx, false, 1000);
+        assert_eq!(st.matched, None);
+        assert_eq!(st.pending.len(), 1);
+        st.commit(3, "s3", "192.0.2.9:80", 1000);
+        assert!(st.is_empty());
+        let b = env.tables.get("b").unwrap();
+        let key = [192, 0, 2, 1];
+        let e = b.lookup(&key, 1000).expect("stored");
+        assert_eq!(e.get_int(fairlead_stick::DataType::ServerId, 1000), Some(3));
+        assert_eq!(
+            e.get(fairlead_stick::DataType::ServerKey, 0, 1000),
+            Some(fairlead_stick::data::Value::Str(Some(Arc::from("s3"))))
+        );
+        drop(e);
+        assert!(env
+            .tables
+            .get("other")
+            .unwrap()
+            .lookup(&key, 1000)
+            .is_none());
+
+        let mut st = Sticking::default();
+        st.run_request(&r.stick_req, &r.acls, &tx, false, 2000);
+        assert_eq!(st.matched, Some(3));
+        // Already assigned (use-server, a cookie): the entry is not used.
+        let mut st = Sticking::default();
+        st.run_request(&r.stick_req, &r.acls, &tx, true, 2000);
+        assert_eq!(st.matched, None);
+        // Nothing reached a server: nothing is stored.
+        st.discard();
+        st.commit(4, "s4", "", 2000);
+        let e = b.lookup(&key, 2000).unwrap();
+        assert_eq!(e.get_int(fairlead_stick::DataType::ServerId, 2000), Some(3));
+    }
+
+    #[test]
+    fn response_stores_one_per_table() {
+        let env = env();
+        let mut r = ProxyRules::default();
+        add(&mut r, &env, "stick store-request src").unwrap();
+        add(&mut r, &env, "stick store-response src").unwrap();
+        add(&mut r, &env, "stick store-response src table other").unwrap();
+        add(&mut r, &env, "stick store-response src").unwrap();
+        let tx = Src("192.0.2.2:5000".parse().unwrap());
+        let mut st = Sticking::default();
+        st.run_request(&r.stick_req, &r.acls, &tx, false, 10);
+        st.run_response(&r.stick_res, &r.acls, &tx);
+        // One request store, then one response store per table.
+        assert_eq!(st.pending.len(), 3);
+        st.commit(5, "s5", "", 10);
+        for t in ["b", "other"] {
+            let e = env
+                .tables
+                .get(t)
+                .unwrap()
+                .lookup(&[192, 0, 2, 2], 10)
+                .unwrap();
+            assert_eq!(e.get_int(fairlead_stick::DataType::ServerId, 10), Some(5));
+        }
+    }
+}
