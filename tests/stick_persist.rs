@@ -182,3 +182,32 @@ backend b\n    balance roundrobin\n    stick-table type string len 32 size 1k ex
     // From now on the entry designates s2 directly.
     assert_eq!(served_by(bind, "x-user: carol\r\n"), "B");
 }
+
+/// A stored server that health checks marked down is not used (no
+/// `option persist`): the request is balanced and the new server stored.
+#[test]
+fn down_server_is_not_used_and_is_replaced() {
+    let ip = test_ip();
+    let (b, _) = named(ip, "B");
+    let dead = free_addr(ip);
+    let bind = free_addr(ip);
+    let sock = admin_sock("down");
+    let cfg = format!(
+        "global\n    stats socket {} level admin\n{}frontend fe\n    bind {bind}\n    default_backend b\n\
+backend b\n    balance roundrobin\n    stick-table type string len 32 size 1k expire 1m\n\
+    stick on hdr(x-user)\n    server s1 {dead} check inter 100 fall 1\n    server s2 {b}\n",
+        sock.display(),
+        defaults("http")
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
+    wait_until("s1 down", || {
+        ask(&sock, "show stat")
+            .lines()
+            .any(|l| l.starts_with("b,s1,") && l.contains(",DOWN"))
+    });
+    ask(&sock, "set table b key dave data.server_id 1");
+    assert_eq!(served_by(bind, "x-user: dave\r\n"), "B");
+    let t = ask(&sock, "show table b key dave");
+    assert!(t.contains("server_id=2 server_key=s2"), "{t}");
+}
