@@ -28,7 +28,12 @@ fuzz_target!(|data: &[u8]| {
         Some(i) => (&text[..i], text[i + 4..].as_bytes()),
         None => (&text[..], REQUEST),
     };
-    let env = Env::default();
+    // A table of the section's own, for `stick` and `track-sc` lines.
+    let mut env = Env::default();
+    let spec = fairlead_stick::TableSpec::new("fz", fairlead_stick::KeyType::String, 64)
+        .with(fairlead_stick::DataType::ServerId, 1, 0)
+        .with(fairlead_stick::DataType::ServerKey, 1, 0);
+    env.own_table = Some(fairlead_stick::Table::new(spec));
     for http in [true, false] {
         let sec = SectionInfo {
             frontend: true,
@@ -77,6 +82,11 @@ fn exercise(rules: &ProxyRules, tx: &mut FuzzTxn) {
     for r in &rules.use_server {
         let _ = r.check(acls, tx);
     }
+    // Stick persistence: match and store, then store-response and commit.
+    let mut st = fairlead_rules::sticking::Sticking::default();
+    st.run_request(&rules.stick_req, acls, &*tx, false, 1);
+    st.run_response(&rules.stick_res, acls, &*tx);
+    st.commit(1, "s1", "192.0.2.1:80", 1);
     for set in [
         &rules.tcp_response,
         &rules.http_response,

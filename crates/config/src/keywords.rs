@@ -357,7 +357,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("tcp-request", P, I),
     kw!("tcp-response", DLB, I),
     kw!("stick-table", FLB, I, "the 2.x form; 'peers' is accepted but nothing is synchronised yet"),
-    kw!("stick", LB, N),
+    kw!("stick", LB, I, "'match', 'on', 'store-request' and 'store-response'; the table stores 'server_id' and 'server_key'"),
     kw!("stats http-request", FLB, I),
     kw!("stats show-desc", P, N),
     kw!("stats show-modules", P, N),

@@ -730,6 +730,36 @@ backend b\n stick-table type string len 32 size 1k store gpc0\nbackend c\n",
     assert!(c.tables[1].spec().stores(fairlead_stick::DataType::Gpc0));
 }
 
+/// As HAProxy 2.6: a table that `stick` rules use stores `server_id`
+/// and `server_key` without saying so; other tables do not.
+#[test]
+fn stick_rules_add_server_data_to_their_tables() {
+    use fairlead_stick::DataType::{ServerId, ServerKey};
+    let c = ok(
+        "backend b\n stick-table type ip size 1k\n stick on src\n server s 127.0.0.1:1\n\
+backend t\n stick-table type string size 1k\n\
+backend u\n stick match req.hdr(x) table t\n server s 127.0.0.1:1\n\
+backend v\n stick-table type ip size 1k store gpc0\n",
+    )
+    .config;
+    let by = |n: &str| {
+        c.tables
+            .iter()
+            .find(|t| t.name() == n)
+            .unwrap()
+            .spec()
+            .clone()
+    };
+    for n in ["b", "t"] {
+        assert!(by(n).stores(ServerId) && by(n).stores(ServerKey), "{n}");
+    }
+    assert!(!by("v").stores(ServerId));
+    let kw = crate::keyword_support();
+    assert!(kw
+        .iter()
+        .any(|k| k.keyword == "stick" && k.status == Support::Implemented));
+}
+
 #[test]
 fn accept_proxy_and_send_proxy_are_parsed() {
     let c = ok(

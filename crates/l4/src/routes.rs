@@ -106,10 +106,12 @@ impl Routes {
         let fe = &self.fe_rules;
         !fe.tcp_content.is_empty()
             || !fe.use_backend.is_empty()
-            || self
-                .be_rules
-                .iter()
-                .any(|r| !r.tcp_content.is_empty() || !r.tcp_response.is_empty())
+            || self.be_rules.iter().any(|r| {
+                !r.tcp_content.is_empty()
+                    || !r.tcp_response.is_empty()
+                    || !r.stick_req.is_empty()
+                    || !r.stick_res.is_empty()
+            })
     }
 }
 

@@ -29,6 +29,7 @@ use fairlead_log::{Phase, TermState, Who};
 use fairlead_net::Conn;
 use fairlead_rules::exec::run;
 use fairlead_rules::proxy::ProxyRules;
+use fairlead_rules::sticking::Sticking;
 use std::io::Result;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -281,7 +282,10 @@ async fn forward(
     };
     cx.front.counters.add(C::Bin, input.read);
     let bytes = (input.read, 0);
-    let slot = match be.assign(&key, None, None).await {
+    let stick_rules = cx.routes.res_rules(be_idx);
+    let mut stick = stick_request(cx, &input, stick_rules, sess, be);
+    let prefer = stick_server(be, &stick);
+    let slot = match be.assign(&key, prefer, None).await {
         Ok(s) => s,
         Err(e) => {
             cx.emit(sess, &end(None, failed(&e), t, bytes, 0, addrs));
@@ -314,6 +318,14 @@ async fn forward(
     };
     addrs.record(log, &conn.stream);
     t[2] = cx.ms();
+    stick_commit(
+        cx,
+        stick_rules,
+        sess,
+        &mut stick,
+        conn.slot.server(),
+        &be.name,
+    );
     let bt = &be.options.timeouts;
     let tt = TunnelTimeouts::new(
         cx.front.timeouts.client,
@@ -356,6 +368,64 @@ async fn forward(
     let bytes = (input.read + stats.client_to_server, stats.server_to_client);
     cx.emit(sess, &end(Some(&server), term, t, bytes, retries, addrs));
     drop(conn);
+}
+
+/// The backend's stick request rules (`stick match|on|store-request`),
+/// on what the content rules saw.
+fn stick_request(
+    cx: &Ctx<'_>,
+    input: &Input<'_>,
+    rules: Option<&Arc<ProxyRules>>,
+    sess: &mut SessState,
+    be: &Backend,
+) -> Sticking {
+    let mut st = Sticking::default();
+    if let Some(r) = rules.filter(|r| !r.stick_req.is_empty()) {
+        let mut tx = TcpTxn::new(&cx.facts, sess);
+        tx.payload = Some(input.buf.filled());
+        tx.done = true;
+        tx.backend = Some(&be.name);
+        tx.routes = Some(cx.routes);
+        let now = fairlead_rules::stick::now_ms();
+        st.run_request(&r.stick_req, &r.acls, &tx, false, now);
+    }
+    st
+}
+
+/// The server a `stick match` rule designated (by its `id`).
+fn stick_server(be: &Backend, st: &Sticking) -> Option<fairlead_backend::ServerId> {
+    let puid = u32::try_from(st.matched?).ok()?;
+    let set = be.servers();
+    let id = set
+        .as_slice()
+        .iter()
+        .find(|s| s.conf.puid == puid)
+        .map(|s| s.conf.id);
+    id
+}
+
+/// Once connected: the `stick store-response` rules (on what is known
+/// without response data), then every pending store takes the server.
+fn stick_commit(
+    cx: &Ctx<'_>,
+    rules: Option<&Arc<ProxyRules>>,
+    sess: &mut SessState,
+    st: &mut Sticking,
+    server: &fairlead_backend::Server,
+    backend: &str,
+) {
+    if let Some(r) = rules.filter(|r| !r.stick_res.is_empty()) {
+        let mut tx = TcpTxn::new(&cx.facts, sess);
+        tx.backend = Some(backend);
+        tx.routes = Some(cx.routes);
+        st.run_response(&r.stick_res, &r.acls, &tx);
+    }
+    if st.is_empty() {
+        return;
+    }
+    let addr = server.admin.addr.load().to_string();
+    let now = fairlead_rules::stick::now_ms();
+    st.commit(server.conf.puid, &server.conf.name, &addr, now);
 }
 
 /// Counters once the tunnel ended, the closes `tcp-response` rules ask

@@ -39,6 +39,9 @@ struct Prepared {
     /// The head to send, serialised (a pooled buffer).
     out: Vec<u8>,
     persist: Persist,
+    /// The server a `stick match` rule designated (after `use-server` and
+    /// the persistence cookie).
+    stick: Option<ServerId>,
     key_data: KeyData,
     /// No request body: the request can be replayed at once when its
     /// pooled connection turns out to be closed.
@@ -205,6 +208,9 @@ impl Session {
                 };
             (!excepted && !present).then_some((ff.header.as_str(), ip))
         });
+        let stick = model
+            .as_deref()
+            .and_then(|m| crate::process::stick_server(be, &m.st.fx));
         let mut out = pool::take_out();
         match model {
             Some(m) => {
@@ -251,6 +257,7 @@ impl Session {
         Prepared {
             out,
             persist,
+            stick,
             key_data: KeyData::new(be.lb_needs(), buf, head, ip),
             no_body,
             replayable,
@@ -276,7 +283,7 @@ impl Session {
         loop {
             let key = prep.key_data.key();
             let target = Target {
-                prefer: prefer.or(prep.persist.server),
+                prefer: prefer.or(prep.persist.server).or(prep.stick),
                 avoid: tries.avoid,
                 names: prep.names(),
             };

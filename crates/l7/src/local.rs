@@ -589,6 +589,7 @@ pub(crate) fn has_response_work(rules: [Option<&Arc<ProxyRules>>; 2]) -> bool {
             || !r.http_after_response.is_empty()
             || !r.res_captures.is_empty()
             || r.cookie_capture.is_some()
+            || !r.stick_res.is_empty()
     })
 }
 
@@ -605,6 +606,14 @@ pub(crate) fn run_response_rules(
     let be = backend(ctx, be_idx);
     let secs = sections(ctx, be_idx);
     capture_response_headers(fe, tx);
+    // `stick store-response` runs before `http-response`, as HAProxy's
+    // store rules analyser.
+    // Only backends and listen sections have stick rules.
+    if let Some(br) = secs.iter().flatten().find(|r| !r.stick_res.is_empty()) {
+        let mut st = std::mem::take(&mut tx.fx.stick);
+        st.run_response(&br.stick_res, &br.acls, &*tx);
+        tx.fx.stick = st;
+    }
     for r in secs.iter().flatten() {
         let v = run(&r.http_response, &r.acls, tx, true);
         if let Verdict::Deny(a) = &v {

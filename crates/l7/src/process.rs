@@ -56,6 +56,28 @@ pub(crate) struct TxnState {
     pub fx: Effects,
 }
 
+/// The server a `stick match` rule designated (by its `id`), when the
+/// backend has it.
+pub(crate) fn stick_server(be: &Backend, fx: &Effects) -> Option<fairlead_backend::ServerId> {
+    let puid = u32::try_from(fx.stick.matched?).ok()?;
+    let set = be.servers();
+    let id = set
+        .as_slice()
+        .iter()
+        .find(|s| s.conf.puid == puid)
+        .map(|s| s.conf.id);
+    id
+}
+
+/// Stores the server that answered in the entries the stick rules
+/// prepared (`stick on`, `store-request`, `store-response`).
+pub(crate) fn stick_commit(fx: &mut Effects, server: &fairlead_backend::Server) {
+    let addr = server.admin.addr.load().to_string();
+    let now = fairlead_rules::stick::now_ms();
+    fx.stick
+        .commit(server.conf.puid, &server.conf.name, &addr, now);
+}
+
 /// The backend a request goes to.
 pub(crate) fn backend(ctx: &HttpCtx, idx: Option<usize>) -> &Arc<Backend> {
     idx.and_then(|i| ctx.front.routes.backends.get(i))
@@ -222,6 +244,12 @@ fn decide<'a>(ctx: &'a HttpCtx, tx: &mut HttpTxn<'a>, close: bool) -> Decision {
                 .flatten()
         })
     });
+    if let Some(br) = own.filter(|r| !r.stick_req.is_empty()) {
+        let mut st = std::mem::take(&mut tx.fx.stick);
+        let now = fairlead_rules::stick::now_ms();
+        st.run_request(&br.stick_req, &br.acls, &*tx, server.is_some(), now);
+        tx.fx.stick = st;
+    }
     capture_cookie(fe, tx);
     Decision::Forward { be: be_idx, server }
 }

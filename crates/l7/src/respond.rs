@@ -25,7 +25,7 @@ impl Session {
         mut sbuf: IoBuf,
         request_done: bool,
         persist: Persist,
-        model: Option<&mut crate::local::Model>,
+        mut model: Option<&mut crate::local::Model>,
         rl: &mut ReqLog,
     ) -> Option<Outcome> {
         rl.status = Some(resp.status);
@@ -34,6 +34,9 @@ impl Session {
         let be = crate::process::backend(&ctx, rl.backend);
         let bt = &be.options.timeouts;
         if resp.status == 101 && head.upgrade {
+            if let Some(m) = model {
+                crate::process::stick_commit(&mut m.st.fx, slot.server());
+            }
             return self.upgrade(conn, slot, sbuf, bt).await;
         }
         // An HTTP/1.0 client cannot take chunked encoding: it gets the bare
@@ -53,9 +56,11 @@ impl Session {
             ConnHeader::None
         };
         let mut out = pool::take_out();
-        match model.filter(|m| m.has_response_rules()) {
+        match model.as_deref_mut().filter(|m| m.has_response_rules()) {
             Some(m) => {
-                if let Err(local) = self.response_rules(m, &resp, sbuf.filled(), rl) {
+                let rules = self.response_rules(m, &resp, sbuf.filled(), rl);
+                crate::process::stick_commit(&mut m.st.fx, slot.server());
+                if let Err(local) = rules {
                     pool::give_out(out);
                     let _ = self.send_local_bytes(local, rl).await;
                     return None;
@@ -72,6 +77,11 @@ impl Session {
                 &mut out,
             ),
             None => fairlead_http::write_response_head(sbuf.filled(), &resp, conn_hdr, &mut out),
+        }
+        if let Some(m) = model {
+            // Without response rules, the request's stores (committed
+            // above otherwise; a second commit finds nothing pending).
+            crate::process::stick_commit(&mut m.st.fx, slot.server());
         }
         if let Some(c) = &be.options.cookie {
             persist::edit_response(c, persist, slot.server(), &mut out);

@@ -87,6 +87,9 @@ pub(crate) struct Effects {
     pub cookie_res: Option<Vec<u8>>,
     /// The values of the `log-format` samples, once evaluated.
     pub log_samples: Option<Vec<Option<Vec<u8>>>>,
+    /// Stick persistence: the server a `stick match` designated and the
+    /// stores waiting for the server that answers.
+    pub stick: fairlead_rules::sticking::Sticking,
     /// The unique id (`unique-id-format`), once generated.
     pub unique_id: std::cell::OnceCell<Vec<u8>>,
     /// The unique id is being generated (a `%[unique-id]` inside its own

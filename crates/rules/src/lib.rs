@@ -43,6 +43,7 @@ pub mod reply;
 pub mod sample;
 pub mod stick;
 pub mod stick_actions;
+pub mod sticking;
 mod tlshello;
 pub mod txn;
 pub mod uniqueid;

@@ -114,6 +114,10 @@ pub struct ProxyRules {
     /// `unique-id-header`: the request header carrying the unique id to
     /// the server. Default is none.
     pub unique_id_header: Option<String>,
+    /// `stick match|on|store-request` rules, in file order.
+    pub stick_req: Vec<crate::sticking::StickRule>,
+    /// `stick store-response` rules, in file order.
+    pub stick_res: Vec<crate::sticking::StickRule>,
     /// Highest rank of rule kind seen so far, for HAProxy's ordering
     /// warnings.
     last_rank: u8,
@@ -176,6 +180,7 @@ pub const KEYWORDS: &[&str] = &[
     "unique-id-format",
     "unique-id-header",
     "option http-buffer-request",
+    "stick",
 ];
 
 impl ProxyRules {
@@ -298,6 +303,7 @@ impl ProxyRules {
                     )?;
                 self.stats_admin.push(c);
             }
+            "stick" => self.stick(words, env, &mut warnings)?,
             "capture" => self.capture(words, &mut warnings)?,
             "declare" => self.declare(words)?,
             "monitor-uri" => {
@@ -479,6 +485,49 @@ impl ProxyRules {
         }
     }
 
+    /// `stick match|on|store-request|store-response <pattern> [table T]
+    /// [if|unless <cond>]`.
+    fn stick(
+        &mut self,
+        words: &[String],
+        env: &crate::Env,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), String> {
+        use crate::sticking::{StickOp, StickRule};
+        let l = crate::sticking::split_line(&words[1..])?;
+        let set = if l.op == StickOp::StoreResponse {
+            RuleSet::HttpResponse
+        } else {
+            RuleSet::HttpRequest
+        };
+        let ctx = format!("stick {}", words.get(1).map_or("", String::as_str));
+        let expr = crate::expr::Expr::parse(l.pattern, env, set.usage(), &ctx)
+            .map_err(|e| format!("'{ctx}': {e}"))?;
+        let table = match l.table {
+            Some(t) => env
+                .tables
+                .get(t)
+                .cloned()
+                .ok_or_else(|| format!("'{ctx}': unable to find stick-table '{t}'."))?,
+            None => env.own_table.clone().ok_or_else(|| {
+                format!("'{ctx}': no stick-table declared in this section; add 'table <name>' or a 'stick-table'.")
+            })?,
+        };
+        let cond = self.cond(l.cond, set, warnings, env)?;
+        let rule = StickRule {
+            op: l.op,
+            expr,
+            table,
+            cond,
+        };
+        if l.op == StickOp::StoreResponse {
+            self.stick_res.push(rule);
+        } else {
+            self.stick_req.push(rule);
+        }
+        Ok(())
+    }
+
     fn declare(&mut self, words: &[String]) -> Result<(), String> {
         let w: Vec<&str> = words.iter().map(String::as_str).collect();
         match w.as_slice() {
@@ -505,6 +554,8 @@ impl ProxyRules {
             || !self.redirects.is_empty()
             || !self.use_backend.is_empty()
             || !self.use_server.is_empty()
+            || !self.stick_req.is_empty()
+            || !self.stick_res.is_empty()
             || !self.tcp_content.is_empty()
             || !self.req_captures.is_empty()
             || !self.res_captures.is_empty()

@@ -21,10 +21,23 @@ pub(crate) fn build_tables(
     diags: &mut Diags,
 ) -> Vec<fairlead_stick::Table> {
     let mut tables = Vec::new();
+    let sticky = sticky_tables(proxies);
     for d in proxies {
         let Some((loc, spec)) = &d.stick_table else {
             continue;
         };
+        let mut spec = spec.clone();
+        if sticky.contains(&spec.name) {
+            // As HAProxy: a table that stick rules use stores the server.
+            for dt in [
+                fairlead_stick::DataType::ServerId,
+                fairlead_stick::DataType::ServerKey,
+            ] {
+                if !spec.stores(dt) {
+                    spec = spec.with(dt, 1, 0);
+                }
+            }
+        }
         if env.tables.contains_key(&spec.name) {
             diags.alert(
                 loc,
@@ -40,6 +53,21 @@ pub(crate) fn build_tables(
         tables.push(t);
     }
     tables
+}
+
+/// The names of the tables that `stick` rules of any section use.
+fn sticky_tables(proxies: &[Draft]) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in proxies {
+        let lines: Vec<Vec<String>> = d.rule_lines.iter().map(|(_, w)| w.clone()).collect();
+        let own = d.stick_table.as_ref().map(|(_, s)| s.name.as_str());
+        for t in fairlead_rules::sticking::tables_needing_server(&lines, own) {
+            if !out.iter().any(|o: &String| o == t) {
+                out.push(t.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// Keywords whose lines go to [`ProxyRules::add`].

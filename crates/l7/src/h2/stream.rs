@@ -390,7 +390,9 @@ async fn forward(
     if let Some(c) = cookie {
         persist::edit_request(c, persist, &mut out);
     }
-    let prefer = prefer.or(persist.server);
+    let prefer = prefer
+        .or(persist.server)
+        .or_else(|| process::stick_server(&be, &st.fx));
     let prep = prepared(head, out, &be, ip, end, tunnel);
     let link = Link::default();
     link.done.set(end);
@@ -815,7 +817,9 @@ async fn relay(
     let counters = [&ctx.front.counters, &be.counters, &srv.metrics.counters];
     let mut res = msg::take();
     res.fill_response(sbuf.filled(), &resp);
-    if let Err(l) = super::rules::response_rules(cx, &mut res, sbuf.filled(), req, st, rl) {
+    let rules = super::rules::response_rules(cx, &mut res, sbuf.filled(), req, st, rl);
+    process::stick_commit(&mut st.fx, &srv);
+    if let Err(l) = rules {
         msg::give(res);
         ctx.front.counters.inc(C::Dresp);
         rl.end(Who::Proxy, Phase::Headers);

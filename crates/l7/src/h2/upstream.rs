@@ -212,7 +212,11 @@ impl Up<'_> {
                 self.got_head = true;
                 rl.status = Some(status);
                 rl.response_done = Some(tokio::time::Instant::now());
-                if let Err(l) = super::rules::response_rules(self.cx, &mut head, &[], req, st, rl) {
+                let rules = super::rules::response_rules(self.cx, &mut head, &[], req, st, rl);
+                if let Some(srv) = rl.server.clone() {
+                    crate::process::stick_commit(&mut st.fx, &srv);
+                }
+                if let Err(l) = rules {
                     msg::give(head);
                     self.cx
                         .ctx
