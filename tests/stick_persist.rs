@@ -124,7 +124,7 @@ backend b\n    balance roundrobin\n    stick-table type string len 32 size 1k ex
     let (id, name) = if alice == "A" { (7, "s1") } else { (9, "s2") };
     let t = ask(&sock, "show table b key alice");
     assert!(
-        t.contains(&format!(" key=alice use=0 exp="))
+        t.contains(" key=alice use=0 exp=")
             && t.contains(&format!("server_id={id} server_key={name}")),
         "{t}"
     );
