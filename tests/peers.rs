@@ -20,7 +20,11 @@ fn haproxy_bin() -> Option<PathBuf> {
         .args(["-c", "command -v haproxy || ls /usr/sbin/haproxy"])
         .output()
         .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout).lines().next()?.trim().to_string();
+    let p = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .to_string();
     (!p.is_empty()).then(|| p.into())
 }
 
@@ -129,9 +133,11 @@ fn fairlead_and_haproxy_share_a_table() {
     let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
     let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
     let (sock_f, sock_h) = (sock_path("f1"), sock_path("h1"));
-    let fl = Proxy::start_with(&proxy_cfg(&sock_f, http_f, &section), &[http_f, peer_f], |c| {
-        c.args(["-L", "fl"])
-    });
+    let fl = Proxy::start_with(
+        &proxy_cfg(&sock_f, http_f, &section),
+        &[http_f, peer_f],
+        |c| c.args(["-L", "fl"]),
+    );
     let _hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
     // Fairlead to HAProxy.
     hit(http_f, "from-fl", 3);

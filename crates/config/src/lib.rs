@@ -72,9 +72,9 @@ mod tests;
 #[cfg(test)]
 mod tests_lb;
 #[cfg(test)]
-mod tests_peers;
-#[cfg(test)]
 mod tests_log;
+#[cfg(test)]
+mod tests_peers;
 #[cfg(test)]
 mod tests_stats;
 #[cfg(test)]

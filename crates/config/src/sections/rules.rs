@@ -58,7 +58,10 @@ pub(crate) fn build_peers(
             line,
         };
         if out.iter().any(|p| p.name == s.name) {
-            diags.alert(&s.location, format!("peers section '{}' is declared twice", s.name));
+            diags.alert(
+                &s.location,
+                format!("peers section '{}' is declared twice", s.name),
+            );
             continue;
         }
         let lines: Vec<(usize, Vec<String>)> =
