@@ -174,3 +174,61 @@ fn fairlead_to_fairlead_with_teach_on_connect() {
     hit(http1, "late", 1);
     wait_entry(&sock2, "two", "late", 6);
 }
+
+/// Sends a hello to `peer` and returns the status line and what follows
+/// within a short read.
+fn handshake(peer: SocketAddr, hello: &str) -> (String, Vec<u8>) {
+    use std::io::Write;
+    let mut s = TcpStream::connect(peer).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    s.write_all(hello.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = Instant::now() + DEADLINE;
+    // Read until the status line and, for a success, the first table
+    // definition (class 10, type 0x82) have arrived.
+    while Instant::now() < end {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        if let Some(i) = got.iter().position(|b| *b == b'\n') {
+            let status = String::from_utf8_lossy(&got[..i]).to_string();
+            let rest = got[i + 1..].to_vec();
+            if status != "200" || rest.windows(2).any(|w| w == [10, 0x82]) {
+                return (status, rest);
+            }
+        }
+    }
+    panic!("no answer to the hello: {got:?}");
+}
+
+#[test]
+fn handshake_status_codes_and_teach() {
+    let ip = test_ip();
+    let (peer, http, other) = (free_addr(ip), free_addr(ip), free_addr(test_ip()));
+    let section = peers_section(&[("me", peer), ("you", other)]);
+    let sock = sock_path("f3");
+    let _p = Proxy::start_with(&proxy_cfg(&sock, http, &section), &[http, peer], |c| {
+        c.args(["-L", "me"])
+    });
+    hit(http, "k1", 1);
+    wait_entry(&sock, "me", "k1", 1);
+    assert_eq!(handshake(peer, "HAProxyS 2.1\nme\nstranger 1 1\n").0, "504");
+    assert_eq!(handshake(peer, "HAProxyS 2.1\nnotme\nyou 1 1\n").0, "503");
+    assert_eq!(handshake(peer, "HAProxyS 3.0\nme\nyou 1 1\n").0, "502");
+    assert_eq!(
+        handshake(peer, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").0,
+        "501"
+    );
+    let (status, rest) = handshake(peer, "HAProxyS 2.1\nme\nyou 1 1\n");
+    assert_eq!(status, "200");
+    // The teach: the definition of `/t` (string key, 33 bytes) and the
+    // entry `k1`.
+    let def = rest.windows(2).position(|w| w == [10, 0x82]).unwrap();
+    let body = &rest[def + 3..];
+    assert_eq!(&body[..4], &[1, 2, b'/', b't']);
+    assert_eq!(&body[4..6], &[6, 33]);
+}
