@@ -138,7 +138,7 @@ fn fairlead_and_haproxy_share_a_table() {
         &[http_f, peer_f],
         |c| c.args(["-L", "fl"]),
     );
-    let _hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
+    let hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
     // Fairlead to HAProxy.
     hit(http_f, "from-fl", 3);
     wait_entry(&sock_h, "haproxy", "from-fl", 3);
@@ -150,6 +150,12 @@ fn fairlead_and_haproxy_share_a_table() {
     wait_entry(&sock_h, "haproxy", "from-hap", 3);
     hit(http_h, "from-fl", 1);
     wait_entry(&sock_f, "fairlead", "from-fl", 4);
+    // A restarted HAProxy (empty table) gets Fairlead's entries again
+    // when the session comes back.
+    drop(hap);
+    let _hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
+    wait_entry(&sock_h, "restarted haproxy", "from-fl", 4);
+    wait_entry(&sock_h, "restarted haproxy", "from-hap", 3);
     assert!(!fl.stderr().contains("refused"), "{}", fl.stderr());
 }
 
