@@ -82,13 +82,21 @@ fn peers_section(peers: &[(&str, SocketAddr)]) -> String {
 }
 
 fn proxy_cfg(sock: &Path, http: SocketAddr, section: &str) -> String {
+    proxy_cfg_with(sock, http, section, "")
+}
+
+/// [`proxy_cfg`] with extra frontend lines and a backend `bk` holding a
+/// proxy table synchronised through `peers mesh`.
+fn proxy_cfg_with(sock: &Path, http: SocketAddr, section: &str, extra: &str) -> String {
     format!(
         "global\n    stats socket {} level admin\n\
          defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
          {section}\
          frontend f\n    bind {http}\n\
          \x20   http-request track-sc0 req.hdr(x-k) table mesh/t\n\
-         \x20   http-request return status 200 content-type text/plain string ok\n",
+         {extra}\
+         \x20   http-request return status 200 content-type text/plain string ok\n\
+         backend bk\n    stick-table type integer size 10 expire 60s peers mesh store gpc0\n",
         sock.display()
     )
 }
@@ -106,11 +114,16 @@ fn hit(addr: SocketAddr, key: &str, n: usize) {
 /// Waits until `show table mesh/t` on `sock` has a line for `key` with
 /// `http_req_cnt=<cnt>`.
 fn wait_entry(sock: &Path, who: &str, key: &str, cnt: u32) {
-    let want = format!("http_req_cnt={cnt}");
+    wait_value(sock, who, "mesh/t", key, &format!("http_req_cnt={cnt}"));
+}
+
+/// Waits until `show table <table>` on `sock` has a line for `key` with
+/// the word `want`.
+fn wait_value(sock: &Path, who: &str, table: &str, key: &str, want: &str) {
     let mut last = String::new();
     let end = Instant::now() + DEADLINE;
     while Instant::now() < end {
-        last = ask(sock, "show table mesh/t");
+        last = ask(sock, &format!("show table {table}"));
         let found = last
             .lines()
             .any(|l| l.contains(&format!(" key={key} ")) && l.split(' ').any(|w| w == want));
@@ -181,6 +194,10 @@ fn fairlead_to_fairlead_with_teach_on_connect() {
     wait_entry(&sock2, "two", "late", 6);
 }
 
+/// The start of the definition of `/t` after its table id: name length,
+/// name, key type (string), key size (32 + 1).
+const T_DEF: [u8; 5] = [2, b'/', b't', 6, 33];
+
 /// Sends a hello to `peer` and returns the status line and what follows
 /// within a short read.
 fn handshake(peer: SocketAddr, hello: &str) -> (String, Vec<u8>) {
@@ -192,8 +209,8 @@ fn handshake(peer: SocketAddr, hello: &str) -> (String, Vec<u8>) {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     let end = Instant::now() + DEADLINE;
-    // Read until the status line and, for a success, the first table
-    // definition (class 10, type 0x82) have arrived.
+    // Read until the status line and, for a success, the definition of
+    // `/t` have arrived.
     while Instant::now() < end {
         match s.read(&mut buf) {
             Ok(0) => break,
@@ -203,7 +220,7 @@ fn handshake(peer: SocketAddr, hello: &str) -> (String, Vec<u8>) {
         if let Some(i) = got.iter().position(|b| *b == b'\n') {
             let status = String::from_utf8_lossy(&got[..i]).to_string();
             let rest = got[i + 1..].to_vec();
-            if status != "200" || rest.windows(2).any(|w| w == [10, 0x82]) {
+            if status != "200" || rest.windows(5).any(|w| w == T_DEF) {
                 return (status, rest);
             }
         }
@@ -231,10 +248,38 @@ fn handshake_status_codes_and_teach() {
     );
     let (status, rest) = handshake(peer, "HAProxyS 2.1\nme\nyou 1 1\n");
     assert_eq!(status, "200");
-    // The teach: the definition of `/t` (string key, 33 bytes) and the
-    // entry `k1`.
-    let def = rest.windows(2).position(|w| w == [10, 0x82]).unwrap();
-    let body = &rest[def + 3..];
-    assert_eq!(&body[..4], &[1, 2, b'/', b't']);
-    assert_eq!(&body[4..6], &[6, 33]);
+    // The teach: the definitions of `bk` (integer key, 4 bytes) and `/t`.
+    assert!(rest.windows(5).any(|w| w == T_DEF));
+    assert!(rest.windows(5).any(|w| w == [2, b'b', b'k', 2, 4]));
+}
+
+#[test]
+fn proxy_table_with_peers_keyword_syncs_with_haproxy() {
+    let Some(bin) = haproxy_bin() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    let (ip_f, ip_h) = (test_ip(), test_ip());
+    let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
+    let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
+    let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
+    let (sock_f, sock_h) = (sock_path("f4"), sock_path("h4"));
+    let extra = "    http-request track-sc1 int(7) table bk\n    http-request sc-inc-gpc0(1)\n";
+    let _fl = Proxy::start_with(
+        &proxy_cfg_with(&sock_f, http_f, &section, extra),
+        &[http_f, peer_f],
+        |c| c.args(["-L", "fl"]),
+    );
+    let _hap = start_haproxy(
+        &bin,
+        &proxy_cfg_with(&sock_h, http_h, &section, extra),
+        "hap",
+        http_h,
+    );
+    hit(http_f, "a", 2);
+    wait_value(&sock_h, "haproxy", "bk", "7", "gpc0=2");
+    // HAProxy increments what it learned; Fairlead learns the result.
+    hit(http_h, "b", 1);
+    wait_value(&sock_h, "haproxy", "bk", "7", "gpc0=3");
+    wait_value(&sock_f, "fairlead", "bk", "7", "gpc0=3");
 }
