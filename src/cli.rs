@@ -16,6 +16,7 @@ Options:
                  the configuration without dropping connections
   -Ws            master-worker mode with systemd notify support
   -S <path>      master CLI socket (`show proc`, `reload`), with -W
+  -L <name>      local peer name for `peers` sections (default: host name)
   -p <pidfile>   write the process id to this file
   -q             quiet: no notices
   -sf <pid>...   take over these old processes' listening sockets, then
@@ -41,6 +42,9 @@ pub struct Options {
     pub systemd: bool,
     /// `-S <path>`.
     pub master_socket: Option<String>,
+    /// `-L <name>`: the local peer name (wins over `localpeer`). Default
+    /// is none: `localpeer`, else the host name.
+    pub localpeer: Option<String>,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -66,6 +70,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             }
             "-p" => o.pidfile = Some(value("-p")?),
             "-S" => o.master_socket = Some(value("-S")?),
+            "-L" => o.localpeer = Some(value("-L")?),
             "-q" => o.quiet = true,
             "-v" | "-vv" | "--version" => o.version = true,
             "-h" | "--help" => return Err("help requested".into()),
@@ -172,9 +177,12 @@ pub fn execute(o: Options) -> ExitCode {
     if o.master_worker && !o.check {
         return run_master(o);
     }
-    let Ok((cfg, sources)) = load_sources(&o.files, o.quiet) else {
+    let Ok((mut cfg, sources)) = load_sources(&o.files, o.quiet) else {
         return ExitCode::from(1);
     };
+    if let Some(l) = &o.localpeer {
+        cfg.global.localpeer = Some(l.clone());
+    }
     // `master-worker` in `global` is `-W` (a worker started by a master
     // reads the same configuration and stays a worker).
     let is_worker = std::env::var_os(fairlead_runtime::inherit::WORKER_ENV).is_some();
@@ -235,6 +243,10 @@ fn run_master_with(o: Options, cfg: fairlead_config::Config, sources: Vec<Source
     }
     if o.quiet {
         worker_args.push("-q".into());
+    }
+    if let Some(l) = &o.localpeer {
+        worker_args.push("-L".into());
+        worker_args.push(l.clone());
     }
     let files = o.files.clone();
     let quiet = o.quiet;
@@ -301,5 +313,8 @@ mod tests {
         assert!(parse_args(&args("-D -db -f a")).is_err());
         assert!(parse_args(&args("-c")).is_err());
         assert!(parse_args(&args("-v")).unwrap().version);
+        let o = parse_args(&args("-f a.cfg -L fl1")).unwrap();
+        assert_eq!(o.localpeer.as_deref(), Some("fl1"));
+        assert!(parse_args(&args("-f a.cfg -L")).is_err());
     }
 }

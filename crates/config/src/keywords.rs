@@ -215,7 +215,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("insecure-setuid-wanted", G, W, "Fairlead never runs setuid programs; ignored"),
     kw!("set-dumpable", G, W, "not applied; ignored"),
     kw!("strict-limits", G, I),
-    kw!("localpeer", G, W, "peers are not implemented yet; ignored"),
+    kw!("localpeer", G, I),
     // ---- global: not implemented ----
     kw!("lua-load", G, N),
     kw!("lua-load-per-thread", G, N),
@@ -356,7 +356,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("http-send-name-header", DLB, N),
     kw!("tcp-request", P, I),
     kw!("tcp-response", DLB, I),
-    kw!("stick-table", FLB, I, "the 2.x form; 'peers' is accepted but nothing is synchronised yet"),
+    kw!("stick-table", FLB, I, "the 2.x form"),
     kw!("stick", LB, I, "'match', 'on', 'store-request' and 'store-response'; the table stores 'server_id' and 'server_key'"),
     kw!("stats http-request", FLB, I),
     kw!("stats show-desc", P, N),

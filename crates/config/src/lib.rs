@@ -74,6 +74,8 @@ mod tests_lb;
 #[cfg(test)]
 mod tests_log;
 #[cfg(test)]
+mod tests_peers;
+#[cfg(test)]
 mod tests_stats;
 #[cfg(test)]
 mod tests_tls;

@@ -54,6 +54,9 @@ pub struct Config {
     /// implicit `default` section when a server names it and none is
     /// configured). Default is none.
     pub resolvers: Vec<fairlead_dns::ResolversSection>,
+    /// The `peers` sections, in configuration order; their `table` lines
+    /// are also in [`Config::tables`] as `SECTION/NAME`. Default is none.
+    pub peers: Vec<fairlead_peers::PeersSection>,
 }
 
 impl Config {
@@ -212,6 +215,9 @@ pub struct Global {
     /// none (no host name; the default target format is then `local`,
     /// else `rfc3164`).
     pub log_send_hostname: Option<String>,
+    /// `localpeer`: the local peer name of the `peers` sections (`-L`
+    /// overrides it). Default is none: the host name.
+    pub localpeer: Option<String>,
     /// `tune.bufsize`. Default is 16384.
     pub bufsize: usize,
     /// `tune.maxaccept`: connections accepted per wake-up per listener.
@@ -366,6 +372,7 @@ impl Default for Global {
             logs: Vec::new(),
             log_tag: None,
             log_send_hostname: None,
+            localpeer: None,
             bufsize: 16384,
             maxaccept: 64,
             hard_stop_after: None,

@@ -23,6 +23,7 @@ pub mod inherit;
 pub mod limits;
 pub mod master;
 pub mod os;
+mod peers;
 mod proxy_accept;
 pub mod sockets;
 mod state_file;
@@ -788,6 +789,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     }
     let _checker = checks::start(&cfg, &shared)?;
     dns::start(&cfg, &shared, dns_plan)?;
+    peers::start(&cfg, &shared, opts.quiet);
     let hub = Arc::new(stats::Hub {
         shared: shared.clone(),
         facts: stats::ProcessFacts {

@@ -93,6 +93,15 @@ impl FreqCtr {
         self.curr = value;
     }
 
+    /// A counter from its raw state (as received from a peer).
+    pub fn from_raw(curr_tick: Option<u64>, curr: u32, prev: u32) -> FreqCtr {
+        FreqCtr {
+            curr_tick,
+            curr,
+            prev,
+        }
+    }
+
     /// Raw state `(curr_tick, curr, prev)`, for peers and tests.
     pub fn raw(&self) -> (Option<u64>, u32, u32) {
         (self.curr_tick, self.curr, self.prev)

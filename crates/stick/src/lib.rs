@@ -11,6 +11,7 @@
 //! * [`track`]: the per-connection [`Trackers`] slots (`track-sc0..2`) and
 //!   which event updates which counter;
 //! * [`cli`]: `show table`, `clear table`, `set table` output;
+//! * [`peer`]: the peers protocol's update queue and apply entry point;
 //! * [`fetch`]: the `sc_*`, `src_*`, `table_*` fetches and converters.
 //!
 //! Nothing here reads a clock: every call that depends on time takes `now`
@@ -23,12 +24,14 @@ mod events;
 pub mod fetch;
 pub mod freq;
 pub mod key;
+pub mod peer;
 pub mod spec;
 pub mod table;
 pub mod track;
 
 pub use data::{Gpc, Gpt, Value};
 pub use key::{KeyInput, TableKey};
+pub use peer::{PeerVal, Pending};
 pub use spec::{DataType, KeyType, SrvKey, Stored, TableSpec};
 pub use table::{EntryRef, InUse, Table};
 pub use track::{Levels, TrackFrom, Trackers};

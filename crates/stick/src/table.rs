@@ -35,8 +35,10 @@
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use crate::data::{Data, Layout, Val, Value};
 use crate::key::{make_key, KeyInput, TableKey};
@@ -49,6 +51,8 @@ pub const SHARDS: usize = 16;
 pub(crate) struct Common {
     pub(crate) spec: TableSpec,
     pub(crate) layout: Layout,
+    /// The peers sync task's queue (see [`Table::subscribe`]).
+    pub(crate) updates: OnceLock<Sender<crate::peer::Pending>>,
 }
 
 impl Common {
@@ -60,7 +64,7 @@ impl Common {
 
 pub(crate) struct Entry {
     pub(crate) id: u64,
-    common: Arc<Common>,
+    pub(crate) common: Arc<Common>,
     owner: Weak<Inner>,
     pub(crate) key: Box<[u8]>,
     shard: usize,
@@ -72,6 +76,8 @@ pub(crate) struct Entry {
     /// (changed only under the shard lock).
     exp_key: AtomicU64,
     pub(crate) data: Mutex<Box<[Val]>>,
+    /// Whether the entry waits in the peers queue.
+    pub(crate) queued: AtomicBool,
 }
 
 #[derive(Default)]
@@ -114,7 +120,11 @@ impl Table {
         let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
         Table {
             inner: Arc::new(Inner {
-                common: Arc::new(Common { spec, layout }),
+                common: Arc::new(Common {
+                    spec,
+                    layout,
+                    updates: OnceLock::new(),
+                }),
                 hasher: RandomState::new(),
                 shards,
                 current: AtomicU32::new(0),
@@ -257,6 +267,7 @@ impl Table {
             expire: AtomicU64::new(exp),
             exp_key: AtomicU64::new(exp),
             data: Mutex::new(self.inner.common.layout.fresh()),
+            queued: AtomicBool::new(false),
         });
         shard.map.insert(e.key.clone(), e.clone());
         shard.exps.insert((exp, id), e.clone());
@@ -476,6 +487,7 @@ impl EntryRef {
         self.entry
             .expire
             .store(self.entry.common.expire_at(now), Ordering::Relaxed);
+        self.notify_peers();
     }
 
     pub(crate) fn with_data<R>(&self, f: impl FnOnce(&mut Data<'_>) -> R) -> R {

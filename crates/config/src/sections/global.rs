@@ -224,6 +224,13 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
                 spec,
             });
         }
+        "localpeer" => {
+            let t = one_arg(words)?;
+            if t.is_empty() {
+                return Err("expects a non-empty name".into());
+            }
+            p.global.localpeer = Some(t.to_string());
+        }
         "log-tag" => {
             let t = one_arg(words)?;
             if t.is_empty() {

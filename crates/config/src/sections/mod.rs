@@ -344,9 +344,10 @@ impl<'a> Parser<'a> {
                 self.cur = Cur::Global;
             }
             "defaults" | "frontend" | "backend" | "listen" => self.start_proxy(&words, loc),
-            "userlist" | "http-errors" | "resolvers" => {
+            "userlist" | "http-errors" | "resolvers" | "peers" => {
                 // Compiled with the rules (`resolvers`: by
-                // `crate::dns::build_resolvers`) once the whole file is read.
+                // `crate::dns::build_resolvers`, `peers`: by
+                // `rules::build_peers`) once the whole file is read.
                 self.others.push(OtherSection {
                     kind: kw.to_string(),
                     name: words.get(1).cloned().unwrap_or_default(),
@@ -500,7 +501,8 @@ impl<'a> Parser<'a> {
             finish_tls(d, &self.global, &self.tls, &mut self.diags);
         }
         let mut env = rules::build_env(&self.others, self.global.bufsize, &mut self.diags);
-        let tables = rules::build_tables(&self.proxies, &mut env, &mut self.diags);
+        let mut tables = rules::build_tables(&self.proxies, &mut env, &mut self.diags);
+        let peers = rules::build_peers(&self.others, &mut env, &mut tables, &mut self.diags);
         // A defaults section's rules are checked once on their own (its
         // proxies compile copies of them; duplicates are merged below).
         for d in self.defaults.iter_mut() {
@@ -524,6 +526,7 @@ impl<'a> Parser<'a> {
             global: self.global.clone(),
             patterns: env.patterns.clone(),
             tables,
+            peers,
             other_sections: std::mem::take(&mut self.others),
             ..Config::default()
         };

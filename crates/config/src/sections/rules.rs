@@ -70,6 +70,69 @@ fn sticky_tables(proxies: &[Draft]) -> Vec<String> {
     out
 }
 
+/// Parses the `peers` sections, registers their `table` lines (named
+/// `SECTION/NAME`) with the other tables, and checks that every table's
+/// `peers` names a section.
+pub(crate) fn build_peers(
+    others: &[OtherSection],
+    env: &mut Env,
+    tables: &mut Vec<fairlead_stick::Table>,
+    diags: &mut Diags,
+) -> Vec<fairlead_peers::PeersSection> {
+    let mut out: Vec<fairlead_peers::PeersSection> = Vec::new();
+    for s in others.iter().filter(|s| s.kind == "peers") {
+        let at = |line: usize| Location {
+            file: s.location.file.clone(),
+            line,
+        };
+        if out.iter().any(|p| p.name == s.name) {
+            diags.alert(
+                &s.location,
+                format!("peers section '{}' is declared twice", s.name),
+            );
+            continue;
+        }
+        let lines: Vec<(usize, Vec<String>)> =
+            s.lines.iter().map(|(l, w)| (l.line, w.clone())).collect();
+        match fairlead_peers::PeersSection::parse(&s.name, &lines) {
+            Ok((sec, warns)) => {
+                for (line, w) in warns {
+                    diags.warn(&at(line), w);
+                }
+                for spec in &sec.tables {
+                    if env.tables.contains_key(&spec.name) {
+                        diags.alert(
+                            &s.location,
+                            format!("'table': a table named '{}' is already declared", spec.name),
+                        );
+                        continue;
+                    }
+                    let t = fairlead_stick::Table::new(spec.clone());
+                    env.tables.insert(spec.name.clone(), t.clone());
+                    tables.push(t);
+                }
+                out.push(sec);
+            }
+            Err(errs) => {
+                for (line, e) in errs {
+                    diags.alert(&at(line), e);
+                }
+            }
+        }
+    }
+    for t in tables.iter() {
+        if let Some(p) = &t.spec().peers {
+            if !out.iter().any(|s| &s.name == p) {
+                diags.alert(
+                    &Location::default(),
+                    format!("stick-table '{}': unable to find peers '{p}'", t.name()),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// Keywords whose lines go to [`ProxyRules::add`].
 pub(crate) fn is_rule_keyword(name: &str) -> bool {
     fairlead_rules::proxy::KEYWORDS.contains(&name)

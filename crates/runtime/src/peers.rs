@@ -1,0 +1,35 @@
+//! Starts the `peers` sections' sync tasks (see `fairlead-peers`): one
+//! thread per section, with the section's own tables and the proxies'
+//! tables that name it with `peers`.
+
+use fairlead_config::Config;
+
+/// Starts every enabled section that has a line for the local peer
+/// (`-L`, `localpeer`, else the host name). Returns how many started.
+pub(crate) fn start(cfg: &Config, shared: &crate::Shared, quiet: bool) -> usize {
+    let local = cfg
+        .global
+        .localpeer
+        .clone()
+        .unwrap_or_else(fairlead_peers::default_local_name);
+    let mut started = 0;
+    for sec in &cfg.peers {
+        let tables = shared
+            .tables
+            .iter()
+            .filter(|t| t.spec().peers.as_deref() == Some(sec.name.as_str()))
+            .cloned()
+            .collect();
+        let setup = fairlead_peers::Setup {
+            section: sec.clone(),
+            local: local.clone(),
+            tables,
+            now: crate::stick_now,
+            quiet,
+        };
+        if fairlead_peers::start(setup).is_some() {
+            started += 1;
+        }
+    }
+    started
+}

@@ -1,0 +1,285 @@
+//! The peers protocol against a real HAProxy 2.6 and between two Fairlead
+//! processes: entries created by traffic through one side appear in the
+//! other side's `show table`. Each process has its own loopback address;
+//! every check polls with a deadline.
+
+mod common;
+
+use common::*;
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn haproxy_bin() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("HAPROXY") {
+        return Some(p.into());
+    }
+    let out = Command::new("sh")
+        .args(["-c", "command -v haproxy || ls /usr/sbin/haproxy"])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .to_string();
+    (!p.is_empty()).then(|| p.into())
+}
+
+/// A running HAProxy, killed on drop.
+struct Haproxy(std::process::Child, PathBuf);
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        let _ = std::fs::remove_file(&self.1);
+    }
+}
+
+fn start_haproxy(bin: &Path, cfg: &str, local: &str, bind: SocketAddr) -> Haproxy {
+    let path = write_cfg(cfg);
+    let child = Command::new(bin)
+        .arg("-f")
+        .arg(&path)
+        .args(["-L", local, "-db"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start haproxy");
+    let mut h = Haproxy(child, path);
+    let end = Instant::now() + DEADLINE;
+    while TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_err() {
+        if let Ok(Some(st)) = h.0.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = h.0.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("haproxy exited ({st}):\n{err}\n{cfg}");
+        }
+        assert!(Instant::now() < end, "haproxy not listening");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    h
+}
+
+fn sock_path(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("fairlead-peers-{}-{tag}.sock", std::process::id()))
+}
+
+/// The `peers` section every process shares, only `-L` differs.
+fn peers_section(peers: &[(&str, SocketAddr)]) -> String {
+    let mut s = String::from("peers mesh\n");
+    for (n, a) in peers {
+        s.push_str(&format!("    peer {n} {a}\n"));
+    }
+    s.push_str(
+        "    table t type string len 32 size 1k expire 60s store http_req_cnt,http_req_rate(10s),gpc0\n",
+    );
+    s
+}
+
+fn proxy_cfg(sock: &Path, http: SocketAddr, section: &str) -> String {
+    proxy_cfg_with(sock, http, section, "")
+}
+
+/// [`proxy_cfg`] with extra frontend lines and a backend `bk` holding a
+/// proxy table synchronised through `peers mesh`.
+fn proxy_cfg_with(sock: &Path, http: SocketAddr, section: &str, extra: &str) -> String {
+    format!(
+        "global\n    stats socket {} level admin\n\
+         defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+         {section}\
+         frontend f\n    bind {http}\n\
+         \x20   http-request track-sc0 req.hdr(x-k) table mesh/t\n\
+         {extra}\
+         \x20   http-request return status 200 content-type text/plain string ok\n\
+         backend bk\n    stick-table type integer size 10 expire 60s peers mesh store gpc0\n",
+        sock.display()
+    )
+}
+
+fn hit(addr: SocketAddr, key: &str, n: usize) {
+    for _ in 0..n {
+        let r = request(
+            addr,
+            &format!("GET / HTTP/1.1\r\nHost: x\r\nx-k: {key}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(r.status, 200);
+    }
+}
+
+/// Waits until `show table mesh/t` on `sock` has a line for `key` with
+/// `http_req_cnt=<cnt>`.
+fn wait_entry(sock: &Path, who: &str, key: &str, cnt: u32) {
+    wait_value(sock, who, "mesh/t", key, &format!("http_req_cnt={cnt}"));
+}
+
+/// Waits until `show table <table>` on `sock` has a line for `key` with
+/// the word `want`.
+fn wait_value(sock: &Path, who: &str, table: &str, key: &str, want: &str) {
+    let mut last = String::new();
+    let end = Instant::now() + DEADLINE;
+    while Instant::now() < end {
+        last = ask(sock, &format!("show table {table}"));
+        let found = last
+            .lines()
+            .any(|l| l.contains(&format!(" key={key} ")) && l.split(' ').any(|w| w == want));
+        if found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{who}: no entry {key} with {want}; last answer:\n{last}");
+}
+
+#[test]
+fn fairlead_and_haproxy_share_a_table() {
+    let Some(bin) = haproxy_bin() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    let (ip_f, ip_h) = (test_ip(), test_ip());
+    let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
+    let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
+    let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
+    let (sock_f, sock_h) = (sock_path("f1"), sock_path("h1"));
+    let fl = Proxy::start_with(
+        &proxy_cfg(&sock_f, http_f, &section),
+        &[http_f, peer_f],
+        |c| c.args(["-L", "fl"]),
+    );
+    let hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
+    // Fairlead to HAProxy.
+    hit(http_f, "from-fl", 3);
+    wait_entry(&sock_h, "haproxy", "from-fl", 3);
+    // HAProxy to Fairlead.
+    hit(http_h, "from-hap", 2);
+    wait_entry(&sock_f, "fairlead", "from-hap", 2);
+    // Later updates of an existing entry, both ways (last writer wins).
+    hit(http_f, "from-hap", 1);
+    wait_entry(&sock_h, "haproxy", "from-hap", 3);
+    hit(http_h, "from-fl", 1);
+    wait_entry(&sock_f, "fairlead", "from-fl", 4);
+    // A restarted HAProxy (empty table) gets Fairlead's entries again
+    // when the session comes back.
+    drop(hap);
+    let _hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
+    wait_entry(&sock_h, "restarted haproxy", "from-fl", 4);
+    wait_entry(&sock_h, "restarted haproxy", "from-hap", 3);
+    assert!(!fl.stderr().contains("refused"), "{}", fl.stderr());
+}
+
+#[test]
+fn fairlead_to_fairlead_with_teach_on_connect() {
+    let (ip1, ip2) = (test_ip(), test_ip());
+    let (peer1, peer2) = (free_addr(ip1), free_addr(ip2));
+    let (http1, http2) = (free_addr(ip1), free_addr(ip2));
+    let section = peers_section(&[("one", peer1), ("two", peer2)]);
+    let (sock1, sock2) = (sock_path("f2a"), sock_path("f2b"));
+    let _one = Proxy::start_with(&proxy_cfg(&sock1, http1, &section), &[http1, peer1], |c| {
+        c.args(["-L", "one"])
+    });
+    // An entry made while the other peer is down is taught on connect.
+    hit(http1, "early", 2);
+    let _two = Proxy::start_with(&proxy_cfg(&sock2, http2, &section), &[http2, peer2], |c| {
+        c.args(["-L", "two"])
+    });
+    wait_entry(&sock2, "two", "early", 2);
+    hit(http2, "late", 5);
+    wait_entry(&sock1, "one", "late", 5);
+    hit(http1, "late", 1);
+    wait_entry(&sock2, "two", "late", 6);
+}
+
+/// The start of the definition of `/t` after its table id: name length,
+/// name, key type (string), key size (32 + 1).
+const T_DEF: [u8; 5] = [2, b'/', b't', 6, 33];
+
+/// Sends a hello to `peer` and returns the status line and what follows
+/// within a short read.
+fn handshake(peer: SocketAddr, hello: &str) -> (String, Vec<u8>) {
+    use std::io::Write;
+    let mut s = TcpStream::connect(peer).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    s.write_all(hello.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = Instant::now() + DEADLINE;
+    // Read until the status line and, for a success, the definition of
+    // `/t` have arrived.
+    while Instant::now() < end {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        if let Some(i) = got.iter().position(|b| *b == b'\n') {
+            let status = String::from_utf8_lossy(&got[..i]).to_string();
+            let rest = got[i + 1..].to_vec();
+            if status != "200" || rest.windows(5).any(|w| w == T_DEF) {
+                return (status, rest);
+            }
+        }
+    }
+    panic!("no answer to the hello: {got:?}");
+}
+
+#[test]
+fn handshake_status_codes_and_teach() {
+    let ip = test_ip();
+    let (peer, http, other) = (free_addr(ip), free_addr(ip), free_addr(test_ip()));
+    let section = peers_section(&[("me", peer), ("you", other)]);
+    let sock = sock_path("f3");
+    let _p = Proxy::start_with(&proxy_cfg(&sock, http, &section), &[http, peer], |c| {
+        c.args(["-L", "me"])
+    });
+    hit(http, "k1", 1);
+    wait_entry(&sock, "me", "k1", 1);
+    assert_eq!(handshake(peer, "HAProxyS 2.1\nme\nstranger 1 1\n").0, "504");
+    assert_eq!(handshake(peer, "HAProxyS 2.1\nnotme\nyou 1 1\n").0, "503");
+    assert_eq!(handshake(peer, "HAProxyS 3.0\nme\nyou 1 1\n").0, "502");
+    assert_eq!(
+        handshake(peer, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").0,
+        "501"
+    );
+    let (status, rest) = handshake(peer, "HAProxyS 2.1\nme\nyou 1 1\n");
+    assert_eq!(status, "200");
+    // The teach: the definitions of `bk` (integer key, 4 bytes) and `/t`.
+    assert!(rest.windows(5).any(|w| w == T_DEF));
+    assert!(rest.windows(5).any(|w| w == [2, b'b', b'k', 2, 4]));
+}
+
+#[test]
+fn proxy_table_with_peers_keyword_syncs_with_haproxy() {
+    let Some(bin) = haproxy_bin() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    let (ip_f, ip_h) = (test_ip(), test_ip());
+    let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
+    let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
+    let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
+    let (sock_f, sock_h) = (sock_path("f4"), sock_path("h4"));
+    let extra = "    http-request track-sc1 int(7) table bk\n    http-request sc-inc-gpc0(1)\n";
+    let _fl = Proxy::start_with(
+        &proxy_cfg_with(&sock_f, http_f, &section, extra),
+        &[http_f, peer_f],
+        |c| c.args(["-L", "fl"]),
+    );
+    let _hap = start_haproxy(
+        &bin,
+        &proxy_cfg_with(&sock_h, http_h, &section, extra),
+        "hap",
+        http_h,
+    );
+    hit(http_f, "a", 2);
+    wait_value(&sock_h, "haproxy", "bk", "7", "gpc0=2");
+    // HAProxy increments what it learned; Fairlead learns the result.
+    hit(http_h, "b", 1);
+    wait_value(&sock_h, "haproxy", "bk", "7", "gpc0=3");
+    wait_value(&sock_f, "fairlead", "bk", "7", "gpc0=3");
+}
