@@ -285,3 +285,24 @@ fn bad_accept_is_502_and_h2_servers_get_501() {
         }
     });
 }
+
+/// An HTTP/1 WebSocket upgrade toward an HTTP/2 server cannot become a
+/// tunnel: 501, as for HTTP/2 clients (instead of a plain request the
+/// server would answer without switching).
+#[test]
+fn http1_upgrade_to_h2_server_is_501() {
+    let ip = test_ip();
+    let (h2srv, _) = raw_origin(ip, |s| {
+        let _ = (&s).read_to_end(&mut Vec::new());
+    });
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(bind, "", &format!("    server h {h2srv} proto h2")),
+        &[bind],
+    );
+    let r = request(
+        bind,
+        "GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    );
+    assert_eq!(r.status, 501);
+}

@@ -80,6 +80,13 @@ impl Session {
         names: mux::Names,
         rl: &mut ReqLog,
     ) -> Option<Outcome> {
+        if head.upgrade || head.is_connect {
+            // A WebSocket upgrade or a CONNECT would need a tunnel over an
+            // HTTP/2 stream (extended CONNECT toward the server): not
+            // supported, as on the HTTP/2 client side.
+            self.send_error(501, rl).await;
+            return None;
+        }
         let ctx = self.ctx.clone();
         let be = crate::process::backend(&ctx, rl.backend).clone();
         let srv = slot.server().clone();
