@@ -13,7 +13,7 @@
 //! (as HAProxy does); an outgoing session that completes while one exists
 //! is closed.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -61,8 +61,14 @@ struct LocalTable {
     next_update: u32,
 }
 
-/// A live session: generation, writer queue, task.
-type Live = (u64, UnboundedSender<Vec<u8>>, AbortHandle);
+/// A live session: generation, writer queue, task, and the bytes queued
+/// for its writer.
+type Live = (u64, UnboundedSender<Vec<u8>>, AbortHandle, Rc<Cell<usize>>);
+
+/// Bytes of updates a session may have queued for a peer that does not
+/// read; past it the session is closed (the peer gets the whole table
+/// again when it reconnects), so a stalled peer cannot grow memory.
+pub const MAX_QUEUED: usize = 8 << 20;
 
 struct Shared {
     setup: Setup,
@@ -198,7 +204,13 @@ async fn run(shared: Rc<Shared>, listen: SocketAddr, queues: Vec<Receiver<Pendin
         if out.is_empty() {
             continue;
         }
-        for (_, tx, _) in shared.sessions.borrow().values() {
+        for (_, tx, task, queued) in shared.sessions.borrow().values() {
+            if queued.get() > MAX_QUEUED {
+                shared.warn("a peer does not read its updates; closing its session");
+                task.abort();
+                continue;
+            }
+            queued.set(queued.get() + out.len());
             let _ = tx.send(out.clone());
         }
     }
@@ -319,20 +331,29 @@ async fn session(shared: Rc<Shared>, s: TcpStream, name: String, rest: Vec<u8>, 
     let (tx, rx) = unbounded_channel();
     let gen = shared.next_gen.get();
     shared.next_gen.set(gen + 1);
-    let _ = tx.send(shared.teach());
-    let task = tokio::task::spawn_local(run_session(shared.clone(), s, rx, tx.clone(), rest));
+    let taught = shared.teach();
+    let queued = Rc::new(Cell::new(taught.len()));
+    let _ = tx.send(taught);
+    let task = tokio::task::spawn_local(run_session(
+        shared.clone(),
+        s,
+        rx,
+        tx.clone(),
+        rest,
+        queued.clone(),
+    ));
     let old = shared
         .sessions
         .borrow_mut()
-        .insert(name.clone(), (gen, tx, task.abort_handle()));
-    if let Some((_, _, h)) = old {
+        .insert(name.clone(), (gen, tx, task.abort_handle(), queued));
+    if let Some((_, _, h, _)) = old {
         if incoming {
             h.abort();
         }
     }
     let _ = task.await;
     let mut sessions = shared.sessions.borrow_mut();
-    if sessions.get(&name).is_some_and(|(g, _, _)| *g == gen) {
+    if sessions.get(&name).is_some_and(|(g, _, _, _)| *g == gen) {
         sessions.remove(&name);
     }
 }
@@ -355,6 +376,7 @@ async fn run_session(
     mut rx: UnboundedReceiver<Vec<u8>>,
     tx: UnboundedSender<Vec<u8>>,
     mut buf: Vec<u8>,
+    queued: Rc<Cell<usize>>,
 ) {
     let (mut rd, mut wr) = s.into_split();
     let writer = async move {
@@ -364,8 +386,10 @@ async fn run_session(
                 Ok(None) => return,
                 Err(_) => vec![code::CLASS_CONTROL, code::CTRL_HEARTBEAT],
             };
-            if wr.write_all(&out).await.is_err() {
-                return;
+            // A peer that takes nothing for RECV_TIMEOUT is gone.
+            match tokio::time::timeout(RECV_TIMEOUT, wr.write_all(&out)).await {
+                Ok(Ok(())) => queued.set(queued.get().saturating_sub(out.len())),
+                _ => return,
             }
         }
     };
