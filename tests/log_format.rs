@@ -333,9 +333,15 @@ listen dead\n    bind {dead_bind}\n    log {log_dead} local0\n    log-format \"{
         assert_eq!(&buf, b"ping");
         drop(s);
         let f = fields(&recv(&sock));
-        // The last origin connection is this one (the start-up probe of
-        // the listener made one too).
-        let src = *peers.lock().unwrap().last().unwrap();
+        // One of the origin's connections is this one: the start-up probe
+        // of the listener made one too, which may reach the origin after
+        // this one (so not simply the last).
+        let src = *peers
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|p| p.port().to_string() == f["bp"])
+            .unwrap_or_else(|| panic!("no origin connection from {f:?}"));
         assert_eq!(f["ci"], client.ip().to_string());
         assert_eq!(f["cp"], client.port().to_string());
         assert_eq!(f["fi"], bind.ip().to_string());
