@@ -43,11 +43,25 @@ fn read_frames(
     s: &mut TcpStream,
     mut stop: impl FnMut(&[(u8, u8, u32, Vec<u8>)]) -> bool,
 ) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    read_frames_or(s, &mut stop, &|| String::new())
+}
+
+/// A frame: type, flags, stream, payload.
+type Frame = (u8, u8, u32, Vec<u8>);
+
+/// [`read_frames`], with `why` (the proxy's stderr) in a failure.
+fn read_frames_or(
+    s: &mut TcpStream,
+    stop: &mut dyn FnMut(&[Frame]) -> bool,
+    why: &dyn Fn() -> String,
+) -> Vec<Frame> {
     let mut buf = Vec::new();
     let mut frames = Vec::new();
     let mut chunk = [0u8; 16384];
     while !stop(&frames) {
-        let n = s.read(&mut chunk).expect("read frames");
+        let n = s
+            .read(&mut chunk)
+            .unwrap_or_else(|e| panic!("read frames: {e}\nproxy stderr:\n{}", why()));
         assert!(n > 0, "connection closed after {frames:?}");
         buf.extend_from_slice(&chunk[..n]);
         while buf.len() >= 9 {
@@ -66,12 +80,16 @@ fn read_frames(
 
 /// Opens an h2c connection; returns it with the server's first SETTINGS
 /// as a map of identifier to value.
-fn open(bind: std::net::SocketAddr) -> (TcpStream, HashMap<u16, u32>) {
+fn open(bind: std::net::SocketAddr, p: &Proxy) -> (TcpStream, HashMap<u16, u32>) {
     let mut s = connect(bind);
     let mut hello = PREFACE.to_vec();
     hello.extend(frame(SETTINGS, 0, 0, &[]));
     s.write_all(&hello).unwrap();
-    let frames = read_frames(&mut s, |f| f.iter().any(|f| f.0 == SETTINGS && f.1 == 0));
+    let mut first = |f: &[(u8, u8, u32, Vec<u8>)]| f.iter().any(|f| f.0 == SETTINGS && f.1 == 0);
+    let frames = read_frames_or(&mut s, &mut first, &|| {
+        p.settle_stderr();
+        p.stderr()
+    });
     let (_, _, _, p) = frames.iter().find(|f| f.0 == SETTINGS && f.1 == 0).unwrap();
     let settings = p
         .chunks_exact(6)
@@ -93,7 +111,7 @@ fn default_settings_are_haproxys() {
     let ip = test_ip();
     let (_t, o) = term(ip, "st");
     let bind = free_addr(ip);
-    let _p = Proxy::start(
+    let p = Proxy::start(
         &h2_cfg(
             &format!("{bind} proto h2"),
             &format!("    server s1 {o}"),
@@ -101,7 +119,7 @@ fn default_settings_are_haproxys() {
         ),
         &[bind],
     );
-    let (_s, set) = open(bind);
+    let (_s, set) = open(bind, &p);
     assert_eq!(set.get(&3), Some(&100), "{set:?}");
     for absent in [1u16, 4, 5] {
         assert_eq!(set.get(&absent), None, "{set:?}");
@@ -120,8 +138,8 @@ fn tuned_settings_are_sent_and_enforced() {
         "global\n    tune.h2.max-concurrent-streams 5\n    tune.h2.fe.initial-window-size 1000000\n    \
          tune.h2.max-frame-size 32768\n    tune.h2.header-table-size 8192\n",
     );
-    let _p = Proxy::start(&cfg, &[bind]);
-    let (mut s, set) = open(bind);
+    let p = Proxy::start(&cfg, &[bind]);
+    let (mut s, set) = open(bind, &p);
     assert_eq!(set.get(&3), Some(&5), "{set:?}");
     assert_eq!(set.get(&4), Some(&1_000_000), "{set:?}");
     assert_eq!(set.get(&5), Some(&32_768), "{set:?}");
@@ -152,8 +170,8 @@ fn max_total_streams_ends_with_goaway() {
         "",
     )
     .replace("global\n", "global\n    tune.h2.fe.max-total-streams 3\n");
-    let _p = Proxy::start(&cfg, &[bind]);
-    let (mut s, _) = open(bind);
+    let p = Proxy::start(&cfg, &[bind]);
+    let (mut s, _) = open(bind, &p);
     let mut goaway = None;
     for i in 0..3u32 {
         let id = 2 * i + 1;
