@@ -11,50 +11,22 @@ use common::*;
 mod h2util;
 use h2util::*;
 
-use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, SocketAddr};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 const PEER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/grpc/peer.py");
 /// Debian's interpreter, which has python3-grpcio (a pyenv `python3` on
 /// the PATH may not).
 const PYTHON: &str = "/usr/bin/python3";
 
-/// The gRPC server: stopped when its stdin closes (on drop).
-struct GrpcServer {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl GrpcServer {
-    fn start(ip: IpAddr) -> GrpcServer {
-        let mut child = Command::new(PYTHON)
-            .args([PEER, "server", &ip.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the Python gRPC server (python3-grpcio)");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("gRPC server did not start: {line:?}"));
-        GrpcServer {
-            child,
-            addr: SocketAddr::new(ip, port),
-        }
-    }
-}
-
-impl Drop for GrpcServer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The gRPC server (python3-grpcio).
+fn grpc_server(ip: IpAddr) -> PythonPeer {
+    PythonPeer::start(
+        PEER,
+        &["server"],
+        ip,
+        "the Python gRPC server (python3-grpcio)",
+    )
 }
 
 /// Runs every call through `target`; returns the client's JSON line.
@@ -91,7 +63,7 @@ fn check(json: &str) {
 #[test]
 fn grpc_direct_baseline() {
     let ip = test_ip();
-    let srv = GrpcServer::start(ip);
+    let srv = grpc_server(ip);
     check(&client(srv.addr, None));
 }
 
@@ -99,7 +71,7 @@ fn grpc_direct_baseline() {
 #[test]
 fn grpc_calls_through_h2c() {
     let ip = test_ip();
-    let srv = GrpcServer::start(ip);
+    let srv = grpc_server(ip);
     let bind = free_addr(ip);
     let cfg = h2_cfg(
         &format!("{bind} proto h2"),
@@ -114,7 +86,7 @@ fn grpc_calls_through_h2c() {
 #[test]
 fn grpc_calls_through_tls_alpn() {
     let ip = test_ip();
-    let srv = GrpcServer::start(ip);
+    let srv = grpc_server(ip);
     let bind = free_addr(ip);
     let pki = tls::Pki::new("grpc");
     let ca = pki.ca("ca");

@@ -11,47 +11,19 @@ mod h2util;
 use h2util::*;
 
 use bytes::Bytes;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::process::{Child, Command, Stdio};
 
 const WS_SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ws/echo.py");
 
-/// The WebSocket echo server, stopped when its stdin closes (on drop).
-struct WsServer {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl WsServer {
-    fn start(ip: IpAddr) -> WsServer {
-        let mut child = Command::new("/usr/bin/python3")
-            .args([WS_SERVER, &ip.to_string()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the Python WebSocket server (python3-websockets)");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("ws server: {line:?}"));
-        WsServer {
-            child,
-            addr: SocketAddr::new(ip, port),
-        }
-    }
-}
-
-impl Drop for WsServer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The WebSocket echo server (python3-websockets).
+fn ws_server(ip: IpAddr) -> PythonPeer {
+    PythonPeer::start(
+        WS_SERVER,
+        &[],
+        ip,
+        "the Python WebSocket server (python3-websockets)",
+    )
 }
 
 /// An h2c connection on which the server enabled extended CONNECT.
@@ -101,7 +73,7 @@ async fn ws_read(body: &mut h2::RecvStream, buf: &mut Vec<u8>) -> String {
 #[test]
 fn websocket_over_h2_to_http1_server() {
     let ip = test_ip();
-    let ws = WsServer::start(ip);
+    let ws = ws_server(ip);
     let bind = free_addr(ip);
     let p = Proxy::start(
         &h2_cfg(

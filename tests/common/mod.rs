@@ -420,3 +420,46 @@ pub fn one_origin(
     );
     (t, bind, p)
 }
+
+/// A Python peer (a real protocol implementation from Debian's packages,
+/// run by `/usr/bin/python3`, which has them; a pyenv `python3` on the
+/// PATH may not) serving on `ip`: it prints its port on its first line and
+/// stops when its stdin closes (on drop).
+pub struct PythonPeer {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl PythonPeer {
+    /// Starts `script` with `args` then the IP; `what` names it in errors.
+    pub fn start(script: &str, args: &[&str], ip: IpAddr, what: &str) -> PythonPeer {
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(script)
+            .args(args)
+            .arg(ip.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{what} did not start: {line:?}"));
+        PythonPeer {
+            child,
+            addr: SocketAddr::new(ip, port),
+        }
+    }
+}
+
+impl Drop for PythonPeer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
