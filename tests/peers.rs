@@ -12,59 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn haproxy_bin() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("HAPROXY") {
-        return Some(p.into());
-    }
-    let out = Command::new("sh")
-        .args(["-c", "command -v haproxy || ls /usr/sbin/haproxy"])
-        .output()
-        .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()?
-        .trim()
-        .to_string();
-    (!p.is_empty()).then(|| p.into())
-}
-
-/// A running HAProxy, killed on drop.
-struct Haproxy(std::process::Child, PathBuf);
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let _ = std::fs::remove_file(&self.1);
-    }
-}
-
-fn start_haproxy(bin: &Path, cfg: &str, local: &str, bind: SocketAddr) -> Haproxy {
-    let path = write_cfg(cfg);
-    let child = Command::new(bin)
-        .arg("-f")
-        .arg(&path)
-        .args(["-L", local, "-db"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start haproxy");
-    let mut h = Haproxy(child, path);
-    let end = Instant::now() + DEADLINE;
-    while TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_err() {
-        if let Ok(Some(st)) = h.0.try_wait() {
-            let mut err = String::new();
-            if let Some(mut e) = h.0.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            panic!("haproxy exited ({st}):\n{err}\n{cfg}");
-        }
-        assert!(Instant::now() < end, "haproxy not listening");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    h
-}
-
 fn sock_path(tag: &str) -> PathBuf {
     std::env::temp_dir().join(format!("fairlead-peers-{}-{tag}.sock", std::process::id()))
 }
@@ -151,7 +98,7 @@ fn fairlead_and_haproxy_share_a_table() {
         &[http_f, peer_f],
         |c| c.args(["-L", "fl"]),
     );
-    let hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
+    let hap = Haproxy::start(&bin, &proxy_cfg(&sock_h, http_h, &section), &["-L", "hap"], http_h);
     // Fairlead to HAProxy.
     hit(http_f, "from-fl", 3);
     wait_entry(&sock_h, "haproxy", "from-fl", 3);
@@ -166,7 +113,7 @@ fn fairlead_and_haproxy_share_a_table() {
     // A restarted HAProxy (empty table) gets Fairlead's entries again
     // when the session comes back.
     drop(hap);
-    let _hap = start_haproxy(&bin, &proxy_cfg(&sock_h, http_h, &section), "hap", http_h);
+    let _hap = Haproxy::start(&bin, &proxy_cfg(&sock_h, http_h, &section), &["-L", "hap"], http_h);
     wait_entry(&sock_h, "restarted haproxy", "from-fl", 4);
     wait_entry(&sock_h, "restarted haproxy", "from-hap", 3);
     assert!(!fl.stderr().contains("refused"), "{}", fl.stderr());
@@ -270,10 +217,10 @@ fn proxy_table_with_peers_keyword_syncs_with_haproxy() {
         &[http_f, peer_f],
         |c| c.args(["-L", "fl"]),
     );
-    let _hap = start_haproxy(
+    let _hap = Haproxy::start(
         &bin,
         &proxy_cfg_with(&sock_h, http_h, &section, extra),
-        "hap",
+        &["-L", "hap"],
         http_h,
     );
     hit(http_f, "a", 2);

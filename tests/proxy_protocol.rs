@@ -274,3 +274,137 @@ backend b\n    server s {inner} send-proxy-v2\n",
         "{body}"
     );
 }
+
+/// `fc_rcvd_proxy`, `fc_pp_authority` and `fc_pp_unique_id` read what the
+/// received PROXY v2 header carried; a connection without one gives 0 and
+/// nothing.
+#[test]
+fn fc_pp_fetches_read_the_received_tlvs() {
+    let ip = test_ip();
+    let (pp, plain) = (free_addr(ip), free_addr(ip));
+    let rule = "    http-request return status 200 content-type text/plain lf-string \"%[fc_rcvd_proxy]|%[fc_pp_authority]|%[fc_pp_unique_id]\"\n";
+    let cfg = format!(
+        "{}frontend pp\n    bind {pp} accept-proxy\n{rule}frontend plain\n    bind {plain}\n{rule}",
+        defaults()
+    );
+    let _p = Proxy::start(&cfg, &[plain]);
+    let mut v2 = Vec::new();
+    let opts = fairlead_proxyproto::V2Options {
+        authority: Some(b"api.example".to_vec()),
+        unique_id: Some(b"req-77".to_vec()),
+        crc32c: true,
+        ..Default::default()
+    };
+    let src: SocketAddr = "192.0.2.10:1000".parse().unwrap();
+    let dst: SocketAddr = "192.0.2.20:80".parse().unwrap();
+    let cmd = fairlead_proxyproto::Command::Proxy;
+    fairlead_proxyproto::encode_v2(cmd, Some((src, dst)), &opts, &mut v2);
+    assert_eq!(get_with_prefix(pp, &v2), "1|api.example|req-77");
+    // v1 carries no TLV: received, but nothing to fetch.
+    let v1 = b"PROXY TCP4 192.0.2.1 192.0.2.2 1 2\r\n";
+    assert_eq!(get_with_prefix(pp, v1), "1||");
+    assert_eq!(get_with_prefix(plain, b""), "0||");
+}
+
+/// A TLS edge sends `send-proxy-v2-ssl-cn` with `proxy-v2-options
+/// authority,unique-id,crc32c,ssl-cipher`: the header carries the ALPN,
+/// the SNI as authority, the unique id, a valid CRC32C and the SSL TLV
+/// (client flags, version, the client certificate's CN, the cipher).
+#[test]
+fn send_proxy_v2_ssl_cn_and_options_carry_the_tls_facts() {
+    use common::tls::*;
+    let ip = test_ip();
+    let (o, seen) = pp_origin(ip);
+    let edge = free_addr(ip);
+    let pki = Pki::new("pp2");
+    let ca = pki.ca("ca");
+    let pem = pki.server(&ca, "www", "www.example");
+    let client = pki.leaf(&ca, "client", "pp client", &[], Key::Ec, true);
+    let cfg = format!(
+        "{}frontend edge\n    bind {edge} ssl crt {} ca-file {} verify optional alpn h2,http/1.1\n\
+    unique-id-format uid-42\n    default_backend b\n\
+backend b\n    server s {o} send-proxy-v2-ssl-cn proxy-v2-options authority,unique-id,crc32c,ssl-cipher\n",
+        defaults(),
+        p(&pem),
+        p(&ca.cert)
+    );
+    let _p = Proxy::start(&cfg, &[edge]);
+    let r = curl(&[
+        "--http1.1",
+        "--cacert",
+        p(&ca.cert),
+        "--cert",
+        p(&client),
+        "--resolve",
+        &resolve("www.example", edge),
+        &https_url("www.example", edge, "/"),
+    ]);
+    assert!(r.ok(), "{r:?}");
+    let hdr = seen.lock().unwrap().pop().expect("a header");
+    let h = match fairlead_proxyproto::parse(&hdr).unwrap() {
+        fairlead_proxyproto::Parsed::Done(h, n) => {
+            assert_eq!(n, hdr.len());
+            h
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(h.alpn(), Some(&b"http/1.1"[..]));
+    assert_eq!(h.authority(), Some(&b"www.example"[..]));
+    assert_eq!(h.unique_id(), Some(&b"uid-42"[..]));
+    assert!(h.tlv(0x03).is_some(), "a CRC32C TLV (checked by the parser)");
+    let ssl = h.ssl().expect("an SSL TLV");
+    assert_eq!(ssl.client, 0x07, "PP2_CLIENT_SSL | CERT_CONN | CERT_SESS");
+    assert_eq!(ssl.verify, 0);
+    assert_eq!(ssl.version(), Some(&b"TLSv1.3"[..]));
+    assert_eq!(ssl.cn(), Some(&b"pp client"[..]));
+    let cipher = String::from_utf8_lossy(ssl.cipher().expect("a cipher")).to_string();
+    assert!(cipher.starts_with("TLS_AES_"), "{cipher}");
+}
+
+/// HAProxy as the oracle, both ways: HAProxy reads the v2 TLVs Fairlead
+/// sends (`fc_pp_authority`, `fc_pp_unique_id`, with a CRC32C it checks),
+/// and Fairlead reads the ones HAProxy sends.
+#[test]
+fn proxy_v2_tlvs_interoperate_with_haproxy() {
+    use common::tls::*;
+    let Some(bin) = haproxy_bin() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    let ip = test_ip();
+    let [fl_edge, hap_inner, hap_edge, fl_inner] = [(); 4].map(|_| free_addr(ip));
+    let pki = Pki::new("pp2hap");
+    let ca = pki.ca("ca");
+    let pem = pki.server(&ca, "www", "www.example");
+    let answer = "    http-request return status 200 content-type text/plain lf-string \"%[fc_rcvd_proxy]|%[fc_pp_authority]|%[fc_pp_unique_id]\"\n";
+    let hap_cfg = format!(
+        "{}frontend inner\n    bind {hap_inner} accept-proxy\n{answer}\
+frontend edge\n    bind {hap_edge} ssl crt {pem}\n    unique-id-format hap-uid\n    default_backend b\n\
+backend b\n    server s {fl_inner} send-proxy-v2 proxy-v2-options authority,unique-id,crc32c\n",
+        defaults(),
+        pem = p(&pem)
+    );
+    let _h = Haproxy::start(&bin, &hap_cfg, &[], hap_inner);
+    let fl_cfg = format!(
+        "{}frontend inner\n    bind {fl_inner} accept-proxy\n{answer}\
+frontend edge\n    bind {fl_edge} ssl crt {pem}\n    unique-id-format fl-uid\n    default_backend b\n\
+backend b\n    server s {hap_inner} send-proxy-v2 proxy-v2-options authority,unique-id,crc32c\n",
+        defaults(),
+        pem = p(&pem)
+    );
+    let _f = Proxy::start(&fl_cfg, &[fl_edge, fl_inner]);
+    for (edge, want) in [
+        (fl_edge, "1|www.example|fl-uid"),
+        (hap_edge, "1|www.example|hap-uid"),
+    ] {
+        let r = curl(&[
+            "--cacert",
+            p(&ca.cert),
+            "--resolve",
+            &resolve("www.example", edge),
+            &https_url("www.example", edge, "/"),
+        ]);
+        assert!(r.ok(), "{r:?}");
+        assert_eq!(r.stdout, want, "through {edge}");
+    }
+}

@@ -27,54 +27,6 @@ defaults\n    mode tcp\n    timeout connect 2s\n    timeout client 10s\n    time
     )
 }
 
-fn haproxy_bin() -> Option<std::path::PathBuf> {
-    if let Ok(p) = std::env::var("HAPROXY") {
-        return Some(p.into());
-    }
-    let out = Command::new("sh")
-        .args(["-c", "command -v haproxy"])
-        .output()
-        .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!p.is_empty()).then(|| p.into())
-}
-
-/// A running HAProxy, killed on drop.
-struct Haproxy(std::process::Child, std::path::PathBuf);
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let _ = std::fs::remove_file(&self.1);
-    }
-}
-
-fn start_haproxy(bin: &std::path::Path, cfg: &str, bind: SocketAddr) -> Haproxy {
-    let path = write_cfg(cfg);
-    let child = Command::new(bin)
-        .arg("-f")
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start haproxy");
-    let mut h = Haproxy(child, path);
-    let end = Instant::now() + DEADLINE;
-    while TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_err() {
-        if let Ok(Some(st)) = h.0.try_wait() {
-            let mut err = String::new();
-            if let Some(mut e) = h.0.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            panic!("haproxy exited ({st}):\n{err}\n{cfg}");
-        }
-        assert!(Instant::now() < end, "haproxy not listening");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    h
-}
-
 /// Runs `check` against Fairlead, then against HAProxy when installed,
 /// each on a fresh address of `ip`; `cfg` makes the configuration for a
 /// bind address. `check` gets the bind address and the proxy's name.
@@ -88,7 +40,7 @@ fn on_both(ip: IpAddr, cfg: impl Fn(SocketAddr) -> String, check: impl Fn(Socket
         return;
     };
     let bind = free_addr(ip);
-    let _h = start_haproxy(&bin, &cfg(bind), bind);
+    let _h = Haproxy::start(&bin, &cfg(bind), &[], bind);
     check(bind, "haproxy");
 }
 
@@ -591,7 +543,7 @@ listen stats\n    mode http\n    bind {sb}\n    stats enable\n    stats uri /sta
         return;
     };
     let (bind, sb) = (free_addr(ip), free_addr(ip));
-    let _h = start_haproxy(&bin, &cfg(bind, sb), bind);
+    let _h = Haproxy::start(&bin, &cfg(bind, sb), &[], bind);
     check(bind, sb, "haproxy");
 }
 

@@ -463,3 +463,64 @@ impl Drop for PythonPeer {
         let _ = self.child.wait();
     }
 }
+
+/// The HAProxy binary used as the oracle and as a peer: `$HAPROXY`, else
+/// `haproxy` on the PATH or in /usr/sbin. `None` when it is not installed
+/// (the tests that need it then say so and skip).
+pub fn haproxy_bin() -> Option<std::path::PathBuf> {
+    if let Ok(p) = std::env::var("HAPROXY") {
+        return Some(p.into());
+    }
+    let out = Command::new("sh")
+        .args(["-c", "command -v haproxy || ls /usr/sbin/haproxy"])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .to_string();
+    (!p.is_empty()).then(|| p.into())
+}
+
+/// A running HAProxy, killed on drop.
+pub struct Haproxy(pub Child, pub std::path::PathBuf);
+
+impl Haproxy {
+    /// Starts `bin -f <cfg> -db <args>` and waits until `bind` accepts
+    /// connections; panics with HAProxy's stderr if it exits first.
+    pub fn start(bin: &std::path::Path, cfg: &str, args: &[&str], bind: SocketAddr) -> Haproxy {
+        let path = write_cfg(cfg);
+        let child = Command::new(bin)
+            .arg("-f")
+            .arg(&path)
+            .arg("-db")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start haproxy");
+        let mut h = Haproxy(child, path);
+        let end = Instant::now() + DEADLINE;
+        while TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(st)) = h.0.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = h.0.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("haproxy exited ({st}):\n{err}\n{cfg}");
+            }
+            assert!(Instant::now() < end, "haproxy not listening");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        h
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        let _ = std::fs::remove_file(&self.1);
+    }
+}

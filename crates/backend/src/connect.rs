@@ -35,6 +35,55 @@ pub struct TlsNames<'a> {
     /// The client connection's `(source, destination)`, sent in the PROXY
     /// protocol header. Default is none (`UNKNOWN` / `LOCAL` is sent).
     pub client_addrs: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    /// The TLVs of a `send-proxy-v2` header ([`proxy_v2_tlvs`]). Default
+    /// is none (a header with the addresses only).
+    pub proxy_v2: Option<&'a fairlead_proxyproto::V2Options>,
+}
+
+/// The TLVs of the PROXY v2 header sent to `server` for a request of the
+/// `client` connection: the ALPN negotiated with the client whenever there
+/// is one (as HAProxy does), then what `proxy-v2-options` asks for.
+/// `unique_id` is the stream's unique id, if one was made.
+pub fn proxy_v2_tlvs(
+    server: &Server,
+    client: &Conn,
+    unique_id: Option<&[u8]>,
+) -> fairlead_proxyproto::V2Options {
+    let o = &server.conf.proxy_v2;
+    let tls = client.tls_info_ref();
+    let info = tls.as_deref();
+    let mut v = fairlead_proxyproto::V2Options {
+        crc32c: o.crc32c,
+        alpn: info.and_then(|i| i.alpn.as_deref()).map(<[u8]>::to_vec),
+        ..Default::default()
+    };
+    if o.authority {
+        let received = client.proxy_info().and_then(|p| p.authority.as_deref());
+        let sni = info.and_then(|i| i.sni.as_deref()).map(str::as_bytes);
+        v.authority = received.or(sni).map(<[u8]>::to_vec);
+    }
+    if o.unique_id {
+        v.unique_id = unique_id.map(<[u8]>::to_vec);
+    }
+    if o.ssl {
+        v.ssl = Some(fairlead_proxyproto::SslInfo {
+            tls: info.is_some(),
+            cert_sess: info.is_some_and(|i| i.peer_cert),
+            cert_conn: info.is_some_and(|i| i.peer_cert),
+            verify: 0,
+            version: info.map(|i| i.version.to_string()),
+            cn: info
+                .filter(|_| o.cert_cn)
+                .and_then(|i| i.peer_cn.as_deref())
+                .map(str::to_string),
+            key_alg: None,
+            sig_alg: None,
+            cipher: info
+                .filter(|_| o.ssl_cipher)
+                .map(|i| i.cipher.to_string()),
+        });
+    }
+    v
 }
 
 /// Writes the PROXY protocol header `send-proxy` (`version` 1) or
@@ -42,16 +91,18 @@ pub struct TlsNames<'a> {
 async fn send_proxy_header(
     tcp: &tokio::net::TcpStream,
     version: u8,
-    addrs: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    names: &TlsNames<'_>,
     timeout: Option<Duration>,
 ) -> std::io::Result<()> {
     let mut hdr = Vec::with_capacity(64);
+    let addrs = names.client_addrs;
     if version == 1 {
         fairlead_proxyproto::encode_v1(addrs, &mut hdr);
     } else {
-        let opts = fairlead_proxyproto::V2Options::default();
+        let none = fairlead_proxyproto::V2Options::default();
+        let opts = names.proxy_v2.unwrap_or(&none);
         let cmd = fairlead_proxyproto::Command::Proxy;
-        fairlead_proxyproto::encode_v2(cmd, addrs, &opts, &mut hdr);
+        fairlead_proxyproto::encode_v2(cmd, addrs, opts, &mut hdr);
     }
     let mut data = hdr.as_slice();
     while !data.is_empty() {
@@ -90,7 +141,7 @@ pub async fn open(
         (Some(path), _) => fairlead_net::unix::connect_unix(path, timeout).await?,
     };
     if server.conf.send_proxy != 0 {
-        send_proxy_header(&tcp, server.conf.send_proxy, names.client_addrs, timeout).await?;
+        send_proxy_header(&tcp, server.conf.send_proxy, &names, timeout).await?;
     }
     let Some(tls) = &server.conf.tls else {
         return Ok(Conn::plain(tcp));

@@ -25,7 +25,7 @@ pub mod server;
 pub mod set;
 
 pub use command::{AdminState, CommandError, ServerCommand};
-pub use connect::{connect_server, Connected, TlsNames};
+pub use connect::{connect_server, proxy_v2_tlvs, Connected, TlsNames};
 pub use error::{Cause, ProxyError, Side};
 pub use fairlead_balance::RequestKey;
 pub use retry::{Trigger, Verdict};
@@ -96,6 +96,10 @@ pub struct Backend {
     pub tls_host_sni: bool,
     /// Some server's SNI depends on the request (see [`Server::tls_sni_varies`]).
     pub tls_sni_varies: bool,
+    /// Some server sends the stream's unique id in its PROXY v2 header
+    /// (`proxy-v2-options unique-id`): requests keep the id for the
+    /// connection step.
+    pub proxy_v2_unique_id: bool,
 }
 
 struct View<'a> {
@@ -168,6 +172,10 @@ impl Backend {
                     .is_some_and(|t| t.sni == Some(config::SniSource::HostHeader))
             }),
             tls_sni_varies,
+            proxy_v2_unique_id: cfg
+                .servers
+                .iter()
+                .any(|s| s.send_proxy == 2 && s.proxy_v2.unique_id),
         };
         backend.refresh_weights();
         Ok(backend)

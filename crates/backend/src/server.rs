@@ -63,6 +63,9 @@ pub struct ServerConf {
     /// `send-proxy` (1) / `send-proxy-v2` (2): a PROXY protocol header
     /// goes first on each new connection. Default is 0 (none).
     pub send_proxy: u8,
+    /// `proxy-v2-options` (and the `send-proxy-v2-ssl*` forms). Default
+    /// is none.
+    pub proxy_v2: config::ProxyV2Options,
     /// `proto h2`: the server speaks clear-text HTTP/2 (h2c).
     pub proto_h2: bool,
     /// `max-reuse`, `pool-max-conn`, `pool-purge-delay`. Default is
@@ -189,6 +192,7 @@ impl Server {
                 tls,
                 tls_sni_varies,
                 send_proxy: s.send_proxy,
+                proxy_v2: s.proxy_v2,
                 socks4: s.socks4,
                 proto_h2: s.proto_h2,
                 pool: s.pool,

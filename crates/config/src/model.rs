@@ -12,9 +12,11 @@ use std::time::Duration;
 
 mod checks;
 mod h2;
+mod proxy_v2;
 mod sockets;
 pub use checks::*;
 pub use h2::H2Tune;
+pub use proxy_v2::ProxyV2Options;
 pub use sockets::*;
 
 pub use fairlead_log::{Facility, LogAddr, SyslogFormat, TargetSpec};
@@ -857,6 +859,9 @@ pub struct Server {
     /// `send-proxy` (1) / `send-proxy-v2` (2): the PROXY protocol header
     /// written right after connecting, before TLS. Default is none (0).
     pub send_proxy: u8,
+    /// `proxy-v2-options`, `send-proxy-v2-ssl`, `send-proxy-v2-ssl-cn`:
+    /// the TLVs of the v2 header. Default is none.
+    pub proxy_v2: ProxyV2Options,
     /// `resolvers`, `resolve-prefer`, `resolve-net`, `resolve-opts` and
     /// `init-addr`. Default is none set (resolved once at start-up).
     pub dns: fairlead_dns::ServerDnsOptions,
@@ -967,6 +972,7 @@ impl Server {
             proto_h2: false,
             pool: ServerPool::default(),
             send_proxy: 0,
+            proxy_v2: ProxyV2Options::default(),
             dns: fairlead_dns::ServerDnsOptions::default(),
             template: None,
         }

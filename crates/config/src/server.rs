@@ -6,7 +6,8 @@
 //! `addr`), the agent options (`agent-check`, `no-agent-check`,
 //! `agent-port`, `agent-addr`, `agent-inter`, `agent-send`), `observe`,
 //! `error-limit`, `on-error`, `slowstart`, `minconn`, `maxqueue`, `cookie`
-//! `id`, `send-proxy` and `send-proxy-v2`. A `default-server` line passes every one of them on to the
+//! `id`, `send-proxy`, `send-proxy-v2`, `send-proxy-v2-ssl`, `send-proxy-v2-ssl-cn` and
+//! `proxy-v2-options`. A `default-server` line passes every one of them on to the
 //! servers that follow (except `id`, which HAProxy refuses there). The TLS
 //! options (`ssl`, `no-ssl`, `verify`, `ca-file`, `sni`, ...) are gathered
 //! into a [`ServerDraft`], inherited from `default-server` the same way,
@@ -147,8 +148,8 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("namespace", 1, NY),
     ("no-send-proxy", 0, Opt::Impl),
     ("no-send-proxy-v2", 0, Opt::Impl),
-    ("no-send-proxy-v2-ssl", 0, NY),
-    ("no-send-proxy-v2-ssl-cn", 0, NY),
+    ("no-send-proxy-v2-ssl", 0, Opt::Impl),
+    ("no-send-proxy-v2-ssl-cn", 0, Opt::Impl),
     ("no-tfo", 0, NY),
     ("non-stick", 0, NY),
     ("on-marked-down", 1, NY),
@@ -165,8 +166,9 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("resolvers", 1, Opt::Dns),
     ("send-proxy", 0, Opt::Impl),
     ("send-proxy-v2", 0, Opt::Impl),
-    ("send-proxy-v2-ssl", 0, NY),
-    ("send-proxy-v2-ssl-cn", 0, NY),
+    ("send-proxy-v2-ssl", 0, Opt::Impl),
+    ("send-proxy-v2-ssl-cn", 0, Opt::Impl),
+    ("proxy-v2-options", 1, Opt::Impl),
     ("set-proxy-v2-tlv-fmt", 1, NY),
     ("shard", 1, NY),
     ("socks4", 1, Opt::Impl),
@@ -345,6 +347,20 @@ fn apply_one(
         "send-proxy" => s.send_proxy = 1,
         "send-proxy-v2" => s.send_proxy = 2,
         "no-send-proxy" | "no-send-proxy-v2" => s.send_proxy = 0,
+        "send-proxy-v2-ssl" => {
+            s.send_proxy = 2;
+            s.proxy_v2.ssl = true;
+        }
+        "send-proxy-v2-ssl-cn" => {
+            s.send_proxy = 2;
+            s.proxy_v2.ssl = true;
+            s.proxy_v2.cert_cn = true;
+        }
+        "no-send-proxy-v2-ssl" | "no-send-proxy-v2-ssl-cn" => {
+            s.send_proxy = 0;
+            s.proxy_v2 = Default::default();
+        }
+        "proxy-v2-options" => s.proxy_v2.parse_into(arg)?,
         "proto" => {
             s.proto_h2 = match arg {
                 "h2" => true,

@@ -201,6 +201,7 @@ mod tests {
             src: "192.0.2.1:5000".parse().unwrap(),
             dst: Some("192.0.2.2:443".parse().unwrap()),
             tls: None,
+            proxy: None,
             frontend: "fe",
             hostname: "h",
         }

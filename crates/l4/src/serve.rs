@@ -134,6 +134,7 @@ pub async fn serve_tcp(
             src: peer,
             dst,
             tls: tls.as_ref(),
+            proxy: client.proxy_info(),
             frontend: &front.name,
             hostname: &routes.hostname,
         },
@@ -294,6 +295,8 @@ async fn forward(
     };
     t[1] = cx.ms();
     let server = slot.server().clone();
+    let tlvs = (server.conf.send_proxy == 2)
+        .then(|| fairlead_backend::proxy_v2_tlvs(&server, client, None));
     let names = TlsNames {
         client_sni: cx.facts.tls.and_then(|t| t.sni.as_deref()),
         host: None,
@@ -305,6 +308,7 @@ async fn forward(
         } else {
             None
         },
+        proxy_v2: tlvs.as_ref(),
     };
     let log = cx.front.log.as_deref();
     addrs.target(log, &server);

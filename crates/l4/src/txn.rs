@@ -101,7 +101,7 @@ pub(crate) fn tls_facts(i: &fairlead_net::TlsInfo) -> TlsFacts<'_> {
         resumed: i.resumed,
         c_used: i.peer_cert,
         c_verify: 0,
-        c_s_dn: None,
+        c_s_dn: i.peer_subject.as_deref(),
     }
 }
 
@@ -116,6 +116,9 @@ pub struct ConnFacts<'a> {
     /// `None` in clear and in `tcp-request connection` rules (before the
     /// handshake).
     pub tls: Option<&'a fairlead_net::TlsInfo>,
+    /// The PROXY protocol header received (`fc_pp_*`); `None` without one
+    /// and in `tcp-request connection` rules (before it is read).
+    pub proxy: Option<&'a fairlead_net::ProxyInfo>,
     pub frontend: &'a str,
     pub hostname: &'a str,
 }
@@ -170,6 +173,12 @@ impl Txn for TcpTxn<'_> {
     }
     fn tls(&self) -> Option<TlsFacts<'_>> {
         self.conn.tls.map(tls_facts)
+    }
+    fn proxy(&self) -> Option<fairlead_rules::txn::ProxyFacts<'_>> {
+        self.conn.proxy.map(|p| fairlead_rules::txn::ProxyFacts {
+            authority: p.authority.as_deref(),
+            unique_id: p.unique_id.as_deref(),
+        })
     }
     fn var(&self, v: &VarRef) -> Option<Sample<'_>> {
         self.sess.get(v)
@@ -254,6 +263,12 @@ impl Txn for LogTxn<'_> {
     fn tls(&self) -> Option<TlsFacts<'_>> {
         self.conn.tls.map(tls_facts)
     }
+    fn proxy(&self) -> Option<fairlead_rules::txn::ProxyFacts<'_>> {
+        self.conn.proxy.map(|p| fairlead_rules::txn::ProxyFacts {
+            authority: p.authority.as_deref(),
+            unique_id: p.unique_id.as_deref(),
+        })
+    }
     fn var(&self, v: &VarRef) -> Option<Sample<'_>> {
         self.sess.get(v)
     }
@@ -281,6 +296,7 @@ mod tests {
             src: "10.0.0.1:1234".parse().unwrap(),
             dst: None,
             tls: None,
+            proxy: None,
             frontend: "fe",
             hostname: "h",
         };

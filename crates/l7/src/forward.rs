@@ -18,7 +18,7 @@ use crate::session::{park, Attached, Outcome, Session};
 use crate::Effective;
 use fairlead_backend::counters::C;
 use fairlead_backend::{
-    connect_server, idle, Backend, Cause, ProxyError, RequestKey, Server, ServerId, ServerSlot,
+    connect_server, idle, proxy_v2_tlvs, Backend, Cause, ProxyError, RequestKey, Server, ServerId, ServerSlot,
     Side, TlsNames, Trigger, Verdict,
 };
 use fairlead_config::{HttpConnMode, HttpReuse};
@@ -53,6 +53,8 @@ struct Prepared {
     host: Option<String>,
     /// The client's SNI, when a server's SNI uses it.
     client_sni: Option<Box<str>>,
+    /// The stream's unique id, when a server's PROXY v2 header carries it.
+    unique_id: Option<Vec<u8>>,
 }
 
 impl Prepared {
@@ -61,6 +63,7 @@ impl Prepared {
             client_sni: self.client_sni.as_deref(),
             host: self.host.as_deref(),
             client_addrs: None,
+            proxy_v2: None,
         }
     }
 }
@@ -116,17 +119,22 @@ impl Session {
             persist,
             host,
             client_sni,
+            unique_id,
             ..
         } = prep;
         let a = match answered {
             Ok(Reached::H2(lease, slot)) => {
-                let client_addrs = (slot.server().conf.send_proxy != 0)
+                let server = slot.server();
+                let client_addrs = (server.conf.send_proxy != 0)
                     .then(|| self.client.local_addr().ok().map(|d| (self.peer, d)))
                     .flatten();
+                let proxy_v2 = (server.conf.send_proxy == 2)
+                    .then(|| proxy_v2_tlvs(server, &self.client, unique_id.as_deref()));
                 let names = Names {
                     client_sni,
                     host,
                     client_addrs,
+                    proxy_v2,
                 };
                 let r = self
                     .exchange_h2_server(head, &out, lease, slot, names, rl)
@@ -211,6 +219,10 @@ impl Session {
         let stick = model
             .as_deref()
             .and_then(|m| crate::process::stick_server(be, &m.st.fx));
+        let unique_id = be
+            .proxy_v2_unique_id
+            .then(|| model.as_deref().and_then(|m| m.st.fx.unique_id.get().cloned()))
+            .flatten();
         let mut out = pool::take_out();
         match model {
             Some(m) => {
@@ -263,6 +275,7 @@ impl Session {
             replayable,
             host,
             client_sni,
+            unique_id,
         }
     }
 
@@ -286,6 +299,7 @@ impl Session {
                 prefer: prefer.or(prep.persist.server).or(prep.stick),
                 avoid: tries.avoid,
                 names: prep.names(),
+                unique_id: prep.unique_id.as_deref(),
             };
             let (found, slot, reused) = self
                 .connect(be, &key, target, &mut tries.attempts, rl)
@@ -376,8 +390,13 @@ impl Session {
             }
         }
         let mut names = target.names;
+        let tlvs;
         if server.conf.send_proxy != 0 {
             names.client_addrs = self.client.local_addr().ok().map(|d| (self.peer, d));
+            if server.conf.send_proxy == 2 {
+                tlvs = proxy_v2_tlvs(server, &self.client, target.unique_id);
+                names.proxy_v2 = Some(&tlvs);
+            }
         }
         rl.server_conn.target(self.ctx.front.log.as_deref(), server);
         let connected = connect_server(be, slot, key, attempts, names).await;
@@ -498,6 +517,8 @@ struct Target<'a> {
     /// A server to avoid (redispatch after a failure on it).
     avoid: Option<ServerId>,
     names: TlsNames<'a>,
+    /// The stream's unique id, for a PROXY v2 header that carries it.
+    unique_id: Option<&'a [u8]>,
 }
 
 /// Whether a failed request may be sent again: at once on a fresh

@@ -134,7 +134,7 @@ pub(crate) fn conn_facts<'a>(
             resumed: i.resumed,
             c_used: i.peer_cert,
             c_verify: 0,
-            c_s_dn: None,
+            c_s_dn: i.peer_subject.as_deref(),
         }),
         frontend: &ctx.front.name,
         hostname: &ctx.front.routes.hostname,
@@ -201,6 +201,9 @@ impl fairlead_rules::txn::Txn for Contentless<'_, '_> {
     }
     fn tls(&self) -> Option<TlsFacts<'_>> {
         self.0.tls()
+    }
+    fn proxy(&self) -> Option<fairlead_rules::txn::ProxyFacts<'_>> {
+        self.0.proxy()
     }
     fn var(&self, v: &fairlead_rules::txn::VarRef) -> Option<fairlead_rules::Sample<'_>> {
         self.0.var(v)

@@ -76,6 +76,17 @@ pub(crate) struct ConnFacts<'a> {
     pub hostname: &'a str,
 }
 
+/// What the client connection's PROXY protocol header carried.
+pub(crate) fn proxy_facts(
+    conn: &fairlead_net::Conn,
+) -> Option<fairlead_rules::txn::ProxyFacts<'_>> {
+    conn.proxy_info()
+        .map(|p| fairlead_rules::txn::ProxyFacts {
+            authority: p.authority.as_deref(),
+            unique_id: p.unique_id.as_deref(),
+        })
+}
+
 /// What rules captured or changed besides the message.
 #[derive(Default)]
 pub(crate) struct Effects {
@@ -187,6 +198,9 @@ impl Txn for HttpTxn<'_> {
     }
     fn tls(&self) -> Option<TlsFacts<'_>> {
         self.conn.tls
+    }
+    fn proxy(&self) -> Option<fairlead_rules::txn::ProxyFacts<'_>> {
+        proxy_facts(self.conn.client)
     }
     fn var(&self, v: &VarRef) -> Option<Sample<'_>> {
         self.vars.get(v)

@@ -35,6 +35,28 @@ pub struct TlsInfo {
     pub resumed: bool,
     /// The peer presented a certificate that was verified.
     pub peer_cert: bool,
+    /// The client certificate's subject, in OpenSSL's one-line form
+    /// (`/C=FR/O=Example/CN=alice`; `ssl_c_s_dn`), on accepted
+    /// connections. Default is none.
+    pub peer_subject: Option<Box<str>>,
+    /// The client certificate's first common name (`PP2_SUBTYPE_SSL_CN`
+    /// of `send-proxy-v2-ssl-cn`). Default is none.
+    pub peer_cn: Option<Box<str>>,
+}
+
+/// What a PROXY protocol header received on a connection carried
+/// (`accept-proxy`, `expect-proxy layer4`): the addresses, unless the
+/// header was `LOCAL`/`UNKNOWN`, and the TLVs rules can fetch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyInfo {
+    /// `(source, destination)`: what [`Conn::peer_addr`] and
+    /// [`Conn::local_addr`] return instead of the socket's. Default is
+    /// none (the socket's addresses stay).
+    pub addrs: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    /// `PP2_TYPE_AUTHORITY` (`fc_pp_authority`). Default is none.
+    pub authority: Option<Box<[u8]>>,
+    /// `PP2_TYPE_UNIQUE_ID` (`fc_pp_unique_id`). Default is none.
+    pub unique_id: Option<Box<[u8]>>,
 }
 
 /// A TLS session over a TCP socket: the operations [`Conn`] needs, all
@@ -77,10 +99,8 @@ pub struct Conn {
 /// What only some connections have.
 struct Ext {
     tls: Option<RefCell<Box<dyn TlsLayer>>>,
-    /// `(source, destination)` received in a PROXY protocol header: what
-    /// [`Conn::peer_addr`] and [`Conn::local_addr`] return instead of the
-    /// socket's. Default is none.
-    proxied: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    /// The PROXY protocol header received, if any. Default is none.
+    proxy: Option<ProxyInfo>,
 }
 
 impl Conn {
@@ -94,18 +114,28 @@ impl Conn {
         self.ext.as_ref()?.tls.as_ref()
     }
 
-    /// Makes [`Conn::peer_addr`] and [`Conn::local_addr`] return the
-    /// addresses a PROXY protocol header carried (`accept-proxy`).
-    pub fn set_proxied_addrs(&mut self, src: std::net::SocketAddr, dst: std::net::SocketAddr) {
+    /// Records the PROXY protocol header the connection started with:
+    /// [`Conn::peer_addr`] and [`Conn::local_addr`] return the addresses
+    /// it carried, and [`Conn::proxy_info`] its TLVs.
+    pub fn set_proxy_info(&mut self, info: ProxyInfo) {
         match &mut self.ext {
-            Some(e) => e.proxied = Some((src, dst)),
+            Some(e) => e.proxy = Some(info),
             None => {
                 self.ext = Some(Box::new(Ext {
                     tls: None,
-                    proxied: Some((src, dst)),
+                    proxy: Some(info),
                 }))
             }
         }
+    }
+
+    /// The PROXY protocol header the connection started with, if any.
+    pub fn proxy_info(&self) -> Option<&ProxyInfo> {
+        self.ext.as_ref()?.proxy.as_ref()
+    }
+
+    fn proxied(&self) -> Option<(std::net::SocketAddr, std::net::SocketAddr)> {
+        self.ext.as_ref()?.proxy.as_ref()?.addrs
     }
 
     /// A connection whose TLS handshake is complete.
@@ -114,7 +144,7 @@ impl Conn {
             tcp,
             ext: Some(Box::new(Ext {
                 tls: Some(RefCell::new(tls)),
-                proxied: None,
+                proxy: None,
             })),
         }
     }
@@ -305,7 +335,7 @@ impl Conn {
     /// The client's address: the socket's peer, or the source of a
     /// received PROXY protocol header.
     pub fn peer_addr(&self) -> Result<std::net::SocketAddr> {
-        match self.ext.as_ref().and_then(|e| e.proxied) {
+        match self.proxied() {
             Some((src, _)) => Ok(src),
             None => self.tcp.peer_addr(),
         }
@@ -314,7 +344,7 @@ impl Conn {
     /// The address the client connected to: the socket's, or the
     /// destination of a received PROXY protocol header.
     pub fn local_addr(&self) -> Result<std::net::SocketAddr> {
-        match self.ext.as_ref().and_then(|e| e.proxied) {
+        match self.proxied() {
             Some((_, dst)) => Ok(dst),
             None => self.tcp.local_addr(),
         }

@@ -18,7 +18,7 @@ pub mod stop;
 pub mod unix;
 
 pub use buf::IoBuf;
-pub use conn::{Conn, TlsInfo, TlsLayer};
+pub use conn::{Conn, ProxyInfo, TlsInfo, TlsLayer};
 pub use stop::Stop;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};

@@ -114,6 +114,9 @@ enum Kind {
     SslCUsed,
     SslCVerify,
     SslCSDn,
+    FcRcvdProxy,
+    FcPpAuthority,
+    FcPpUniqueId,
     Var(VarRef, Option<String>),
     Nbsrv(Option<String>),
     BeName,
@@ -204,7 +207,7 @@ impl Fetch {
             | "ssl_fc_alpn" | "ssl_fc_protocol" | "ssl_fc_cipher" | "ssl_fc_is_resumed"
             | "ssl_c_used" | "ssl_c_verify" | "ssl_c_s_dn" | "be_name" | "fe_name" | "srv_name"
             | "srv_id" | "hostname" | "always_true" | "always_false" | "pid" | "http_auth_user"
-            | "unique-id" => {
+            | "unique-id" | "fc_rcvd_proxy" | "fc_pp_authority" | "fc_pp_unique_id" => {
                 arg_count(name, args, 0, 0)?;
                 simple_kind(canon)
             }
@@ -558,6 +561,9 @@ impl Fetch {
                 .tls()
                 .and_then(|t| t.c_s_dn)
                 .map(|s| Sample::str(s.as_bytes())),
+            Kind::FcRcvdProxy => Some(Sample::Bool(txn.proxy().is_some())),
+            Kind::FcPpAuthority => txn.proxy().and_then(|p| p.authority).map(Sample::str),
+            Kind::FcPpUniqueId => txn.proxy().and_then(|p| p.unique_id).map(Sample::str),
             Kind::Var(v, default) => txn
                 .var(v)
                 .or_else(|| default.as_ref().map(|d| Sample::str(d.as_bytes()))),
@@ -634,6 +640,9 @@ fn simple_kind(canon: &str) -> Kind {
         "ssl_c_used" => Kind::SslCUsed,
         "ssl_c_verify" => Kind::SslCVerify,
         "ssl_c_s_dn" => Kind::SslCSDn,
+        "fc_rcvd_proxy" => Kind::FcRcvdProxy,
+        "fc_pp_authority" => Kind::FcPpAuthority,
+        "fc_pp_unique_id" => Kind::FcPpUniqueId,
         "be_name" => Kind::BeName,
         "fe_name" => Kind::FeName,
         "srv_name" => Kind::SrvName,

@@ -38,6 +38,16 @@ pub struct TlsFacts<'a> {
     pub c_s_dn: Option<&'a str>,
 }
 
+/// What a PROXY protocol header received on the client connection
+/// carried besides the addresses (`fc_pp_*` fetches).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProxyFacts<'a> {
+    /// `PP2_TYPE_AUTHORITY` (`fc_pp_authority`).
+    pub authority: Option<&'a [u8]>,
+    /// `PP2_TYPE_UNIQUE_ID` (`fc_pp_unique_id`).
+    pub unique_id: Option<&'a [u8]>,
+}
+
 /// A variable reference: `txn.name`, `sess.name`, ...
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct VarRef {
@@ -127,6 +137,11 @@ pub trait Txn {
         None
     }
     fn tls(&self) -> Option<TlsFacts<'_>> {
+        None
+    }
+    /// The PROXY protocol header the client connection started with
+    /// (`fc_rcvd_proxy`, `fc_pp_*`); `None` when there was none.
+    fn proxy(&self) -> Option<ProxyFacts<'_>> {
         None
     }
     fn var(&self, _v: &VarRef) -> Option<Sample<'_>> {

@@ -11,8 +11,8 @@
 //! the end of the header, or a header not complete in time closes the
 //! connection, and the reason is logged.
 
+use fairlead_net::ProxyInfo;
 use fairlead_proxyproto::{Addresses, Parsed};
-use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpStream;
 
@@ -21,14 +21,13 @@ use tokio::net::TcpStream;
 /// practice are well under 600 bytes).
 pub(crate) const MAX_HEADER: usize = 4096;
 
-/// Reads one PROXY protocol header. `Ok(Some((src, dst)))` when it carries
-/// addresses, `Ok(None)` for `LOCAL`/`UNKNOWN` (the socket's addresses
-/// stay), `Err(reason)` (HAProxy's message) when the connection must be
-/// closed.
+/// Reads one PROXY protocol header: what it carried (no addresses for
+/// `LOCAL`/`UNKNOWN`: the socket's stay), or `Err(reason)` (HAProxy's
+/// message) when the connection must be closed.
 pub(crate) async fn read_header(
     tcp: &TcpStream,
     timeout: Option<Duration>,
-) -> Result<Option<(SocketAddr, SocketAddr)>, &'static str> {
+) -> Result<ProxyInfo, &'static str> {
     let fut = read_header_inner(tcp);
     match timeout {
         Some(t) => tokio::time::timeout(t, fut)
@@ -38,9 +37,7 @@ pub(crate) async fn read_header(
     }
 }
 
-async fn read_header_inner(
-    tcp: &TcpStream,
-) -> Result<Option<(SocketAddr, SocketAddr)>, &'static str> {
+async fn read_header_inner(tcp: &TcpStream) -> Result<ProxyInfo, &'static str> {
     // Header bytes already consumed, and a window for peeking.
     let mut got: Vec<u8> = Vec::new();
     let mut peek = vec![0u8; 512];
@@ -66,9 +63,13 @@ async fn read_header_inner(
                 // Consume only the header's part of what was peeked.
                 let rest = used.saturating_sub(got.len());
                 consume(tcp, rest).await?;
-                return Ok(match h.addresses {
-                    Addresses::Inet { src, dst } => Some((src, dst)),
-                    _ => None,
+                return Ok(ProxyInfo {
+                    addrs: match h.addresses {
+                        Addresses::Inet { src, dst } => Some((src, dst)),
+                        _ => None,
+                    },
+                    authority: h.authority().map(Box::from),
+                    unique_id: h.unique_id().map(Box::from),
                 });
             }
             Ok(Parsed::Incomplete) => {
@@ -105,6 +106,7 @@ async fn consume(tcp: &TcpStream, mut n: usize) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::SocketAddr;
     use tokio::io::AsyncWriteExt;
 
     async fn pair() -> (TcpStream, TcpStream) {
@@ -137,7 +139,7 @@ mod tests {
             tokio::task::yield_now().await;
             c.write_all(b"198.51.100.2 4000 80\r\nGET").await.unwrap();
             let (r, rest) = reader.await.unwrap();
-            let (src, dst) = r.unwrap().unwrap();
+            let (src, dst) = r.unwrap().addrs.unwrap();
             assert_eq!(src.to_string(), "192.0.2.1:4000");
             assert_eq!(dst.to_string(), "198.51.100.2:80");
             assert_eq!(rest, b"GET");
@@ -151,16 +153,23 @@ mod tests {
             let mut hdr = Vec::new();
             let a: SocketAddr = "[2001:db8::1]:1234".parse().unwrap();
             let b: SocketAddr = "[2001:db8::2]:443".parse().unwrap();
+            let tlvs = fairlead_proxyproto::V2Options {
+                authority: Some(b"example.com".to_vec()),
+                unique_id: Some(b"id-1".to_vec()),
+                ..Default::default()
+            };
             fairlead_proxyproto::encode_v2(
                 fairlead_proxyproto::Command::Proxy,
                 Some((a, b)),
-                &Default::default(),
+                &tlvs,
                 &mut hdr,
             );
             hdr.extend_from_slice(b"xyz");
             c.write_all(&hdr).await.unwrap();
             let r = read_header(&s, None).await.unwrap();
-            assert_eq!(r, Some((a, b)));
+            assert_eq!(r.addrs, Some((a, b)));
+            assert_eq!(r.authority.as_deref(), Some(&b"example.com"[..]));
+            assert_eq!(r.unique_id.as_deref(), Some(&b"id-1"[..]));
             let mut rest = [0u8; 8];
             s.readable().await.unwrap();
             assert_eq!(s.try_read(&mut rest).unwrap(), 3);

@@ -213,17 +213,14 @@ async fn handshake(
 
 /// Reads the PROXY protocol header when the listener has `accept-proxy`
 /// or a `tcp-request connection expect-proxy layer4` rule matched. Returns
-/// the client address from now on and the carried `(src, dst)`, or `None`
+/// the client address from now on and what the header carried, or `None`
 /// when the connection must be closed (the reason is logged).
 async fn proxy_header(
     tcp: &tokio::net::TcpStream,
     peer: std::net::SocketAddr,
     fe: &FrontendRt,
     sess: &SessState,
-) -> Option<(
-    std::net::SocketAddr,
-    Option<(std::net::SocketAddr, std::net::SocketAddr)>,
-)> {
+) -> Option<(std::net::SocketAddr, Option<fairlead_net::ProxyInfo>)> {
     if !sess.expect_proxy {
         return Some((peer, None));
     }
@@ -233,8 +230,7 @@ async fn proxy_header(
         Mode::Tcp => t.client,
     };
     match crate::proxy_accept::read_header(tcp, timeout).await {
-        Ok(Some((src, dst))) => Some((src, Some((src, dst)))),
-        Ok(None) => Some((peer, None)),
+        Ok(info) => Some((info.addrs.map_or(peer, |(src, _)| src), Some(info))),
         Err(reason) => {
             if let Some(l) = fe.front.log.as_deref() {
                 let local = tcp.local_addr().ok();
@@ -262,6 +258,7 @@ fn admit(
         src: peer,
         dst: stream.local_addr().ok(),
         tls: None,
+        proxy: None,
         frontend: &fe.front.name,
         hostname: &fe.front.routes.hostname,
     };
@@ -291,6 +288,7 @@ fn open_session(
             src: peer,
             dst: conn.local_addr().ok(),
             tls: tls.as_deref(),
+            proxy: conn.proxy_info(),
             frontend: &fe.front.name,
             hostname: &fe.front.routes.hostname,
         };
@@ -450,8 +448,8 @@ fn spawn_session(
                 let Some(mut conn) = handshake(stream, peer, &fe, tls).await else {
                     return;
                 };
-                if let Some((src, dst)) = proxied {
-                    conn.set_proxied_addrs(src, dst);
+                if let Some(info) = proxied {
+                    conn.set_proxy_info(info);
                 }
                 if !open_session(&fe, &conn, peer, &mut sess) {
                     return;
@@ -472,8 +470,8 @@ fn spawn_session(
             let Some(mut stream) = handshake(stream, peer, &fe, tls).await else {
                 return;
             };
-            if let Some((src, dst)) = proxied {
-                stream.set_proxied_addrs(src, dst);
+            if let Some(info) = proxied {
+                stream.set_proxy_info(info);
             }
             if !open_session(&fe, &stream, peer, &mut sess) {
                 return;

@@ -105,6 +105,21 @@ fn openssl_date(t: &x509_parser::time::ASN1Time) -> String {
     )
 }
 
+/// A peer certificate's subject in OpenSSL's one-line form and its first
+/// common name; `(None, None)` when it does not parse.
+pub(crate) fn subject_names(der: &[u8]) -> (Option<Box<str>>, Option<Box<str>>) {
+    let Ok((_, cert)) = X509Certificate::from_der(der) else {
+        return (None, None);
+    };
+    let subject = cert.subject();
+    let cn = subject
+        .iter_common_name()
+        .next()
+        .and_then(|c| c.as_str().ok())
+        .map(Box::from);
+    (Some(slash_name(subject).into()), cn)
+}
+
 /// `/CN=x/O=y`, OpenSSL's one-line form.
 fn slash_name(n: &x509_parser::x509::X509Name<'_>) -> String {
     let mut out = String::new();

@@ -67,10 +67,15 @@ pub trait Side {
         incoming: &'i mut [u8],
     ) -> UnbufferedStatus<'c, 'i, Self::Data>;
     fn common(&self) -> &rustls::CommonState;
+    /// The peer's certificate names are worth extracting: the client's
+    /// certificate on accepted connections, for `ssl_c_s_dn` and the
+    /// PROXY protocol's SSL TLV. A server's certificate is not parsed.
+    const PEER_NAMES: bool;
 }
 
 impl Side for UnbufferedServerConnection {
     type Data = rustls::server::ServerConnectionData;
+    const PEER_NAMES: bool = true;
     fn process<'c, 'i>(
         &'c mut self,
         incoming: &'i mut [u8],
@@ -84,6 +89,7 @@ impl Side for UnbufferedServerConnection {
 
 impl Side for UnbufferedClientConnection {
     type Data = rustls::client::ClientConnectionData;
+    const PEER_NAMES: bool = false;
     fn process<'c, 'i>(
         &'c mut self,
         incoming: &'i mut [u8],
@@ -510,7 +516,16 @@ impl<C: Side> Session<C> {
             alpn: self.conn.common().alpn_protocol().map(Into::into),
             resumed: self.conn.common().handshake_kind() == Some(HandshakeKind::Resumed),
             peer_cert: self.conn.common().peer_certificates().is_some(),
+            peer_subject: None,
+            peer_cn: None,
         };
+        if C::PEER_NAMES {
+            if let Some(leaf) = self.conn.common().peer_certificates().and_then(|c| c.first()) {
+                let (dn, cn) = crate::certs::subject_names(leaf);
+                self.info.peer_subject = dn;
+                self.info.peer_cn = cn;
+            }
+        }
         self.out.release_if_empty();
         self.inb.park();
         r

@@ -170,6 +170,7 @@ pub(crate) struct Names {
     pub client_sni: Option<Box<str>>,
     pub host: Option<String>,
     pub client_addrs: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
+    pub proxy_v2: Option<fairlead_proxyproto::V2Options>,
 }
 
 impl Names {
@@ -178,6 +179,7 @@ impl Names {
             client_sni: n.client_sni.map(Into::into),
             host: n.host.map(Into::into),
             client_addrs: n.client_addrs,
+            proxy_v2: n.proxy_v2.cloned(),
         }
     }
 
@@ -186,6 +188,7 @@ impl Names {
             client_sni: self.client_sni.as_deref(),
             host: self.host.as_deref(),
             client_addrs: self.client_addrs,
+            proxy_v2: self.proxy_v2.as_ref(),
         }
     }
 }

@@ -427,6 +427,10 @@ async fn forward(
             let mut names = names;
             if slot.server().conf.send_proxy != 0 {
                 names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
+                if slot.server().conf.send_proxy == 2 {
+                    let tlvs = fairlead_backend::proxy_v2_tlvs(slot.server(), &cx.client, None);
+                    names.proxy_v2 = Some(tlvs);
+                }
             }
             // HTTP/2 client streams are never a session's first request
             // for `http-reuse safe` (see `mux`).
@@ -592,6 +596,7 @@ fn prepared<'h>(
             client_sni: None,
             host,
             client_addrs: None,
+            proxy_v2: None,
         },
         replayable: end && idempotent(v.method()),
         no_body: end,
@@ -686,9 +691,14 @@ async fn attempts(
             Some(c) => (c, slot, true),
             None => {
                 let mut names = prep.names;
+                let tlvs;
                 if chosen.conf.send_proxy != 0 {
                     // `send-proxy`: the server learns the client's addresses.
                     names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
+                    if chosen.conf.send_proxy == 2 {
+                        tlvs = fairlead_backend::proxy_v2_tlvs(&chosen, &cx.client, None);
+                        names.proxy_v2 = Some(&tlvs);
+                    }
                 }
                 rl.server_conn.target(cx.ctx.front.log.as_deref(), &chosen);
                 let c = connect_server(be, slot, &prep.key, &mut tries.attempts, names).await;
