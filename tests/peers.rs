@@ -9,7 +9,6 @@ use common::*;
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn sock_path(tag: &str) -> PathBuf {
@@ -98,7 +97,12 @@ fn fairlead_and_haproxy_share_a_table() {
         &[http_f, peer_f],
         |c| c.args(["-L", "fl"]),
     );
-    let hap = Haproxy::start(&bin, &proxy_cfg(&sock_h, http_h, &section), &["-L", "hap"], http_h);
+    let hap = Haproxy::start(
+        &bin,
+        &proxy_cfg(&sock_h, http_h, &section),
+        &["-L", "hap"],
+        http_h,
+    );
     // Fairlead to HAProxy.
     hit(http_f, "from-fl", 3);
     wait_entry(&sock_h, "haproxy", "from-fl", 3);
@@ -113,7 +117,12 @@ fn fairlead_and_haproxy_share_a_table() {
     // A restarted HAProxy (empty table) gets Fairlead's entries again
     // when the session comes back.
     drop(hap);
-    let _hap = Haproxy::start(&bin, &proxy_cfg(&sock_h, http_h, &section), &["-L", "hap"], http_h);
+    let _hap = Haproxy::start(
+        &bin,
+        &proxy_cfg(&sock_h, http_h, &section),
+        &["-L", "hap"],
+        http_h,
+    );
     wait_entry(&sock_h, "restarted haproxy", "from-fl", 4);
     wait_entry(&sock_h, "restarted haproxy", "from-hap", 3);
     assert!(!fl.stderr().contains("refused"), "{}", fl.stderr());
@@ -229,4 +238,67 @@ fn proxy_table_with_peers_keyword_syncs_with_haproxy() {
     hit(http_h, "b", 1);
     wait_value(&sock_h, "haproxy", "bk", "7", "gpc0=3");
     wait_value(&sock_f, "fairlead", "bk", "7", "gpc0=3");
+}
+
+/// A master-worker reload hands the tables over: the stopping worker
+/// teaches them to the new one through the local peer's address (a
+/// `peers` section with only the local peer, HAProxy's way to keep tables
+/// across reloads). Entries, counters and the proxy table survive, and the
+/// old worker is gone.
+#[test]
+fn reload_hands_the_tables_over_to_the_new_worker() {
+    let ip = test_ip();
+    let (peer, http) = (free_addr(ip), free_addr(ip));
+    let section = peers_section(&[("solo", peer)]);
+    let sock = sock_path("reload");
+    let extra = "    http-request track-sc1 int(7) table bk\n    http-request sc-inc-gpc0(1)\n";
+    let cfg = proxy_cfg_with(&sock, http, &section, extra)
+        .replace("global\n", "global\n    hard-stop-after 5s\n");
+    let p = Proxy::start_with(&cfg, &[http], |c| c.args(["-W", "-L", "solo"]));
+    wait_until("worker started", || children(p.pid()).len() == 1);
+    let first = children(p.pid());
+    hit(http, "kept", 3);
+    wait_entry(&sock, "first worker", "kept", 3);
+    wait_value(&sock, "first worker", "bk", "7", "gpc0=3");
+    p.signal("USR2");
+    wait_until("reload complete", || p.stderr().contains("reload complete"));
+    wait_until("old worker gone", || {
+        let now = children(p.pid());
+        now.len() == 1 && now != first
+    });
+    wait_entry(&sock, "new worker", "kept", 3);
+    wait_value(&sock, "new worker", "bk", "7", "gpc0=3");
+    // The new worker goes on counting from there.
+    hit(http, "kept", 1);
+    wait_entry(&sock, "new worker", "kept", 4);
+    assert!(!p.stderr().contains("not handed over"), "{}", p.stderr());
+}
+
+/// A restarted Fairlead asks its peers for a resynchronisation: HAProxy,
+/// which only pushes new updates to a returning peer, teaches its whole
+/// table on that request.
+#[test]
+fn restarted_fairlead_relearns_from_haproxy() {
+    let Some(bin) = haproxy_bin() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    let (ip_f, ip_h) = (test_ip(), test_ip());
+    let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
+    let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
+    let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
+    let (sock_f, sock_h) = (sock_path("f5"), sock_path("h5"));
+    let cfg_f = proxy_cfg(&sock_f, http_f, &section);
+    let fl = Proxy::start_with(&cfg_f, &[http_f, peer_f], |c| c.args(["-L", "fl"]));
+    let _hap = Haproxy::start(
+        &bin,
+        &proxy_cfg(&sock_h, http_h, &section),
+        &["-L", "hap"],
+        http_h,
+    );
+    hit(http_h, "from-hap", 2);
+    wait_entry(&sock_f, "fairlead", "from-hap", 2);
+    drop(fl);
+    let _fl = Proxy::start_with(&cfg_f, &[http_f, peer_f], |c| c.args(["-L", "fl"]));
+    wait_entry(&sock_f, "restarted fairlead", "from-hap", 2);
 }

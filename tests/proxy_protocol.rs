@@ -351,7 +351,10 @@ backend b\n    server s {o} send-proxy-v2-ssl-cn proxy-v2-options authority,uniq
     assert_eq!(h.alpn(), Some(&b"http/1.1"[..]));
     assert_eq!(h.authority(), Some(&b"www.example"[..]));
     assert_eq!(h.unique_id(), Some(&b"uid-42"[..]));
-    assert!(h.tlv(0x03).is_some(), "a CRC32C TLV (checked by the parser)");
+    assert!(
+        h.tlv(0x03).is_some(),
+        "a CRC32C TLV (checked by the parser)"
+    );
     let ssl = h.ssl().expect("an SSL TLV");
     assert_eq!(ssl.client, 0x07, "PP2_CLIENT_SSL | CERT_CONN | CERT_SESS");
     assert_eq!(ssl.verify, 0);

@@ -78,9 +78,7 @@ pub fn proxy_v2_tlvs(
                 .map(str::to_string),
             key_alg: None,
             sig_alg: None,
-            cipher: info
-                .filter(|_| o.ssl_cipher)
-                .map(|i| i.cipher.to_string()),
+            cipher: info.filter(|_| o.ssl_cipher).map(|i| i.cipher.to_string()),
         });
     }
     v

@@ -18,8 +18,8 @@ use crate::session::{park, Attached, Outcome, Session};
 use crate::Effective;
 use fairlead_backend::counters::C;
 use fairlead_backend::{
-    connect_server, idle, proxy_v2_tlvs, Backend, Cause, ProxyError, RequestKey, Server, ServerId, ServerSlot,
-    Side, TlsNames, Trigger, Verdict,
+    connect_server, idle, proxy_v2_tlvs, Backend, Cause, ProxyError, RequestKey, Server, ServerId,
+    ServerSlot, Side, TlsNames, Trigger, Verdict,
 };
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
@@ -221,7 +221,11 @@ impl Session {
             .and_then(|m| crate::process::stick_server(be, &m.st.fx));
         let unique_id = be
             .proxy_v2_unique_id
-            .then(|| model.as_deref().and_then(|m| m.st.fx.unique_id.get().cloned()))
+            .then(|| {
+                model
+                    .as_deref()
+                    .and_then(|m| m.st.fx.unique_id.get().cloned())
+            })
             .flatten();
         let mut out = pool::take_out();
         match model {

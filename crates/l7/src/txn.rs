@@ -80,11 +80,10 @@ pub(crate) struct ConnFacts<'a> {
 pub(crate) fn proxy_facts(
     conn: &fairlead_net::Conn,
 ) -> Option<fairlead_rules::txn::ProxyFacts<'_>> {
-    conn.proxy_info()
-        .map(|p| fairlead_rules::txn::ProxyFacts {
-            authority: p.authority.as_deref(),
-            unique_id: p.unique_id.as_deref(),
-        })
+    conn.proxy_info().map(|p| fairlead_rules::txn::ProxyFacts {
+        authority: p.authority.as_deref(),
+        unique_id: p.unique_id.as_deref(),
+    })
 }
 
 /// What rules captured or changed besides the message.

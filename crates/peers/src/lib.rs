@@ -6,15 +6,17 @@
 //! * [`wire`]: the message format (encoded integers, table definitions,
 //!   updates, acknowledgements, control messages, the handshake);
 //! * [`sync`]: the task that pushes local updates, applies received ones
-//!   and keeps sessions up ([`sync::start`]).
+//!   and keeps sessions up ([`sync::start`]);
+//! * [`handover`]: on a soft stop, the tables go to the new process.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod handover;
 pub mod sync;
 pub mod wire;
 
 pub use config::{PeerDef, PeersSection};
-pub use sync::{start, Setup};
+pub use sync::{start, Handle, Setup};
 
 /// The default local peer name: the host name (as HAProxy).
 pub fn default_local_name() -> String {

@@ -11,7 +11,12 @@
 //!
 //! A session received from a peer replaces an existing one with that peer
 //! (as HAProxy does); an outgoing session that completes while one exists
-//! is closed.
+//! is closed. Until a peer finished teaching its tables, every new session
+//! asks for it (a resynchronisation request), and a finished teach is
+//! confirmed.
+//!
+//! On a soft stop ([`Handle::hand_over`]) the listener closes and the
+//! tables are taught to the new process (see [`crate::handover`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -70,42 +75,52 @@ type Live = (u64, UnboundedSender<Vec<u8>>, AbortHandle, Rc<Cell<usize>>);
 /// again when it reconnects), so a stalled peer cannot grow memory.
 pub const MAX_QUEUED: usize = 8 << 20;
 
-struct Shared {
+pub(crate) struct Shared {
     setup: Setup,
     tables: RefCell<Vec<LocalTable>>,
     /// Live sessions per peer name: a generation, its writer and task.
     sessions: RefCell<HashMap<String, Live>>,
     next_gen: std::cell::Cell<u64>,
+    /// A peer finished teaching its tables (no more resync requests).
+    resynced: Cell<bool>,
 }
 
 impl Shared {
-    fn warn(&self, msg: &str) {
+    pub(crate) fn warn(&self, msg: &str) {
         if !self.setup.quiet {
             eprintln!("[WARNING]  peers '{}': {msg}", self.setup.section.name);
         }
     }
 
+    /// The local peer's name.
+    pub(crate) fn local(&self) -> &str {
+        &self.setup.local
+    }
+
     /// Definition of every table followed by all of its entries.
     fn teach(&self) -> Vec<u8> {
+        self.teach_with_last().0
+    }
+
+    /// [`Shared::teach`], and the last update id sent for each table that
+    /// has entries (by wire table id).
+    pub(crate) fn teach_with_last(&self) -> (Vec<u8>, HashMap<u64, u32>) {
         let now = (self.setup.now)();
         let mut out = Vec::new();
+        let mut last = HashMap::new();
         let mut tables = self.tables.borrow_mut();
         for (i, t) in tables.iter_mut().enumerate() {
-            wire::encode_define(
-                &mut out,
-                i as u64 + 1,
-                &t.wire_name,
-                &t.schema,
-                t.table.spec(),
-            );
+            let id = i as u64 + 1;
+            wire::encode_define(&mut out, id, &t.wire_name, &t.schema, t.table.spec());
             for e in t.table.entries(now) {
                 t.next_update = t.next_update.wrapping_add(1);
                 let vals = e.peer_values(now);
                 let exp = e.peer_expire(now);
                 wire::encode_update(&mut out, &t.schema, t.next_update, exp, e.key(), &vals);
+                last.insert(id, t.next_update);
             }
         }
-        out
+        (out, last)
     }
 
     /// Encodes the queued local updates of every table.
@@ -132,10 +147,30 @@ impl Shared {
     }
 }
 
+/// A running section's task, for the soft stop.
+pub struct Handle {
+    stop: tokio::sync::watch::Sender<bool>,
+    done: std::sync::mpsc::Receiver<bool>,
+}
+
+impl Handle {
+    /// Starts the reload hand-over: the listener closes and the tables are
+    /// taught to the new process through the local peer's address.
+    pub fn hand_over(&self) {
+        let _ = self.stop.send(true);
+    }
+
+    /// Waits up to `limit` for the hand-over to end. Returns whether the
+    /// new process acknowledged every table.
+    pub fn wait(&self, limit: Duration) -> bool {
+        self.done.recv_timeout(limit).unwrap_or(false)
+    }
+}
+
 /// Starts the task of one section on its own thread. Returns `None` when
 /// the section is disabled or has no line for the local peer (HAProxy
 /// then removes it).
-pub fn start(setup: Setup) -> Option<std::thread::JoinHandle<()>> {
+pub fn start(setup: Setup) -> Option<Handle> {
     if setup.section.disabled {
         return None;
     }
@@ -161,6 +196,8 @@ pub fn start(setup: Setup) -> Option<std::thread::JoinHandle<()>> {
         });
     }
     let name = format!("peers-{}", setup.section.name);
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let (done_tx, done) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name(name)
         .spawn(move || {
@@ -179,15 +216,43 @@ pub fn start(setup: Setup) -> Option<std::thread::JoinHandle<()>> {
                 tables: RefCell::new(tables),
                 sessions: RefCell::new(HashMap::new()),
                 next_gen: std::cell::Cell::new(1),
+                resynced: Cell::new(false),
             });
             let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, run(shared, listen, queues));
+            let handed = local.block_on(&rt, run(shared, listen, queues, stop));
+            let _ = done_tx.send(handed);
         })
-        .ok()
+        .ok()?;
+    Some(Handle {
+        stop: stop_tx,
+        done,
+    })
 }
 
-async fn run(shared: Rc<Shared>, listen: SocketAddr, queues: Vec<Receiver<Pending>>) {
-    tokio::task::spawn_local(listener(shared.clone(), listen));
+/// Runs the section until a soft stop, then hands the tables over.
+async fn run(
+    shared: Rc<Shared>,
+    listen: SocketAddr,
+    queues: Vec<Receiver<Pending>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    let listening = tokio::task::spawn_local(listener(shared.clone(), listen));
+    let pushing = tokio::task::spawn_local(push(shared.clone(), queues));
+    while !*stop.borrow() {
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+    listening.abort();
+    let _ = listening.await;
+    let handed = crate::handover::hand_over(&shared, listen).await;
+    pushing.abort();
+    handed
+}
+
+/// Connects to the remote peers and pushes local updates to every
+/// session.
+async fn push(shared: Rc<Shared>, queues: Vec<Receiver<Pending>>) {
     let remotes: Vec<(String, SocketAddr)> = shared
         .setup
         .section
@@ -217,12 +282,19 @@ async fn run(shared: Rc<Shared>, listen: SocketAddr, queues: Vec<Receiver<Pendin
 }
 
 async fn listener(shared: Rc<Shared>, addr: SocketAddr) {
+    // During a reload the previous process holds the address until it
+    // stops: retry quietly at first.
+    let since = tokio::time::Instant::now();
+    let mut warned = false;
     let l = loop {
         match TcpListener::bind(addr).await {
             Ok(l) => break l,
             Err(e) => {
-                shared.warn(&format!("cannot bind {addr}: {e}; retrying"));
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                if !warned && since.elapsed() > crate::handover::HAND_OVER {
+                    shared.warn(&format!("cannot bind {addr}: {e}; retrying"));
+                    warned = true;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     };
@@ -237,7 +309,7 @@ async fn listener(shared: Rc<Shared>, addr: SocketAddr) {
 }
 
 /// Reads up to `n` lines (at most 1 KiB); returns them and what followed.
-async fn read_lines(s: &mut TcpStream, n: usize) -> Option<(Vec<String>, Vec<u8>)> {
+pub(crate) async fn read_lines(s: &mut TcpStream, n: usize) -> Option<(Vec<String>, Vec<u8>)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 512];
     loop {
@@ -331,7 +403,10 @@ async fn session(shared: Rc<Shared>, s: TcpStream, name: String, rest: Vec<u8>, 
     let (tx, rx) = unbounded_channel();
     let gen = shared.next_gen.get();
     shared.next_gen.set(gen + 1);
-    let taught = shared.teach();
+    let mut taught = shared.teach();
+    if !shared.resynced.get() {
+        wire::encode_control(&mut taught, code::CTRL_RESYNC_REQ);
+    }
     let queued = Rc::new(Cell::new(taught.len()));
     let _ = tx.send(taught);
     let task = tokio::task::spawn_local(run_session(
@@ -435,6 +510,14 @@ fn handle(shared: &Shared, r: &mut Remote, m: Message, tx: &UnboundedSender<Vec<
         Message::Control(code::CTRL_RESYNC_REQ) => {
             let mut out = shared.teach();
             wire::encode_control(&mut out, code::CTRL_RESYNC_FINISHED);
+            let _ = tx.send(out);
+        }
+        Message::Control(c @ (code::CTRL_RESYNC_FINISHED | code::CTRL_RESYNC_PARTIAL)) => {
+            if c == code::CTRL_RESYNC_FINISHED {
+                shared.resynced.set(true);
+            }
+            let mut out = Vec::new();
+            wire::encode_control(&mut out, code::CTRL_RESYNC_CONFIRM);
             let _ = tx.send(out);
         }
         Message::Control(_) | Message::Error(_) | Message::Ack { .. } | Message::Other { .. } => {}

@@ -789,7 +789,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     }
     let _checker = checks::start(&cfg, &shared)?;
     dns::start(&cfg, &shared, dns_plan)?;
-    peers::start(&cfg, &shared, opts.quiet);
+    let peers = peers::start(&cfg, &shared, opts.quiet);
     let hub = Arc::new(stats::Hub {
         shared: shared.clone(),
         facts: stats::ProcessFacts {
@@ -858,7 +858,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
         os::signal_pids(&opts.old_pids, sig);
     }
     let grace = cfg.global.hard_stop_after.or_else(|| longest_timeout(&cfg));
-    wait_for_signals(&shared, stop_tx, grace);
+    wait_for_signals(&shared, stop_tx, grace, peers);
     for h in handles {
         let _ = h.join();
     }
@@ -907,7 +907,12 @@ fn cpus_for_thread(cfg: &Config, n: usize) -> Option<Vec<usize>> {
 }
 
 /// Blocks the main thread on signals. Returns after a soft stop finished.
-fn wait_for_signals(shared: &Arc<Shared>, stop_tx: watch::Sender<bool>, grace: Option<Duration>) {
+fn wait_for_signals(
+    shared: &Arc<Shared>,
+    stop_tx: watch::Sender<bool>,
+    grace: Option<Duration>,
+    peers: Vec<fairlead_peers::Handle>,
+) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -926,6 +931,10 @@ fn wait_for_signals(shared: &Arc<Shared>, stop_tx: watch::Sender<bool>, grace: O
         shared.stopping.store(true, Ordering::SeqCst);
         let _ = stop_tx.send(true);
         shared.freed.notify_waiters();
+        // The stick tables of `peers` sections go to the new process.
+        for p in &peers {
+            p.hand_over();
+        }
         let busy = || {
             shared.global.cur.load(Ordering::SeqCst) > 0
                 || shared.listeners_open.load(Ordering::SeqCst) > 0
@@ -950,6 +959,16 @@ fn wait_for_signals(shared: &Arc<Shared>, stop_tx: watch::Sender<bool>, grace: O
             _ = term.recv() => std::process::exit(0),
             _ = int.recv() => std::process::exit(0),
             _ = std::future::ready(()) => {}
+        }
+        let handed = tokio::task::spawn_blocking(move || {
+            for p in &peers {
+                p.wait(fairlead_peers::handover::HAND_OVER);
+            }
+        });
+        tokio::select! {
+            _ = term.recv() => std::process::exit(0),
+            _ = int.recv() => std::process::exit(0),
+            _ = handed => {}
         }
         if !done {
             eprintln!(

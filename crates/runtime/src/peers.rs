@@ -5,14 +5,19 @@
 use fairlead_config::Config;
 
 /// Starts every enabled section that has a line for the local peer
-/// (`-L`, `localpeer`, else the host name). Returns how many started.
-pub(crate) fn start(cfg: &Config, shared: &crate::Shared, quiet: bool) -> usize {
+/// (`-L`, `localpeer`, else the host name). Returns their handles, for
+/// the hand-over on a soft stop.
+pub(crate) fn start(
+    cfg: &Config,
+    shared: &crate::Shared,
+    quiet: bool,
+) -> Vec<fairlead_peers::Handle> {
     let local = cfg
         .global
         .localpeer
         .clone()
         .unwrap_or_else(fairlead_peers::default_local_name);
-    let mut started = 0;
+    let mut started = Vec::new();
     for sec in &cfg.peers {
         let tables = shared
             .tables
@@ -27,9 +32,7 @@ pub(crate) fn start(cfg: &Config, shared: &crate::Shared, quiet: bool) -> usize 
             now: crate::stick_now,
             quiet,
         };
-        if fairlead_peers::start(setup).is_some() {
-            started += 1;
-        }
+        started.extend(fairlead_peers::start(setup));
     }
     started
 }

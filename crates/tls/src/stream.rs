@@ -520,7 +520,12 @@ impl<C: Side> Session<C> {
             peer_cn: None,
         };
         if C::PEER_NAMES {
-            if let Some(leaf) = self.conn.common().peer_certificates().and_then(|c| c.first()) {
+            if let Some(leaf) = self
+                .conn
+                .common()
+                .peer_certificates()
+                .and_then(|c| c.first())
+            {
                 let (dn, cn) = crate::certs::subject_names(leaf);
                 self.info.peer_subject = dn;
                 self.info.peer_cn = cn;

@@ -61,9 +61,13 @@ mod tests {
         o.parse_into("ssl,cert-cn,authority,unique-id,crc32c,ssl-cipher")
             .unwrap();
         assert!(o.ssl && o.cert_cn && o.authority && o.unique_id && o.crc32c && o.ssl_cipher);
-        let e = ProxyV2Options::default().parse_into("ssl,bogus").unwrap_err();
+        let e = ProxyV2Options::default()
+            .parse_into("ssl,bogus")
+            .unwrap_err();
         assert!(e.contains("'bogus' is not a valid option"), "{e}");
-        let e = ProxyV2Options::default().parse_into("cert-sig").unwrap_err();
+        let e = ProxyV2Options::default()
+            .parse_into("cert-sig")
+            .unwrap_err();
         assert!(e.contains("not implemented"), "{e}");
     }
 }
