@@ -58,7 +58,7 @@ impl Model {
         let fx = &mut self.st.fx;
         // The request's stick counters: its status counts as an error or
         // a failure, then the slots are released (end of the stream).
-        fx.end_trackers(rl.status);
+        fx.end_trackers(rl);
         keep_captures(fx, rl);
         let sess = std::mem::take(&mut self.st.vars).into_sess();
         self.give();
@@ -302,6 +302,9 @@ impl Session {
         let bytes = self.after_local(bytes, m, rl);
         self.local_log_samples(m, rl);
         rl.status = Some(status);
+        // What the client sent: the head (a body left unread is not
+        // counted; the connection closes).
+        rl.bytes_in = head.head_len as u64;
         rl.bytes_out = bytes.len() as u64;
         fc.status(status);
         let wrote = self

@@ -141,14 +141,19 @@ impl Effects {
 
     /// The end of the request: its status counts as an error or a failure
     /// on the stick counters, then the request's slots are released.
-    pub(crate) fn end_trackers(&mut self, status: Option<u16>) {
+    pub(crate) fn end_trackers(&mut self, rl: &crate::logging::ReqLog) {
         if self.trackers.is_none() && self.sess_trackers.is_none() {
             return;
         }
         let now = fairlead_rules::stick::now_ms();
-        if let Some(status) = status {
-            self.levels().on_response_status(status, now);
+        let levels = self.levels();
+        if let Some(status) = rl.status {
+            levels.on_response_status(status, now);
         }
+        // The stream's bytes (HAProxy counts them as they flow; the
+        // request ends here): from the client, and to it.
+        levels.on_bytes_in(rl.bytes_in, now);
+        levels.on_bytes_out(rl.bytes_out, now);
         if let Some(mut t) = self.trackers.take() {
             t.end_connection(now);
         }

@@ -72,7 +72,7 @@ impl Record {
         self.logged = true;
         // The stream's stick counters: its status, then its slots are
         // released (also for a stream dropped with its connection).
-        self.st.fx.end_trackers(self.rl.status);
+        self.st.fx.end_trackers(&self.rl);
         crate::local::keep_captures(&mut self.st.fx, &mut self.rl);
         record_latency(&self.cx, &self.rl);
         log(&self.cx, &self.rl);
