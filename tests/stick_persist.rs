@@ -211,3 +211,86 @@ backend b\n    balance roundrobin\n    stick-table type string len 32 size 1k ex
     let t = ask(&sock, "show table b key dave");
     assert!(t.contains("server_id=2 server_key=s2"), "{t}");
 }
+
+/// `force-persist`, `ignore-persist` and `non-stick`, as HAProxy defines
+/// them: a forced request reaches the server its cookie names even in
+/// maintenance; an ignored one is balanced and gets no cookie; a
+/// `non-stick` server is never stored by stick rules.
+#[test]
+fn force_persist_ignore_persist_and_non_stick() {
+    let ip = test_ip();
+    let (a, _) = named(ip, "A");
+    let (b, _) = named(ip, "B");
+    let bind = free_addr(ip);
+    let sock = admin_sock("forceignore");
+    let cfg = format!(
+        "global\n    stats socket {} level admin\n{}frontend fe\n    bind {bind}\n    default_backend b\n\
+backend b\n    balance roundrobin\n    cookie SRV insert indirect nocache\n\
+    stick-table type string len 32 size 1k expire 1m\n    stick on hdr(x-user)\n\
+    force-persist if {{ hdr(x-force) -m found }}\n    ignore-persist if {{ path_beg /static }}\n\
+    server s1 {a} cookie a\n    server s2 {b} cookie b non-stick\n",
+        sock.display(),
+        defaults("http")
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
+    let get = |path: &str, headers: &str| {
+        request(
+            bind,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n"),
+        )
+    };
+    // The cookie sticks to s1 for normal requests.
+    for _ in 0..2 {
+        let r = get("/", "Cookie: SRV=a\r\n");
+        assert_eq!(r.header("x-srv"), Some("A"));
+    }
+    // ignore-persist: balanced over both servers, and no cookie set.
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let r = get("/static/x.png", "Cookie: SRV=a\r\n");
+        assert_eq!(
+            r.header("set-cookie"),
+            None,
+            "no cookie on ignored requests"
+        );
+        seen.push(r.header("x-srv").unwrap().to_string());
+    }
+    seen.sort();
+    assert_eq!(seen, ["A", "B"], "ignored requests are balanced");
+    let r = get("/", "");
+    assert!(
+        r.header("set-cookie").is_some(),
+        "a normal request gets its cookie"
+    );
+    // s1 in maintenance: the cookie no longer designates it...
+    ask(&sock, "disable server b/s1");
+    let r = get("/", "Cookie: SRV=a\r\n");
+    assert_eq!(r.header("x-srv"), Some("B"));
+    assert_eq!(
+        r.header("set-cookie").map(|c| c.starts_with("SRV=b")),
+        Some(true)
+    );
+    // ...unless force-persist matches.
+    let r = get("/", "Cookie: SRV=a\r\nx-force: 1\r\n");
+    assert_eq!(
+        r.header("x-srv"),
+        Some("A"),
+        "forced to the server in maintenance"
+    );
+    // non-stick: s2 served eve, and nothing was stored.
+    let r = get("/", "x-user: eve\r\n");
+    assert_eq!(r.header("x-srv"), Some("B"));
+    let t = ask(&sock, "show table b key eve");
+    assert!(!t.contains("key=eve"), "non-stick server stored:\n{t}");
+    // A stick match of a server in maintenance is forced too.
+    ask(&sock, "set table b key carol data.server_id 1");
+    let r = get("/", "x-user: carol\r\n");
+    assert_eq!(
+        r.header("x-srv"),
+        Some("B"),
+        "not forced: s1 is in maintenance"
+    );
+    let r = get("/", "x-user: carol\r\nx-force: 1\r\n");
+    assert_eq!(r.header("x-srv"), Some("A"), "forced stick match");
+}

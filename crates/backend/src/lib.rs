@@ -389,13 +389,26 @@ impl Backend {
         prefer: Option<ServerId>,
         avoid: Option<ServerId>,
     ) -> Result<ServerSlot, ProxyError> {
+        self.assign_with(key, prefer, avoid, false).await
+    }
+
+    /// [`Backend::assign`]; with `force` (`force-persist`), `prefer` is
+    /// taken even when it is down or in maintenance, as `option persist`
+    /// does for every request.
+    pub async fn assign_with(
+        self: &Arc<Self>,
+        key: &RequestKey<'_>,
+        prefer: Option<ServerId>,
+        avoid: Option<ServerId>,
+        force: bool,
+    ) -> Result<ServerSlot, ProxyError> {
         let slot = |server| ServerSlot {
             backend: self.clone(),
             server,
         };
         let set = self.set.load_full();
         if let Some(s) = prefer.and_then(|id| set.by_id(id)) {
-            if s.is_up() || self.options.persist {
+            if s.is_up() || self.options.persist || force {
                 let queued = s.metrics.queued.load(Ordering::Relaxed);
                 if queued == 0 && self.try_take(&set, s) {
                     return Ok(slot(s.clone()));

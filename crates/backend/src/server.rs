@@ -66,6 +66,9 @@ pub struct ServerConf {
     /// `proxy-v2-options` (and the `send-proxy-v2-ssl*` forms). Default
     /// is none.
     pub proxy_v2: config::ProxyV2Options,
+    /// `non-stick`: stick rules never store this server. Default is
+    /// false.
+    pub non_stick: bool,
     /// `proto h2`: the server speaks clear-text HTTP/2 (h2c).
     pub proto_h2: bool,
     /// `max-reuse`, `pool-max-conn`, `pool-purge-delay`. Default is
@@ -193,6 +196,7 @@ impl Server {
                 tls_sni_varies,
                 send_proxy: s.send_proxy,
                 proxy_v2: s.proxy_v2,
+                non_stick: s.non_stick,
                 socks4: s.socks4,
                 proto_h2: s.proto_h2,
                 pool: s.pool,

@@ -862,6 +862,9 @@ pub struct Server {
     /// `proxy-v2-options`, `send-proxy-v2-ssl`, `send-proxy-v2-ssl-cn`:
     /// the TLVs of the v2 header. Default is none.
     pub proxy_v2: ProxyV2Options,
+    /// `non-stick`: stick rules never store this server. Default is
+    /// false.
+    pub non_stick: bool,
     /// `resolvers`, `resolve-prefer`, `resolve-net`, `resolve-opts` and
     /// `init-addr`. Default is none set (resolved once at start-up).
     pub dns: fairlead_dns::ServerDnsOptions,
@@ -973,6 +976,7 @@ impl Server {
             pool: ServerPool::default(),
             send_proxy: 0,
             proxy_v2: ProxyV2Options::default(),
+            non_stick: false,
             dns: fairlead_dns::ServerDnsOptions::default(),
             template: None,
         }

@@ -151,7 +151,7 @@ const SERVER_OPTIONS: &[(&str, usize, Opt)] = &[
     ("no-send-proxy-v2-ssl", 0, Opt::Impl),
     ("no-send-proxy-v2-ssl-cn", 0, Opt::Impl),
     ("no-tfo", 0, NY),
-    ("non-stick", 0, NY),
+    ("non-stick", 0, Opt::Impl),
     ("on-marked-down", 1, NY),
     ("on-marked-up", 1, NY),
     ("pool-conn-name", 1, NY),
@@ -361,6 +361,7 @@ fn apply_one(
             s.proxy_v2 = Default::default();
         }
         "proxy-v2-options" => s.proxy_v2.parse_into(arg)?,
+        "non-stick" => s.non_stick = true,
         "proto" => {
             s.proto_h2 = match arg {
                 "h2" => true,

@@ -284,9 +284,9 @@ async fn forward(
     cx.front.counters.add(C::Bin, input.read);
     let bytes = (input.read, 0);
     let stick_rules = cx.routes.res_rules(be_idx);
-    let mut stick = stick_request(cx, &input, stick_rules, sess, be);
+    let (mut stick, force) = stick_request(cx, &input, stick_rules, sess, be);
     let prefer = stick_server(be, &stick);
-    let slot = match be.assign(&key, prefer, None).await {
+    let slot = match be.assign_with(&key, prefer, None, force).await {
         Ok(s) => s,
         Err(e) => {
             cx.emit(sess, &end(None, failed(&e), t, bytes, 0, addrs));
@@ -382,18 +382,21 @@ fn stick_request(
     rules: Option<&Arc<ProxyRules>>,
     sess: &mut SessState,
     be: &Backend,
-) -> Sticking {
+) -> (Sticking, bool) {
     let mut st = Sticking::default();
-    if let Some(r) = rules.filter(|r| !r.stick_req.is_empty()) {
+    let mut force = false;
+    if let Some(r) = rules.filter(|r| !r.stick_req.is_empty() || !r.persist.is_empty()) {
         let mut tx = TcpTxn::new(&cx.facts, sess);
         tx.payload = Some(input.buf.filled());
         tx.done = true;
         tx.backend = Some(&be.name);
         tx.routes = Some(cx.routes);
+        // `force-persist` lets a `stick match` use a down server.
+        force = r.persist_mode(&tx) == Some(fairlead_rules::proxy::PersistMode::Force);
         let now = fairlead_rules::stick::now_ms();
         st.run_request(&r.stick_req, &r.acls, &tx, false, now);
     }
-    st
+    (st, force)
 }
 
 /// The server a `stick match` rule designated (by its `id`).
@@ -425,6 +428,10 @@ fn stick_commit(
         st.run_response(&r.stick_res, &r.acls, &tx);
     }
     if st.is_empty() {
+        return;
+    }
+    if server.conf.non_stick {
+        st.discard();
         return;
     }
     let addr = server.admin.addr.load().to_string();

@@ -28,6 +28,7 @@ use fairlead_http::{
 use fairlead_log::Phase;
 use fairlead_net::io::with_timeout;
 use fairlead_net::{pool, IoBuf};
+use fairlead_rules::proxy::PersistMode;
 use std::cell::Cell;
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -55,6 +56,8 @@ struct Prepared {
     client_sni: Option<Box<str>>,
     /// The stream's unique id, when a server's PROXY v2 header carries it.
     unique_id: Option<Vec<u8>>,
+    /// `force-persist` matched: the designated server may be down.
+    force_persist: bool,
 }
 
 impl Prepared {
@@ -219,6 +222,7 @@ impl Session {
         let stick = model
             .as_deref()
             .and_then(|m| crate::process::stick_server(be, &m.st.fx));
+        let persist_mode = model.as_deref().and_then(|m| m.st.fx.persist);
         let unique_id = be
             .proxy_v2_unique_id
             .then(|| {
@@ -245,9 +249,12 @@ impl Session {
             ),
         }
         let cookie = be.options.cookie.as_ref();
-        let persist = cookie
-            .map(|c| persist::lookup(c, be, buf, head.head_len))
-            .unwrap_or_default();
+        let persist = match persist_mode {
+            Some(PersistMode::Ignore) => Persist::ignored(),
+            _ => cookie
+                .map(|c| persist::lookup(c, be, buf, head.head_len))
+                .unwrap_or_default(),
+        };
         if let Some(c) = cookie {
             persist::edit_request(c, persist, &mut out);
         }
@@ -280,6 +287,7 @@ impl Session {
             host,
             client_sni,
             unique_id,
+            force_persist: persist_mode == Some(PersistMode::Force),
         }
     }
 
@@ -304,6 +312,7 @@ impl Session {
                 avoid: tries.avoid,
                 names: prep.names(),
                 unique_id: prep.unique_id.as_deref(),
+                force: prep.force_persist,
             };
             let (found, slot, reused) = self
                 .connect(be, &key, target, &mut tries.attempts, rl)
@@ -368,7 +377,9 @@ impl Session {
         attempts: &mut u32,
         rl: &mut ReqLog,
     ) -> Result<(Found, ServerSlot, bool), ProxyError> {
-        let slot = be.assign(key, target.prefer, target.avoid).await?;
+        let slot = be
+            .assign_with(key, target.prefer, target.avoid, target.force)
+            .await?;
         rl.queue_done = Some(Instant::now());
         let server = slot.server();
         rl.set_server(server);
@@ -523,6 +534,8 @@ struct Target<'a> {
     names: TlsNames<'a>,
     /// The stream's unique id, for a PROXY v2 header that carries it.
     unique_id: Option<&'a [u8]>,
+    /// `force-persist`: `prefer` is used even when down.
+    force: bool,
 }
 
 /// Whether a failed request may be sent again: at once on a fresh

@@ -36,6 +36,18 @@ pub(crate) struct Persist {
     pub had_cookie: bool,
     /// Dates carried by the cookie (`maxidle`/`maxlife`): last, first.
     pub dates: Option<(u64, u64)>,
+    /// `ignore-persist` matched: the cookie was not read and none is set.
+    pub ignore: bool,
+}
+
+impl Persist {
+    /// What an `ignore-persist` request gets: no cookie read, none set.
+    pub(crate) fn ignored() -> Persist {
+        Persist {
+            ignore: true,
+            ..Persist::default()
+        }
+    }
 }
 
 fn now_secs() -> u64 {
@@ -86,6 +98,7 @@ fn from_value(cfg: &CookieConfig, be: &Backend, v: &[u8]) -> Persist {
         server: None,
         had_cookie: true,
         dates: None,
+        ignore: false,
     };
     let (v, dates) = match cfg.mode {
         CookieMode::Prefix => match v.iter().position(|&b| b == PREFIX_DELIMITER) {
@@ -114,6 +127,7 @@ fn from_value(cfg: &CookieConfig, be: &Backend, v: &[u8]) -> Persist {
         server: be.server_by_cookie(v),
         had_cookie: true,
         dates,
+        ignore: false,
     }
 }
 
@@ -174,7 +188,7 @@ pub(crate) fn edit_response_head(
     res: &mut Head,
     buf: &[u8],
 ) {
-    let Some(value) = served.conf.cookie.as_deref() else {
+    let Some(value) = served.conf.cookie.as_deref().filter(|_| !p.ignore) else {
         return;
     };
     let edit = match cfg.mode {
@@ -223,7 +237,7 @@ pub(crate) fn edit_response_head(
 /// Edits the response head sent to the client, once the serving server is
 /// known.
 pub(crate) fn edit_response(cfg: &CookieConfig, p: Persist, served: &Server, out: &mut Vec<u8>) {
-    let Some(value) = served.conf.cookie.as_deref() else {
+    let Some(value) = served.conf.cookie.as_deref().filter(|_| !p.ignore) else {
         return;
     };
     match cfg.mode {

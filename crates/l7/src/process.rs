@@ -72,6 +72,10 @@ pub(crate) fn stick_server(be: &Backend, fx: &Effects) -> Option<fairlead_backen
 /// Stores the server that answered in the entries the stick rules
 /// prepared (`stick on`, `store-request`, `store-response`).
 pub(crate) fn stick_commit(fx: &mut Effects, server: &fairlead_backend::Server) {
+    if server.conf.non_stick {
+        fx.stick.discard();
+        return;
+    }
     let addr = server.admin.addr.load().to_string();
     let now = fairlead_rules::stick::now_ms();
     fx.stick
@@ -240,6 +244,7 @@ fn decide<'a>(ctx: &'a HttpCtx, tx: &mut HttpTxn<'a>, close: bool) -> Decision {
             return d;
         }
     }
+    tx.fx.persist = own.and_then(|br| br.persist_mode(&*tx));
     let server = own.and_then(|br| {
         br.use_server.iter().find_map(|r| {
             (r.check(&br.acls, tx) == Tri::Pass)

@@ -100,6 +100,8 @@ pub(crate) struct Effects {
     /// Stick persistence: the server a `stick match` designated and the
     /// stores waiting for the server that answers.
     pub stick: fairlead_rules::sticking::Sticking,
+    /// What a `force-persist`/`ignore-persist` rule decided.
+    pub persist: Option<fairlead_rules::proxy::PersistMode>,
     /// The unique id (`unique-id-format`), once generated.
     pub unique_id: std::cell::OnceCell<Vec<u8>>,
     /// The unique id is being generated (a `%[unique-id]` inside its own

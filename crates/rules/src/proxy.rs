@@ -118,9 +118,24 @@ pub struct ProxyRules {
     pub stick_req: Vec<crate::sticking::StickRule>,
     /// `stick store-response` rules, in file order.
     pub stick_res: Vec<crate::sticking::StickRule>,
+    /// `force-persist` and `ignore-persist` rules, in file order: the
+    /// first whose condition holds decides ([`ProxyRules::persist_mode`]).
+    /// Default is none.
+    pub persist: Vec<(PersistMode, Cond)>,
     /// Highest rank of rule kind seen so far, for HAProxy's ordering
     /// warnings.
     last_rank: u8,
+}
+
+/// What a `force-persist` or `ignore-persist` rule decides for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistMode {
+    /// `force-persist`: the server the persistence cookie or a `stick
+    /// match` designates is used even when it is down or in maintenance.
+    Force,
+    /// `ignore-persist`: the persistence cookie is neither read nor set
+    /// (the request is balanced).
+    Ignore,
 }
 
 /// What the section is, for validity checks.
@@ -181,6 +196,8 @@ pub const KEYWORDS: &[&str] = &[
     "unique-id-header",
     "option http-buffer-request",
     "stick",
+    "force-persist",
+    "ignore-persist",
 ];
 
 impl ProxyRules {
@@ -304,6 +321,21 @@ impl ProxyRules {
                 self.stats_admin.push(c);
             }
             "stick" => self.stick(words, env, &mut warnings)?,
+            "force-persist" | "ignore-persist" => {
+                let mode = match kw {
+                    "force-persist" => PersistMode::Force,
+                    _ => PersistMode::Ignore,
+                };
+                let (body, cond) = split_cond(&words[1..]);
+                let c = match body {
+                    [] => self.cond(cond, RuleSet::HttpRequest, &mut warnings, env)?,
+                    _ => None,
+                }
+                .ok_or_else(|| {
+                    format!("'{kw}' requires either 'if' or 'unless' followed by a condition.")
+                })?;
+                self.persist.push((mode, c));
+            }
             "capture" => self.capture(words, &mut warnings)?,
             "declare" => self.declare(words)?,
             "monitor-uri" => {
@@ -546,6 +578,15 @@ impl ProxyRules {
         }
     }
 
+    /// What the first `force-persist`/`ignore-persist` rule whose
+    /// condition holds decides; `None` when none does.
+    pub fn persist_mode(&self, txn: &dyn crate::txn::Txn) -> Option<PersistMode> {
+        self.persist
+            .iter()
+            .find(|(_, c)| c.eval(&self.acls, txn) == crate::acl::Tri::Pass)
+            .map(|(m, _)| *m)
+    }
+
     /// Whether the section has any rule the HTTP path must run.
     pub fn has_http_rules(&self) -> bool {
         !self.http_request.is_empty()
@@ -556,6 +597,7 @@ impl ProxyRules {
             || !self.use_server.is_empty()
             || !self.stick_req.is_empty()
             || !self.stick_res.is_empty()
+            || !self.persist.is_empty()
             || !self.tcp_content.is_empty()
             || !self.req_captures.is_empty()
             || !self.res_captures.is_empty()

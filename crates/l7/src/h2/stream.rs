@@ -23,6 +23,7 @@ use fairlead_http::{parse_response, BodyKind, ConnHeader, ResponseHead};
 use fairlead_log::{Phase, Who};
 use fairlead_net::io::with_timeout;
 use fairlead_net::{pool, Conn, IoBuf};
+use fairlead_rules::proxy::PersistMode;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -358,6 +359,8 @@ struct Prepared<'a> {
     no_body: bool,
     is_head: bool,
     tunnel: Tunnel,
+    /// `force-persist` matched: `prefer` is used even when down.
+    force_persist: bool,
 }
 
 /// Forward to a server and relay its response.
@@ -383,9 +386,13 @@ async fn forward(
     let bt = be.options.timeouts;
     let tunnel = Tunnel::prepare(tunnel, head, bt.tunnel.or(bt.server));
     let cookie = be.options.cookie.as_ref();
-    let persist = cookie
-        .map(|c| persist::lookup_head(c, &be, head))
-        .unwrap_or_default();
+    let mode = st.fx.persist;
+    let persist = match mode {
+        Some(PersistMode::Ignore) => Persist::ignored(),
+        _ => cookie
+            .map(|c| persist::lookup_head(c, &be, head))
+            .unwrap_or_default(),
+    };
     let (mut out, chunked) = serialise(cx, head, end, eff, ip, tunnel.kind);
     if let Some(c) = cookie {
         persist::edit_request(c, persist, &mut out);
@@ -393,7 +400,8 @@ async fn forward(
     let prefer = prefer
         .or(persist.server)
         .or_else(|| process::stick_server(&be, &st.fx));
-    let prep = prepared(head, out, &be, ip, end, tunnel);
+    let mut prep = prepared(head, out, &be, ip, end, tunnel);
+    prep.force_persist = mode == Some(PersistMode::Force);
     let link = Link::default();
     link.done.set(end);
     let pump_timeout = if prep.tunnel.kind == TunnelKind::No {
@@ -602,6 +610,7 @@ fn prepared<'h>(
         no_body: end,
         is_head: v.method() == b"HEAD",
         tunnel,
+        force_persist: false,
     }
 }
 
@@ -665,7 +674,9 @@ async fn attempts(
 ) -> Result<Answered, ProxyError> {
     let mut tries = Tries::default();
     loop {
-        let slot = be.assign(&prep.key, prefer, tries.avoid).await?;
+        let slot = be
+            .assign_with(&prep.key, prefer, tries.avoid, prep.force_persist)
+            .await?;
         rl.queue_done = Some(Instant::now());
         let chosen = slot.server().clone();
         rl.set_server(&chosen);
