@@ -343,6 +343,7 @@ mod tests {
             server: Some(be.servers()[0].conf.id),
             had_cookie: true,
             dates: Some((now_secs(), first)),
+            ignore: false,
         };
         let mut out = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
         edit_response(&cfg, p, &be.servers()[0], &mut out);
