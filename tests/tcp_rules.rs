@@ -14,10 +14,10 @@ use common::tls::{s_client, Pki};
 use common::*;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A `global`/`defaults` preamble for TCP mode, then `body`.
 fn tcp_cfg(body: &str) -> String {
