@@ -1,8 +1,9 @@
 //! Sockets handed in and UNIX sockets, end to end with the real binary:
 //! `bind fd@<n>` (a socket inherited from the parent), systemd's socket
 //! activation (`LISTEN_FDS`/`LISTEN_PID`) under the master, reloads that
-//! keep those sockets, `bind unix@`/`abns@` in HTTP and TCP mode, and
-//! `server unix@`/`/path`/`abns@`.
+//! keep those sockets, `bind unix@`/`abns@` in HTTP and TCP mode,
+//! `server unix@`/`/path`/`abns@`, and `bind sockpair@<n>` (connections
+//! passed over a socket pair with `SCM_RIGHTS`).
 
 mod common;
 use common::*;
@@ -185,6 +186,108 @@ fn fd_listener_serves_http() {
     // Nothing listened before fairlead did.
     drop(sock);
     assert_eq!(get(bind, "/").status, 200);
+}
+
+/// Sends `fd` over `sock` as HAProxy does for `sockpair@`: one message of
+/// two bytes carrying the descriptor (`SCM_RIGHTS`).
+fn send_fd(sock: &UnixStream, fd: RawFd) -> std::io::Result<()> {
+    let mut data = [0u8; 2];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: the message points to `iov`, `data` and `control`, alive for
+    // the call; the control buffer (32 bytes, aligned) holds one header
+    // and one descriptor.
+    let sent = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), fd);
+        libc::sendmsg(sock.as_raw_fd(), &msg, 0)
+    };
+    match sent {
+        2 => Ok(()),
+        -1 => Err(std::io::Error::last_os_error()),
+        n => Err(std::io::Error::other(format!("sendmsg sent {n} bytes"))),
+    }
+}
+
+/// `bind sockpair@3`: descriptor 3 is one end of a socket pair; each
+/// connection the parent passes over it (here accepted TCP connections
+/// and socket pair ends, as HAProxy's own test harness passes them) is
+/// served (two worker threads read the pair); the descriptor that is not a socket
+/// is skipped without harm; when the parent closes its end, connections
+/// already passed still complete.
+#[test]
+fn sockpair_listener_serves_passed_connections() {
+    let ip = test_ip();
+    let (_t, origin) = term(ip, "o");
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let cfg = http_cfg(free_addr(ip), "", &format!("    server s1 {origin}"));
+    let cfg = cfg
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("bind ") {
+                "    bind sockpair@3"
+            } else {
+                l
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect::<String>();
+    let path = write_cfg(&cfg);
+    let mut cmd = fairlead(&path);
+    pass_as_fd3(&mut cmd, theirs.as_raw_fd());
+    // Connections passed before fairlead reads them wait in the pair.
+    let p = start(cmd, path, || true);
+    drop(theirs);
+    let send = |sock: &UnixStream, fd: RawFd| {
+        send_fd(sock, fd).unwrap_or_else(|e| panic!("sendmsg: {e}\n{}", p.stderr()))
+    };
+    let front = TcpListener::bind(SocketAddr::new(ip, 0)).unwrap();
+    let f = std::fs::File::open("/proc/self/stat").unwrap();
+    send(&ours, f.as_raw_fd());
+    for i in 0..20 {
+        let client = if i % 2 == 0 {
+            let c = std::net::TcpStream::connect(front.local_addr().unwrap()).unwrap();
+            let (accepted, _) = front.accept().unwrap();
+            send(&ours, accepted.as_raw_fd());
+            // fairlead holds its own copy now.
+            drop(accepted);
+            c.set_read_timeout(Some(DEADLINE)).unwrap();
+            exchange(c, &format!("/?s={i}"))
+        } else {
+            let (c, end) = UnixStream::pair().unwrap();
+            send(&ours, end.as_raw_fd());
+            drop(end);
+            c.set_read_timeout(Some(DEADLINE)).unwrap();
+            exchange(c, &format!("/?s={i}"))
+        };
+        assert_eq!(client.status, 200, "connection {i}:\n{}", p.stderr());
+        assert_eq!(client.body.len(), i, "connection {i}");
+    }
+    // One passed last, then the parent's end closes.
+    let c = std::net::TcpStream::connect(front.local_addr().unwrap()).unwrap();
+    let (accepted, _) = front.accept().unwrap();
+    send(&ours, accepted.as_raw_fd());
+    drop((accepted, ours));
+    c.set_read_timeout(Some(DEADLINE)).unwrap();
+    assert_eq!(exchange(c, "/?s=7").body.len(), 7);
+    let end = Instant::now() + DEADLINE;
+    while !p.stderr().contains("closed the socket pair") {
+        assert!(Instant::now() < end, "{}", p.stderr());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = p.stderr();
+    assert!(err.contains("skipped a passed descriptor"), "{err}");
 }
 
 /// systemd's socket activation under the master (`-W`): the socket passed
@@ -453,14 +556,14 @@ fn check_mode_address_forms() {
     assert_eq!(code, Some(0), "{err}");
     let long = "a".repeat(93);
     let (code, err) = check(&format!(
-        "{head}frontend fe\n    bind fd@abc\n    bind unix@/tmp/{long}\n    bind sockpair@4\n\
+        "{head}frontend fe\n    bind fd@abc\n    bind unix@/tmp/{long}\n    bind sockpair@x\n\
     default_backend bk\nbackend bk\n    server s1 fd@3\n    server s2 unix@/x check\n"
     ));
     assert_eq!(code, Some(1), "{err}");
     for want in [
         "F:7: 'bind fd@abc': file descriptor 'abc' is not a valid integer in 'fd@abc'",
         "(max 97)",
-        "F:9: 'bind sockpair@4': 'sockpair@' addresses",
+        "F:9: 'bind sockpair@x': file descriptor 'x' is not a valid integer in 'sockpair@x'",
         "F:12: 'server s1': a file descriptor is not acceptable here in 'fd@3'",
         "F:13: 'server s2': 'check' on a UNIX socket server ('unix@/x') is not implemented yet",
     ] {

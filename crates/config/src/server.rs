@@ -198,6 +198,11 @@ pub(crate) fn parse_server_addr(s: &str) -> Result<ServerAddr, String> {
         Some(Ok(crate::bind::Special::Fd(_))) => {
             return Err(format!("a file descriptor is not acceptable here in '{s}'"))
         }
+        Some(Ok(crate::bind::Special::SockPair(_))) => {
+            return Err(format!(
+                "'sockpair@' server addresses (a new socket pair per connection, one end passed over the inherited descriptor) are not implemented yet in Fairlead ('{s}')"
+            ))
+        }
         Some(Err(e)) => return Err(e),
         None => {}
     }

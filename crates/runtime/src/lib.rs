@@ -26,6 +26,7 @@ pub mod os;
 mod peers;
 mod proxy_accept;
 pub mod sockets;
+mod sockpair;
 mod state_file;
 pub mod stats;
 mod worker;
@@ -208,6 +209,7 @@ pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
             for sock in &b.sockets {
                 let r = match sock {
                     fairlead_config::ListenSocket::Fd(fd) => sockets::check_fd(*fd),
+                    fairlead_config::ListenSocket::SockPair(fd) => sockets::check_pair(*fd),
                     fairlead_config::ListenSocket::Unix(_) => sockets::check_perms(&b.unix_perms),
                 };
                 if let Err(e) = r {
@@ -572,11 +574,7 @@ fn bind_sockets(
                     l
                 }
             };
-            if let sockets::Lsock::Unix(u) = &l {
-                u.set_nonblocking(true)?;
-            } else if let sockets::Lsock::Tcp(t) = &l {
-                t.set_nonblocking(true)?;
-            }
+            l.set_nonblocking()?;
             for worker in out.iter_mut() {
                 worker[fe_idx].socks.push((i, l.try_clone()?));
             }
