@@ -2,8 +2,8 @@
 //! `bind fd@<n>` (a socket inherited from the parent), systemd's socket
 //! activation (`LISTEN_FDS`/`LISTEN_PID`) under the master, reloads that
 //! keep those sockets, `bind unix@`/`abns@` in HTTP and TCP mode,
-//! `server unix@`/`/path`/`abns@`, and `bind sockpair@<n>` (connections
-//! passed over a socket pair with `SCM_RIGHTS`).
+//! `server unix@`/`/path`/`abns@`, and `bind`/`server sockpair@<n>`
+//! (connections passed over a socket pair with `SCM_RIGHTS`).
 
 mod common;
 use common::*;
@@ -288,6 +288,81 @@ fn sockpair_listener_serves_passed_connections() {
     }
     let err = p.stderr();
     assert!(err.contains("skipped a passed descriptor"), "{err}");
+}
+
+/// Receives one descriptor passed over `sock` (blocking); `None` at end
+/// of stream.
+fn recv_fd(sock: &UnixStream) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let mut data = [0u8; 2];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: the message points to `iov`, `data` and `control`, alive for
+    // the call; the descriptor read from the control message is new to this
+    // process and owned once.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
+            return None;
+        }
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+        Some(std::os::fd::OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// `server s1 sockpair@3`: each connection to the server is a new socket
+/// pair, one end of which comes over descriptor 3 (two bytes and the
+/// descriptor, as HAProxy sends it); the test serves each one. Five
+/// requests, five passed connections.
+#[test]
+fn sockpair_server_gets_each_connection_over_the_pair() {
+    let ip = test_ip();
+    let bind = free_addr(ip);
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        while let Some(fd) = recv_fd(&ours) {
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut s = UnixStream::from(fd);
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                if read_head(&mut r).is_some() {
+                    let body = format!("pair {n}");
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+        }
+    });
+    let cfg = http_cfg(bind, "", "    server s1 sockpair@3");
+    let path = write_cfg(&cfg);
+    let mut cmd = fairlead(&path);
+    pass_as_fd3(&mut cmd, theirs.as_raw_fd());
+    let p = start(cmd, path, || {
+        std::net::TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_ok()
+    });
+    drop(theirs);
+    for i in 0..5 {
+        let r = get(bind, "/");
+        assert_eq!(r.status, 200, "request {i}: {}", p.stderr());
+        assert!(r.body_str().starts_with("pair "), "{}", r.body_str());
+    }
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 5);
 }
 
 /// systemd's socket activation under the master (`-W`): the socket passed

@@ -191,6 +191,11 @@ fn resolve(addr: &fairlead_config::ServerAddr) -> Result<SocketAddr> {
         // Connections go to the socket (`ServerConf::unix`); the IP
         // address is a placeholder.
         fairlead_config::ServerAddr::Unix(_) => Ok(SocketAddr::from(([0, 0, 0, 0], 0))),
+        // The descriptor must be a socket pair end (it stays open for the
+        // life of the process: nothing closes it).
+        fairlead_config::ServerAddr::SockPair(fd) => {
+            sockets::check_pair(*fd).map(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+        }
         fairlead_config::ServerAddr::Name(host, port) => (host.as_str(), *port)
             .to_socket_addrs()?
             .next()
@@ -234,6 +239,14 @@ pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
     }
     for be in &cfg.backends {
         for s in &be.servers {
+            if let fairlead_config::ServerAddr::SockPair(fd) = s.addr {
+                if let Err(e) = sockets::check_pair(fd) {
+                    errors.push(format!(
+                        "{}: server {}/{}: {e}",
+                        s.location, be.name, s.name
+                    ));
+                }
+            }
             let Some(t) = &s.tls else { continue };
             let at = format!("{}: server {}/{}", s.location, be.name, s.name);
             match fairlead_tls::ServerContext::build(t) {
@@ -248,6 +261,7 @@ pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
 /// Builds the shared run-time state (resolves server names, computes
 /// limits). Does not bind anything.
 pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
+    fairlead_backend::sockpair::set_sender(os::send_fd);
     let workers = worker_count(cfg);
     let mut next_id = 0;
     let mut backends = Vec::new();

@@ -416,6 +416,44 @@ pub fn recv_fds(sock: std::os::fd::BorrowedFd<'_>) -> Result<Option<Vec<std::os:
     Ok(Some(fds))
 }
 
+/// Passes `passed` over the UNIX stream socket `sock` (`server ...
+/// sockpair@<n>`) as HAProxy does: one message of two zero bytes carrying
+/// the descriptor (`SCM_RIGHTS`). Never blocks (a full socket is an
+/// error) and never raises SIGPIPE. `passed` is closed here once sent:
+/// the receiver has its own copy.
+pub fn send_fd(sock: std::os::fd::RawFd, passed: std::os::fd::OwnedFd) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut data = [0u8; 2];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: CMSG_SPACE/CMSG_LEN are arithmetic; the message points to
+    // `iov`, `data` and `control` (32 bytes, aligned, room for one header
+    // and one descriptor), which outlive the call; CMSG_FIRSTHDR is not
+    // null since `msg_controllen` covers one header. `sock` is a number:
+    // sendmsg on a descriptor that is not a socket only fails.
+    let n = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), passed.as_raw_fd());
+        libc::sendmsg(sock, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    match n {
+        2 => Ok(()),
+        n if n < 0 => Err(Error::last_os_error()),
+        n => Err(Error::other(format!("sendmsg sent {n} of 2 bytes"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,8 +498,8 @@ mod tests {
         let e = recv_fds(b.as_fd()).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
         let (mut x, y) = UnixStream::pair().unwrap();
-        send_fd_for_test(&a, &y);
-        drop(y);
+        use std::os::fd::AsRawFd;
+        send_fd(a.as_raw_fd(), std::os::fd::OwnedFd::from(y)).unwrap();
         let fds = recv_fds(b.as_fd()).unwrap().unwrap();
         assert_eq!(fds.len(), 1);
         let mut got = UnixStream::from(fds.into_iter().next().unwrap());
@@ -471,29 +509,11 @@ mod tests {
         assert_eq!(&buf, b"hi");
         drop(a);
         assert!(recv_fds(b.as_fd()).unwrap().is_none());
-    }
-
-    /// Sends `fd` over `sock` with two data bytes, as HAProxy does.
-    fn send_fd_for_test(sock: &std::os::unix::net::UnixStream, fd: &impl std::os::fd::AsRawFd) {
-        use std::os::fd::AsRawFd as _;
-        let mut data = [0u8; 2];
-        let mut iov = libc::iovec {
-            iov_base: data.as_mut_ptr().cast(),
-            iov_len: 2,
-        };
-        let mut control = [0u64; 4];
-        unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
-            let c = libc::CMSG_FIRSTHDR(&msg);
-            (*c).cmsg_level = libc::SOL_SOCKET;
-            (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
-            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), fd.as_raw_fd());
-            assert_eq!(libc::sendmsg(sock.as_raw_fd(), &msg, 0), 2);
-        }
+        // Sending to a closed peer is an error, not a signal.
+        let (c, d) = UnixStream::pair().unwrap();
+        drop(d);
+        let (e, _f) = UnixStream::pair().unwrap();
+        let err = send_fd(c.as_raw_fd(), std::os::fd::OwnedFd::from(e)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
     }
 }
