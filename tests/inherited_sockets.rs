@@ -35,16 +35,21 @@ fn abns(name: &str) -> UnixSocketAddr {
 
 /// Makes `fd` the child's descriptor 3, inherited across `exec`.
 fn pass_as_fd3(cmd: &mut Command, fd: RawFd) {
+    pass_as(cmd, fd, 3);
+}
+
+/// Makes `fd` the child's descriptor `n`, inherited across `exec`.
+fn pass_as(cmd: &mut Command, fd: RawFd, n: RawFd) {
     // SAFETY: runs in the forked child before exec and only calls the
     // async-signal-safe dup2/fcntl on descriptors the parent keeps open
     // until `spawn` returns. dup2 clears FD_CLOEXEC on the copy; when the
-    // socket already is descriptor 3, the flag is cleared directly.
+    // socket already is descriptor `n`, the flag is cleared directly.
     unsafe {
         cmd.pre_exec(move || {
-            let r = if fd == 3 {
-                libc::fcntl(3, libc::F_SETFD, 0)
+            let r = if fd == n {
+                libc::fcntl(n, libc::F_SETFD, 0)
             } else {
-                libc::dup2(fd, 3)
+                libc::dup2(fd, n)
             };
             if r < 0 {
                 return Err(std::io::Error::last_os_error());
@@ -363,6 +368,89 @@ fn sockpair_server_gets_each_connection_over_the_pair() {
         assert!(r.body_str().starts_with("pair "), "{}", r.body_str());
     }
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 5);
+}
+
+/// HAProxy 2.6, if installed, the reference: the test's HAProxy (no path
+/// in `$HAPROXY` or the `PATH`: skipped).
+fn haproxy_bin() -> Option<std::path::PathBuf> {
+    if let Ok(p) = std::env::var("HAPROXY") {
+        return Some(p.into());
+    }
+    let out = Command::new("sh")
+        .args(["-c", "command -v haproxy || ls /usr/sbin/haproxy"])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!p.is_empty()).then(|| p.into())
+}
+
+/// A child process killed on drop.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Interop with HAProxy 2.6: HAProxy's `server s1 sockpair@4` passes each
+/// connection over a socket pair whose other end is Fairlead's `bind
+/// sockpair@3`, under its master (`-W`). Requests through HAProxy are
+/// answered by Fairlead, and still are after a Fairlead reload (the master
+/// keeps the pair end and hands it to the new worker).
+#[test]
+fn haproxy_server_sockpair_reaches_fairlead_bind_sockpair() {
+    let Some(bin) = haproxy_bin() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    let ip = test_ip();
+    let front = free_addr(ip);
+    let (hap_end, fl_end) = UnixStream::pair().unwrap();
+    let times = "    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n";
+    let fl_cfg = format!(
+        "global\n    nbthread 2\ndefaults\n    mode http\n{times}\
+frontend fe\n    bind sockpair@3\n\
+    http-request return status 200 content-type text/plain string \"from fairlead\"\n"
+    );
+    let fl_path = write_cfg(&fl_cfg);
+    let mut cmd = fairlead(&fl_path);
+    cmd.arg("-W");
+    pass_as_fd3(&mut cmd, fl_end.as_raw_fd());
+    let p = start(cmd, fl_path, || true);
+    let h_cfg = format!(
+        "defaults\n    mode http\n{times}frontend fe\n    bind {front}\n    default_backend bk\n\
+backend bk\n    server s1 sockpair@4\n"
+    );
+    let h_path = write_cfg(&h_cfg);
+    let mut h = Command::new(bin);
+    h.arg("-db").arg("-f").arg(&h_path);
+    h.stdout(Stdio::null()).stderr(Stdio::null());
+    pass_as(&mut h, hap_end.as_raw_fd(), 4);
+    let _hap = Killed(h.spawn().expect("spawn haproxy"));
+    drop((hap_end, fl_end));
+    let end = Instant::now() + DEADLINE;
+    while std::net::TcpStream::connect_timeout(&front, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < end, "haproxy not listening");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let check = |when: &str| {
+        for i in 0..5 {
+            let r = get(front, "/");
+            assert_eq!(r.status, 200, "{when} {i}:\n{}", p.stderr());
+            assert_eq!(r.body_str(), "from fairlead", "{when} {i}");
+        }
+    };
+    check("before the reload");
+    p.signal("USR2");
+    let end = Instant::now() + DEADLINE;
+    while !p.stderr().contains("reload complete") {
+        assert!(Instant::now() < end, "no reload:\n{}", p.stderr());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    check("after the reload");
+    let _ = std::fs::remove_file(h_path);
 }
 
 /// systemd's socket activation under the master (`-W`): the socket passed
