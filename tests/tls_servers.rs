@@ -196,7 +196,8 @@ backend to_term\n    server t {o}\n{extra}{}{}{}{}{}",
 /// connect check over TLS reports L6OK. The agent of a `ssl check-ssl`
 /// server speaks clear text, as in HAProxy 2.6 (its agent check always
 /// uses the raw transport; no keyword asks for TLS): the agent reads the
-/// plain `agent-send` string and its `50%` applies.
+/// plain `agent-send` string and its `50%` applies. `check-alpn` sets the
+/// ALPN the check offers.
 #[test]
 fn health_checks_over_tls() {
     let ip = test_ip();
@@ -213,6 +214,7 @@ fn health_checks_over_tls() {
         let _ = s.write_all(b"50%\n");
     });
     let tls = free_addr(ip);
+    let tls_h2 = free_addr(ip);
     let fe = free_addr(ip);
     let pki = Pki::new("checks");
     let ca = pki.ca("ca");
@@ -221,6 +223,7 @@ fn health_checks_over_tls() {
     let body = format!(
         "frontend tls_origin\n    bind {tls} ssl crt {opem}\n    default_backend to_term\n\
 backend to_term\n    server t {o}\n\
+frontend h2_only\n    bind {tls_h2} ssl crt {opem} alpn h2\n    default_backend to_term\n\
 frontend fe\n    bind {fe}\n    default_backend bk_http\n\
 backend bk_http\n    option httpchk GET /\n\
     server tls_ok {tls} ssl verify required ca-file {ca} sni str(origin.example) check inter 100ms\n\
@@ -229,7 +232,10 @@ backend bk_http\n    option httpchk GET /\n\
 backend bk_tcp\n\
     server l6 {tls} ssl verify none check inter 100ms\n\
     server agent_clear {tls} ssl verify none check-ssl check inter 100ms weight 100 \
-agent-check agent-addr {aip} agent-port {aport} agent-inter 100ms agent-send \"ping\\n\"\n",
+agent-check agent-addr {aip} agent-port {aport} agent-inter 100ms agent-send \"ping\\n\"\n\
+backend bk_alpn\n\
+    server alpn_h2 {tls_h2} ssl verify none check inter 100ms check-alpn h2\n\
+    server alpn_h1 {tls_h2} ssl verify none check inter 100ms rise 1 fall 1 check-alpn http/1.1\n",
         opem = p(&opem),
         ca = p(&ca.cert),
         port = tls.port(),
@@ -240,7 +246,7 @@ agent-check agent-addr {aip} agent-port {aport} agent-inter 100ms agent-send \"p
         &format!("    stats socket {} level admin\n", p(&sock)),
         &body,
     );
-    let px = Proxy::start(&c, &[tls, fe]);
+    let px = Proxy::start(&c, &[tls, tls_h2, fe]);
     wait_sock(&sock);
     let status = |bk: &str, sv: &str| {
         let csv = ask(&sock, "show stat");
@@ -254,6 +260,12 @@ agent-check agent-addr {aip} agent-port {aport} agent-inter 100ms agent-send \"p
             && status("bk_http", "port_check") == ("UP".into(), "L7OK".into())
             && status("bk_http", "clear_check").0 == "DOWN"
             && status("bk_tcp", "l6") == ("UP".into(), "L6OK".into())
+    });
+    // `check-alpn` is what the check offers: the h2-only listener takes
+    // `h2` and refuses the handshake that offers only `http/1.1`.
+    wait_until("check-alpn h2 passes, check-alpn http/1.1 fails", || {
+        status("bk_alpn", "alpn_h2") == ("UP".into(), "L6OK".into())
+            && status("bk_alpn", "alpn_h1").0 == "DOWN"
     });
     assert_eq!(get(fe, "/").status, 200, "{}", px.stderr());
     wait_until("the clear agent's 50% applies", || {
