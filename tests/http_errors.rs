@@ -151,6 +151,63 @@ fn http_request_timeout_never_fires_early() {
     }
 }
 
+/// The case: a burst of 2,000 silent connections opened at once.
+/// Each client's clock starts before its `connect()` is issued, so the
+/// kernel's handshake and Fairlead's accept come after it: every 408 must
+/// come at least `timeout http-request` after that start, however late
+/// the burst makes the accepts.
+#[test]
+fn http_request_timeout_never_fires_early_in_a_burst() {
+    use std::time::{Duration, Instant};
+    use tokio::io::AsyncReadExt;
+    const T: Duration = Duration::from_millis(1000);
+    const N: usize = 2000;
+    let ip = test_ip();
+    let (_t, origin) = term(ip, "o");
+    let bind = free_addr(ip);
+    let cfg = http_cfg(
+        bind,
+        "    timeout http-request 1s",
+        &format!("    server s1 {origin}"),
+    )
+    .replace("global\n", "global\n    maxconn 5000\n");
+    let p = Proxy::start(&cfg, &[bind]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let results = rt.block_on(async move {
+        let tasks: Vec<_> = (0..N)
+            .map(|_| {
+                tokio::spawn(async move {
+                    let start = Instant::now();
+                    let mut s = tokio::net::TcpStream::connect(bind).await?;
+                    let mut got = Vec::new();
+                    tokio::time::timeout(DEADLINE, s.read_to_end(&mut got)).await??;
+                    Ok::<_, std::io::Error>((start.elapsed(), got))
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    });
+    let mut shortest = Duration::MAX;
+    for (i, r) in results.into_iter().enumerate() {
+        let (elapsed, got) = r.unwrap_or_else(|e| panic!("client {i}: {e}\n{}", p.stderr()));
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 408"), "client {i}: {text}");
+        assert!(
+            elapsed >= T,
+            "client {i}: 408 after {elapsed:?}, before {T:?}"
+        );
+        shortest = shortest.min(elapsed);
+    }
+    assert!(shortest < T + Duration::from_secs(5), "{shortest:?}");
+}
+
 #[test]
 fn no_server_gives_503_and_connect_failure_503() {
     let ip = test_ip();

@@ -1,8 +1,9 @@
 //! Sockets handed in and UNIX sockets, end to end with the real binary:
 //! `bind fd@<n>` (a socket inherited from the parent), systemd's socket
 //! activation (`LISTEN_FDS`/`LISTEN_PID`) under the master, reloads that
-//! keep those sockets, `bind unix@`/`abns@` in HTTP and TCP mode, and
-//! `server unix@`/`/path`/`abns@`.
+//! keep those sockets, `bind unix@`/`abns@` in HTTP and TCP mode,
+//! `server unix@`/`/path`/`abns@`, and `bind`/`server sockpair@<n>`
+//! (connections passed over a socket pair with `SCM_RIGHTS`).
 
 mod common;
 use common::*;
@@ -34,16 +35,21 @@ fn abns(name: &str) -> UnixSocketAddr {
 
 /// Makes `fd` the child's descriptor 3, inherited across `exec`.
 fn pass_as_fd3(cmd: &mut Command, fd: RawFd) {
+    pass_as(cmd, fd, 3);
+}
+
+/// Makes `fd` the child's descriptor `n`, inherited across `exec`.
+fn pass_as(cmd: &mut Command, fd: RawFd, n: RawFd) {
     // SAFETY: runs in the forked child before exec and only calls the
     // async-signal-safe dup2/fcntl on descriptors the parent keeps open
     // until `spawn` returns. dup2 clears FD_CLOEXEC on the copy; when the
-    // socket already is descriptor 3, the flag is cleared directly.
+    // socket already is descriptor `n`, the flag is cleared directly.
     unsafe {
         cmd.pre_exec(move || {
-            let r = if fd == 3 {
-                libc::fcntl(3, libc::F_SETFD, 0)
+            let r = if fd == n {
+                libc::fcntl(n, libc::F_SETFD, 0)
             } else {
-                libc::dup2(fd, 3)
+                libc::dup2(fd, n)
             };
             if r < 0 {
                 return Err(std::io::Error::last_os_error());
@@ -185,6 +191,266 @@ fn fd_listener_serves_http() {
     // Nothing listened before fairlead did.
     drop(sock);
     assert_eq!(get(bind, "/").status, 200);
+}
+
+/// Sends `fd` over `sock` as HAProxy does for `sockpair@`: one message of
+/// two bytes carrying the descriptor (`SCM_RIGHTS`).
+fn send_fd(sock: &UnixStream, fd: RawFd) -> std::io::Result<()> {
+    let mut data = [0u8; 2];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: the message points to `iov`, `data` and `control`, alive for
+    // the call; the control buffer (32 bytes, aligned) holds one header
+    // and one descriptor.
+    let sent = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), fd);
+        libc::sendmsg(sock.as_raw_fd(), &msg, 0)
+    };
+    match sent {
+        2 => Ok(()),
+        -1 => Err(std::io::Error::last_os_error()),
+        n => Err(std::io::Error::other(format!("sendmsg sent {n} bytes"))),
+    }
+}
+
+/// `bind sockpair@3`: descriptor 3 is one end of a socket pair; each
+/// connection the parent passes over it (here accepted TCP connections
+/// and socket pair ends, as HAProxy's own test harness passes them) is
+/// served (two worker threads read the pair); the descriptor that is not a socket
+/// is skipped without harm; when the parent closes its end, connections
+/// already passed still complete.
+#[test]
+fn sockpair_listener_serves_passed_connections() {
+    let ip = test_ip();
+    let (_t, origin) = term(ip, "o");
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let cfg = http_cfg(free_addr(ip), "", &format!("    server s1 {origin}"));
+    let cfg = cfg
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("bind ") {
+                "    bind sockpair@3"
+            } else {
+                l
+            }
+        })
+        .map(|l| format!("{l}\n"))
+        .collect::<String>();
+    let path = write_cfg(&cfg);
+    let mut cmd = fairlead(&path);
+    pass_as_fd3(&mut cmd, theirs.as_raw_fd());
+    // Connections passed before fairlead reads them wait in the pair.
+    let p = start(cmd, path, || true);
+    drop(theirs);
+    let send = |sock: &UnixStream, fd: RawFd| {
+        send_fd(sock, fd).unwrap_or_else(|e| panic!("sendmsg: {e}\n{}", p.stderr()))
+    };
+    let front = TcpListener::bind(SocketAddr::new(ip, 0)).unwrap();
+    let f = std::fs::File::open("/proc/self/stat").unwrap();
+    send(&ours, f.as_raw_fd());
+    for i in 0..20 {
+        let client = if i % 2 == 0 {
+            let c = std::net::TcpStream::connect(front.local_addr().unwrap()).unwrap();
+            let (accepted, _) = front.accept().unwrap();
+            send(&ours, accepted.as_raw_fd());
+            // fairlead holds its own copy now.
+            drop(accepted);
+            c.set_read_timeout(Some(DEADLINE)).unwrap();
+            exchange(c, &format!("/?s={i}"))
+        } else {
+            let (c, end) = UnixStream::pair().unwrap();
+            send(&ours, end.as_raw_fd());
+            drop(end);
+            c.set_read_timeout(Some(DEADLINE)).unwrap();
+            exchange(c, &format!("/?s={i}"))
+        };
+        assert_eq!(client.status, 200, "connection {i}:\n{}", p.stderr());
+        assert_eq!(client.body.len(), i, "connection {i}");
+    }
+    // One passed last, then the parent's end closes.
+    let c = std::net::TcpStream::connect(front.local_addr().unwrap()).unwrap();
+    let (accepted, _) = front.accept().unwrap();
+    send(&ours, accepted.as_raw_fd());
+    drop((accepted, ours));
+    c.set_read_timeout(Some(DEADLINE)).unwrap();
+    assert_eq!(exchange(c, "/?s=7").body.len(), 7);
+    let end = Instant::now() + DEADLINE;
+    while !p.stderr().contains("closed the socket pair") {
+        assert!(Instant::now() < end, "{}", p.stderr());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let err = p.stderr();
+    assert!(err.contains("skipped a passed descriptor"), "{err}");
+}
+
+/// Receives one descriptor passed over `sock` (blocking); `None` at end
+/// of stream.
+fn recv_fd(sock: &UnixStream) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let mut data = [0u8; 2];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: the message points to `iov`, `data` and `control`, alive for
+    // the call; the descriptor read from the control message is new to this
+    // process and owned once.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(4) as usize;
+        if libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) <= 0 {
+            return None;
+        }
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
+            return None;
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+        Some(std::os::fd::OwnedFd::from_raw_fd(fd))
+    }
+}
+
+/// `server s1 sockpair@3`: each connection to the server is a new socket
+/// pair, one end of which comes over descriptor 3 (two bytes and the
+/// descriptor, as HAProxy sends it); the test serves each one. Five
+/// requests, five passed connections.
+#[test]
+fn sockpair_server_gets_each_connection_over_the_pair() {
+    let ip = test_ip();
+    let bind = free_addr(ip);
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        while let Some(fd) = recv_fd(&ours) {
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut s = UnixStream::from(fd);
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                if read_head(&mut r).is_some() {
+                    let body = format!("pair {n}");
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+        }
+    });
+    let cfg = http_cfg(bind, "", "    server s1 sockpair@3");
+    let path = write_cfg(&cfg);
+    let mut cmd = fairlead(&path);
+    pass_as_fd3(&mut cmd, theirs.as_raw_fd());
+    let p = start(cmd, path, || {
+        std::net::TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_ok()
+    });
+    drop(theirs);
+    for i in 0..5 {
+        let r = get(bind, "/");
+        assert_eq!(r.status, 200, "request {i}: {}", p.stderr());
+        assert!(r.body_str().starts_with("pair "), "{}", r.body_str());
+    }
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 5);
+}
+
+/// HAProxy 2.6, if installed, the reference: the test's HAProxy (no path
+/// in `$HAPROXY` or the `PATH`: skipped).
+fn haproxy_bin() -> Option<std::path::PathBuf> {
+    if let Ok(p) = std::env::var("HAPROXY") {
+        return Some(p.into());
+    }
+    let out = Command::new("sh")
+        .args(["-c", "command -v haproxy || ls /usr/sbin/haproxy"])
+        .output()
+        .ok()?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!p.is_empty()).then(|| p.into())
+}
+
+/// A child process killed on drop.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Interop with HAProxy 2.6: HAProxy's `server s1 sockpair@4` passes each
+/// connection over a socket pair whose other end is Fairlead's `bind
+/// sockpair@3`, under its master (`-W`). Requests through HAProxy are
+/// answered by Fairlead, and still are after a Fairlead reload (the master
+/// keeps the pair end and hands it to the new worker).
+#[test]
+fn haproxy_server_sockpair_reaches_fairlead_bind_sockpair() {
+    let Some(bin) = haproxy_bin() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    let ip = test_ip();
+    let front = free_addr(ip);
+    let (hap_end, fl_end) = UnixStream::pair().unwrap();
+    let times = "    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n";
+    let fl_cfg = format!(
+        "global\n    nbthread 2\ndefaults\n    mode http\n{times}\
+frontend fe\n    bind sockpair@3\n\
+    http-request return status 200 content-type text/plain string \"from fairlead\"\n"
+    );
+    let fl_path = write_cfg(&fl_cfg);
+    let mut cmd = fairlead(&fl_path);
+    cmd.arg("-W");
+    pass_as_fd3(&mut cmd, fl_end.as_raw_fd());
+    let p = start(cmd, fl_path, || true);
+    let h_cfg = format!(
+        "defaults\n    mode http\n{times}frontend fe\n    bind {front}\n    default_backend bk\n\
+backend bk\n    server s1 sockpair@4\n"
+    );
+    let h_path = write_cfg(&h_cfg);
+    let mut h = Command::new(bin);
+    h.arg("-db").arg("-f").arg(&h_path);
+    h.stdout(Stdio::null()).stderr(Stdio::null());
+    pass_as(&mut h, hap_end.as_raw_fd(), 4);
+    let _hap = Killed(h.spawn().expect("spawn haproxy"));
+    drop((hap_end, fl_end));
+    let end = Instant::now() + DEADLINE;
+    while std::net::TcpStream::connect_timeout(&front, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < end, "haproxy not listening");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let check = |when: &str| {
+        for i in 0..5 {
+            let r = get(front, "/");
+            assert_eq!(r.status, 200, "{when} {i}:\n{}", p.stderr());
+            assert_eq!(r.body_str(), "from fairlead", "{when} {i}");
+        }
+    };
+    check("before the reload");
+    p.signal("USR2");
+    let end = Instant::now() + DEADLINE;
+    while !p.stderr().contains("reload complete") {
+        assert!(Instant::now() < end, "no reload:\n{}", p.stderr());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    check("after the reload");
+    let _ = std::fs::remove_file(h_path);
 }
 
 /// systemd's socket activation under the master (`-W`): the socket passed
@@ -453,14 +719,14 @@ fn check_mode_address_forms() {
     assert_eq!(code, Some(0), "{err}");
     let long = "a".repeat(93);
     let (code, err) = check(&format!(
-        "{head}frontend fe\n    bind fd@abc\n    bind unix@/tmp/{long}\n    bind sockpair@4\n\
+        "{head}frontend fe\n    bind fd@abc\n    bind unix@/tmp/{long}\n    bind sockpair@x\n\
     default_backend bk\nbackend bk\n    server s1 fd@3\n    server s2 unix@/x check\n"
     ));
     assert_eq!(code, Some(1), "{err}");
     for want in [
         "F:7: 'bind fd@abc': file descriptor 'abc' is not a valid integer in 'fd@abc'",
         "(max 97)",
-        "F:9: 'bind sockpair@4': 'sockpair@' addresses",
+        "F:9: 'bind sockpair@x': file descriptor 'x' is not a valid integer in 'sockpair@x'",
         "F:12: 'server s1': a file descriptor is not acceptable here in 'fd@3'",
         "F:13: 'server s2': 'check' on a UNIX socket server ('unix@/x') is not implemented yet",
     ] {

@@ -193,12 +193,28 @@ backend to_term\n    server t {o}\n{extra}{}{}{}{}{}",
 /// against a TLS origin passes, and reports L7OK; with `no-check-ssl` the
 /// clear request to the TLS port fails and the server goes down;
 /// `check-ssl` with a check `port` ciphers the check too, and a plain
-/// connect check over TLS reports L6OK.
+/// connect check over TLS reports L6OK. The agent of a `ssl check-ssl`
+/// server speaks clear text, as in HAProxy 2.6 (its agent check always
+/// uses the raw transport; no keyword asks for TLS): the agent reads the
+/// plain `agent-send` string and its `50%` applies. `check-alpn` sets the
+/// ALPN the check offers.
 #[test]
 fn health_checks_over_tls() {
     let ip = test_ip();
     let (_t, o) = term(ip, "o");
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let h2 = heard.clone();
+    let (agent, _) = raw_origin(ip, move |mut s| {
+        use std::io::Read;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        let mut b = [0u8; 64];
+        let n = s.read(&mut b).unwrap_or(0);
+        h2.lock().unwrap().push(b[..n].to_vec());
+        let _ = s.write_all(b"50%\n");
+    });
     let tls = free_addr(ip);
+    let tls_h2 = free_addr(ip);
     let fe = free_addr(ip);
     let pki = Pki::new("checks");
     let ca = pki.ca("ca");
@@ -207,22 +223,30 @@ fn health_checks_over_tls() {
     let body = format!(
         "frontend tls_origin\n    bind {tls} ssl crt {opem}\n    default_backend to_term\n\
 backend to_term\n    server t {o}\n\
+frontend h2_only\n    bind {tls_h2} ssl crt {opem} alpn h2\n    default_backend to_term\n\
 frontend fe\n    bind {fe}\n    default_backend bk_http\n\
 backend bk_http\n    option httpchk GET /\n\
     server tls_ok {tls} ssl verify required ca-file {ca} sni str(origin.example) check inter 100ms\n\
     server clear_check {tls} ssl verify none no-check-ssl check inter 100ms rise 1 fall 1\n\
     server port_check {tls} ssl verify none check-ssl check-sni origin.example port {port} check inter 100ms\n\
 backend bk_tcp\n\
-    server l6 {tls} ssl verify none check inter 100ms\n",
+    server l6 {tls} ssl verify none check inter 100ms\n\
+    server agent_clear {tls} ssl verify none check-ssl check inter 100ms weight 100 \
+agent-check agent-addr {aip} agent-port {aport} agent-inter 100ms agent-send \"ping\\n\"\n\
+backend bk_alpn\n\
+    server alpn_h2 {tls_h2} ssl verify none check inter 100ms check-alpn h2\n\
+    server alpn_h1 {tls_h2} ssl verify none check inter 100ms rise 1 fall 1 check-alpn http/1.1\n",
         opem = p(&opem),
         ca = p(&ca.cert),
         port = tls.port(),
+        aip = agent.ip(),
+        aport = agent.port(),
     );
     let c = cfg(
         &format!("    stats socket {} level admin\n", p(&sock)),
         &body,
     );
-    let px = Proxy::start(&c, &[tls, fe]);
+    let px = Proxy::start(&c, &[tls, tls_h2, fe]);
     wait_sock(&sock);
     let status = |bk: &str, sv: &str| {
         let csv = ask(&sock, "show stat");
@@ -237,7 +261,27 @@ backend bk_tcp\n\
             && status("bk_http", "clear_check").0 == "DOWN"
             && status("bk_tcp", "l6") == ("UP".into(), "L6OK".into())
     });
+    // `check-alpn` is what the check offers: the h2-only listener takes
+    // `h2` and refuses the handshake that offers only `http/1.1`.
+    wait_until("check-alpn h2 passes, check-alpn http/1.1 fails", || {
+        status("bk_alpn", "alpn_h2") == ("UP".into(), "L6OK".into())
+            && status("bk_alpn", "alpn_h1").0 == "DOWN"
+    });
     assert_eq!(get(fe, "/").status, 200, "{}", px.stderr());
+    wait_until("the clear agent's 50% applies", || {
+        stat_field(&ask(&sock, "show stat"), "bk_tcp", "agent_clear", "weight").as_deref()
+            == Some("50")
+    });
+    let heard = heard.lock().unwrap();
+    assert!(!heard.is_empty());
+    for msg in heard.iter() {
+        assert_eq!(
+            msg.as_slice(),
+            b"ping\n",
+            "{}",
+            String::from_utf8_lossy(msg)
+        );
+    }
 }
 
 /// `server ... ssl verify required` without a CA file is a configuration

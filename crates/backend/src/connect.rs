@@ -136,7 +136,10 @@ pub async fn open(
             fairlead_net::io::with_timeout(timeout, "connect timeout", handshake).await?;
             tcp
         }
-        (Some(path), _) => fairlead_net::unix::connect_unix(path, timeout).await?,
+        (Some(crate::server::UnixTarget::Addr(path)), _) => {
+            fairlead_net::unix::connect_unix(path, timeout).await?
+        }
+        (Some(crate::server::UnixTarget::Pair(fd)), _) => crate::sockpair::connect(*fd)?,
     };
     if server.conf.send_proxy != 0 {
         send_proxy_header(&tcp, server.conf.send_proxy, &names, timeout).await?;

@@ -23,6 +23,7 @@ pub mod queue;
 pub mod retry;
 pub mod server;
 pub mod set;
+pub mod sockpair;
 
 pub use command::{AdminState, CommandError, ServerCommand};
 pub use connect::{connect_server, proxy_v2_tlvs, Connected, TlsNames};

@@ -39,6 +39,16 @@ impl std::fmt::Display for ServerId {
     }
 }
 
+/// Where the connections of a server that is not reached over TCP go.
+#[derive(Debug, Clone)]
+pub enum UnixTarget {
+    /// A UNIX socket to connect to.
+    Addr(std::os::unix::net::SocketAddr),
+    /// `sockpair@<n>`: a new socket pair per connection, one end passed
+    /// over inherited descriptor `n` (see [`crate::sockpair`]).
+    Pair(i32),
+}
+
 /// What the configuration says about a server.
 pub struct ServerConf {
     /// Process-wide unique id; keys the per-thread idle pools.
@@ -77,10 +87,10 @@ pub struct ServerConf {
     /// `check`: health checks are configured (the stats show their
     /// state). Default is false.
     pub check: bool,
-    /// `unix@<path>`, `<path>` or `abns@<name>`: connections go to this
-    /// UNIX socket, and [`ServerAdmin::addr`] is only a placeholder.
-    /// Default is none (TCP).
-    pub unix: Option<std::os::unix::net::SocketAddr>,
+    /// `unix@<path>`, `<path>` or `abns@<name>` (connections go to this
+    /// UNIX socket) or `sockpair@<n>`; [`ServerAdmin::addr`] is then only
+    /// a placeholder. Default is none (TCP).
+    pub unix: Option<UnixTarget>,
     /// Added at run time (`add server`): HAProxy's dynamic server, which
     /// a reload does not keep. Default is false.
     pub dynamic: bool,
@@ -204,7 +214,8 @@ impl Server {
                 // The parser checked the path's length and bytes, the
                 // only reasons this could fail.
                 unix: match &s.addr {
-                    config::ServerAddr::Unix(u) => u.socket_addr().ok(),
+                    config::ServerAddr::Unix(u) => u.socket_addr().ok().map(UnixTarget::Addr),
+                    config::ServerAddr::SockPair(n) => Some(UnixTarget::Pair(*n)),
                     _ => None,
                 },
                 dynamic: false,

@@ -6,8 +6,9 @@
 //! `ipv6@...` (an empty or `*` host then means `::`), several addresses
 //! separated by commas, and port ranges `8000-8010`; UNIX sockets
 //! (`unix@<path>`, a path starting with `/`, `abns@<name>`) and inherited
-//! descriptors (`fd@<n>`). Host names and other address families
-//! (`sockpair@`, `udp@`, ...) are reported as not implemented yet.
+//! descriptors (`fd@<n>`, a listening socket; `sockpair@<n>`, a socket
+//! pair end connections are passed over). Host names and other address
+//! families (`udp@`, ...) are reported as not implemented yet.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -171,10 +172,11 @@ pub const MAX_ABNS_NAME: usize = 107;
 pub(crate) enum Special {
     Unix(UnixAddr),
     Fd(i32),
+    SockPair(i32),
 }
 
 /// Recognizes `unix@<path>`, `<path>` starting with `/`, `abns@<name>`,
-/// `fd@<n>` and `sockpair@<n>` (not implemented). `None`: an IP form.
+/// `fd@<n>` and `sockpair@<n>`. `None`: an IP form.
 pub(crate) fn parse_special(item: &str) -> Option<Result<Special, String>> {
     if let Some(path) = item
         .strip_prefix("unix@")
@@ -196,10 +198,8 @@ pub(crate) fn parse_special(item: &str) -> Option<Result<Special, String>> {
     if let Some(n) = item.strip_prefix("fd@") {
         return Some(fd_number(n, item).map(Special::Fd));
     }
-    if item.starts_with("sockpair@") {
-        return Some(Err(format!(
-            "'sockpair@' addresses (connections passed over a socket pair with SCM_RIGHTS) are not implemented yet in Fairlead ('{item}'); 'fd@<n>' takes an inherited listening socket"
-        )));
+    if let Some(n) = item.strip_prefix("sockpair@") {
+        return Some(fd_number(n, item).map(Special::SockPair));
     }
     None
 }
@@ -297,6 +297,7 @@ fn parse_addr_list(list: &str, budget: &mut usize) -> Result<AddrList, Vec<Strin
         match parse_special(item) {
             Some(Ok(Special::Unix(u))) => sockets.push(ListenSocket::Unix(u)),
             Some(Ok(Special::Fd(n))) => sockets.push(ListenSocket::Fd(n)),
+            Some(Ok(Special::SockPair(n))) => sockets.push(ListenSocket::SockPair(n)),
             Some(Err(e)) => errs.push(e),
             None => match parse_one(item, budget) {
                 Ok(mut v) => out.append(&mut v),
@@ -462,7 +463,7 @@ pub(crate) fn parse_bind(
     if proto_h2 && !sockets.is_empty() {
         diags.alert(
             loc,
-            format!("'bind {list}': 'proto h2' on UNIX and 'fd@' sockets is not implemented yet in Fairlead"),
+            format!("'bind {list}': 'proto h2' on UNIX, 'fd@' and 'sockpair@' sockets is not implemented yet in Fairlead"),
         );
         ok = false;
     }
@@ -577,7 +578,11 @@ mod tests {
         assert!(err(":http").contains("invalid port 'http'"));
         assert!(err("example.com:80").contains("host names"));
         assert!(err("ipv4@[::]:80").contains("not an IPv4"));
-        assert!(err("sockpair@3").contains("'sockpair@' addresses"));
+        assert_eq!(sockets("sockpair@3"), ["sockpair@3"]);
+        assert_eq!(
+            err("sockpair@x"),
+            "file descriptor 'x' is not a valid integer in 'sockpair@x'"
+        );
         assert!(err("udp@:53").contains("not implemented yet"));
         assert!(err(":80,").contains("empty address"));
         assert!(err("[::1:80").contains("missing ']'"));

@@ -776,6 +776,10 @@ pub enum ServerAddr {
     Name(String, u16),
     /// `unix@<path>`, `<path>` or `abns@<name>`: a UNIX stream socket.
     Unix(UnixAddr),
+    /// `sockpair@<n>`: each connection is a new socket pair, one end of
+    /// which is passed (`SCM_RIGHTS`) over inherited descriptor `n`, as
+    /// HAProxy does.
+    SockPair(i32),
 }
 
 /// One `server` line.

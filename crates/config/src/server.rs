@@ -200,6 +200,7 @@ pub(crate) fn parse_server_addr(s: &str) -> Result<ServerAddr, String> {
         Some(Ok(crate::bind::Special::Fd(_))) => {
             return Err(format!("a file descriptor is not acceptable here in '{s}'"))
         }
+        Some(Ok(crate::bind::Special::SockPair(n))) => return Ok(ServerAddr::SockPair(n)),
         Some(Err(e)) => return Err(e),
         None => {}
     }
@@ -571,12 +572,19 @@ pub(crate) fn parse_server(
         None
     };
     let addr = addr?;
-    if let ServerAddr::Unix(u) = &addr {
+    let not_ip = match &addr {
+        ServerAddr::Unix(u) => Some(format!("a UNIX socket server ('{u}')")),
+        ServerAddr::SockPair(n) => Some(format!("a socket pair server ('sockpair@{n}')")),
+        _ => None,
+    };
+    if let Some(what_server) = not_ip {
         for (on, what) in [(tmpl.srv.check, "check"), (agent.is_some(), "agent-check")] {
             if on {
                 diags.alert(
                     loc,
-                    format!("{label}: '{what}' on a UNIX socket server ('{u}') is not implemented yet in Fairlead"),
+                    format!(
+                        "{label}: '{what}' on {what_server} is not implemented yet in Fairlead"
+                    ),
                 );
                 ok = false;
             }
@@ -725,6 +733,9 @@ pub fn parse_dynamic_server(name: &str, words: &[String]) -> Result<Server, Stri
             ServerAddr::Name(ref host, _) => Err(format!(
                 "'{host}': servers added at run time need an IP address or a UNIX socket in Fairlead (no resolution at run time)"
             )),
+            ServerAddr::SockPair(n) => Err(format!(
+                "'sockpair@{n}': servers added at run time cannot use an inherited descriptor"
+            )),
             _ => Ok(s),
         },
     }
@@ -823,9 +834,11 @@ mod tests {
             parse_server_addr("fd@3").unwrap_err(),
             "a file descriptor is not acceptable here in 'fd@3'"
         );
-        assert!(parse_server_addr("sockpair@4")
-            .unwrap_err()
-            .contains("not implemented yet"));
+        assert_eq!(parse_server_addr("sockpair@4"), Ok(ServerAddr::SockPair(4)));
+        assert_eq!(
+            parse_dynamic_server("p", &words("sockpair@4")).unwrap_err(),
+            "'sockpair@4': servers added at run time cannot use an inherited descriptor"
+        );
         let long = format!("unix@/tmp/{}", "a".repeat(93));
         assert_eq!(
             parse_server_addr(&long).unwrap_err(),

@@ -26,6 +26,7 @@ pub mod os;
 mod peers;
 mod proxy_accept;
 pub mod sockets;
+mod sockpair;
 mod state_file;
 pub mod stats;
 mod worker;
@@ -190,6 +191,11 @@ fn resolve(addr: &fairlead_config::ServerAddr) -> Result<SocketAddr> {
         // Connections go to the socket (`ServerConf::unix`); the IP
         // address is a placeholder.
         fairlead_config::ServerAddr::Unix(_) => Ok(SocketAddr::from(([0, 0, 0, 0], 0))),
+        // The descriptor must be a socket pair end (it stays open for the
+        // life of the process: nothing closes it).
+        fairlead_config::ServerAddr::SockPair(fd) => {
+            sockets::check_pair(*fd).map(|_| SocketAddr::from(([0, 0, 0, 0], 0)))
+        }
         fairlead_config::ServerAddr::Name(host, port) => (host.as_str(), *port)
             .to_socket_addrs()?
             .next()
@@ -208,6 +214,7 @@ pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
             for sock in &b.sockets {
                 let r = match sock {
                     fairlead_config::ListenSocket::Fd(fd) => sockets::check_fd(*fd),
+                    fairlead_config::ListenSocket::SockPair(fd) => sockets::check_pair(*fd),
                     fairlead_config::ListenSocket::Unix(_) => sockets::check_perms(&b.unix_perms),
                 };
                 if let Err(e) = r {
@@ -232,6 +239,14 @@ pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
     }
     for be in &cfg.backends {
         for s in &be.servers {
+            if let fairlead_config::ServerAddr::SockPair(fd) = s.addr {
+                if let Err(e) = sockets::check_pair(fd) {
+                    errors.push(format!(
+                        "{}: server {}/{}: {e}",
+                        s.location, be.name, s.name
+                    ));
+                }
+            }
             let Some(t) = &s.tls else { continue };
             let at = format!("{}: server {}/{}", s.location, be.name, s.name);
             match fairlead_tls::ServerContext::build(t) {
@@ -246,6 +261,7 @@ pub fn check_files(cfg: &Config) -> (Vec<String>, Vec<String>) {
 /// Builds the shared run-time state (resolves server names, computes
 /// limits). Does not bind anything.
 pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
+    fairlead_backend::sockpair::set_sender(os::send_fd);
     let workers = worker_count(cfg);
     let mut next_id = 0;
     let mut backends = Vec::new();
@@ -572,11 +588,7 @@ fn bind_sockets(
                     l
                 }
             };
-            if let sockets::Lsock::Unix(u) = &l {
-                u.set_nonblocking(true)?;
-            } else if let sockets::Lsock::Tcp(t) = &l {
-                t.set_nonblocking(true)?;
-            }
+            l.set_nonblocking()?;
             for worker in out.iter_mut() {
                 worker[fe_idx].socks.push((i, l.try_clone()?));
             }

@@ -321,13 +321,15 @@ impl Sockets {
     }
 
     /// Closes the sockets of addresses `cfg` no longer uses. Inherited
-    /// `fd@` sockets stay open: they could not be opened again.
+    /// `fd@` and `sockpair@` sockets stay open: they could not be opened
+    /// again.
     fn retain_for(&mut self, cfg: &Config) {
         let keep: Vec<SocketAddr> = wanted(cfg).into_iter().map(|(a, _)| a).collect();
         self.map.retain(|a, _| keep.contains(a));
         let keep: Vec<ListenSocket> = wanted_other(cfg).into_iter().map(|(s, _)| s).collect();
-        self.other
-            .retain(|_, (s, _)| matches!(s, ListenSocket::Fd(_)) || keep.contains(s));
+        self.other.retain(|_, (s, _)| {
+            matches!(s, ListenSocket::Fd(_) | ListenSocket::SockPair(_)) || keep.contains(s)
+        });
     }
 
     fn fd_map(&self, cfg: &Config, n: usize) -> FdMap {

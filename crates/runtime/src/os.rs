@@ -1,5 +1,6 @@
 //! Process-level operating-system calls: CPU pinning, file-descriptor
-//! limits, daemonizing, dropping privileges, pid files. The only module of
+//! limits, daemonizing, dropping privileges, pid files, descriptors
+//! received over a socket pair. The only module of
 //! the runtime with `unsafe` code: each call is a plain libc call with its
 //! arguments checked here.
 #![allow(unsafe_code)]
@@ -349,6 +350,110 @@ pub fn take_listeners(
     Ok(out)
 }
 
+/// Most descriptors taken from one `SCM_RIGHTS` message by [`recv_fds`];
+/// the kernel closes any beyond (HAProxy sends one per message).
+const MAX_FDS_PER_MSG: usize = 16;
+
+/// Receives from a connected UNIX stream socket (`sockpair@`) the
+/// descriptors passed with `SCM_RIGHTS`, without blocking. The data bytes
+/// that carry them are discarded (HAProxy sends two with each). `Ok(None)`:
+/// the peer closed the socket and sent nothing more. `Ok(Some(v))` with an
+/// empty `v`: data came without descriptors. The descriptors are
+/// close-on-exec.
+pub fn recv_fds(sock: std::os::fd::BorrowedFd<'_>) -> Result<Option<Vec<std::os::fd::OwnedFd>>> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let mut data = [0u8; 64];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // u64 words: the control buffer must be aligned for `cmsghdr`.
+    let mut control = [0u64; 16];
+    let fd_bytes = (MAX_FDS_PER_MSG * std::mem::size_of::<libc::c_int>()) as u32;
+    // SAFETY: CMSG_SPACE is arithmetic on its argument.
+    let space = unsafe { libc::CMSG_SPACE(fd_bytes) } as usize;
+    debug_assert!(space <= std::mem::size_of_val(&control));
+    // SAFETY: an all-zero msghdr is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space.min(std::mem::size_of_val(&control));
+    // SAFETY: `msg` points to `iov`, `data` and `control`, which outlive
+    // the call, with their true lengths.
+    let n = unsafe {
+        libc::recvmsg(
+            sock.as_raw_fd(),
+            &mut msg,
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+        )
+    };
+    if n < 0 {
+        return Err(Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled,
+    // bounded by `msg.msg_controllen`; each SCM_RIGHTS payload holds
+    // descriptors now owned by this process, each taken exactly once.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            let h = &*c;
+            if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_RIGHTS {
+                let len = (h.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+                let p = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                for i in 0..len / std::mem::size_of::<libc::c_int>() {
+                    let fd = std::ptr::read_unaligned(p.add(i));
+                    fds.push(std::os::fd::OwnedFd::from_raw_fd(fd));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    if n == 0 && fds.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(fds))
+}
+
+/// Passes `passed` over the UNIX stream socket `sock` (`server ...
+/// sockpair@<n>`) as HAProxy does: one message of two zero bytes carrying
+/// the descriptor (`SCM_RIGHTS`). Never blocks (a full socket is an
+/// error) and never raises SIGPIPE. `passed` is closed here once sent:
+/// the receiver has its own copy.
+pub fn send_fd(sock: std::os::fd::RawFd, passed: std::os::fd::OwnedFd) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut data = [0u8; 2];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    let mut control = [0u64; 4];
+    // SAFETY: CMSG_SPACE/CMSG_LEN are arithmetic; the message points to
+    // `iov`, `data` and `control` (32 bytes, aligned, room for one header
+    // and one descriptor), which outlive the call; CMSG_FIRSTHDR is not
+    // null since `msg_controllen` covers one header. `sock` is a number:
+    // sendmsg on a descriptor that is not a socket only fails.
+    let n = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), passed.as_raw_fd());
+        libc::sendmsg(sock, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    match n {
+        2 => Ok(()),
+        n if n < 0 => Err(Error::last_os_error()),
+        n => Err(Error::other(format!("sendmsg sent {n} of 2 bytes"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,5 +484,36 @@ mod tests {
         assert_eq!(fds.len(), 1);
         let dup = listener_from_fd(fds[0], a).unwrap();
         assert_eq!(dup.local_addr().unwrap(), a);
+    }
+
+    /// A descriptor sent with SCM_RIGHTS as HAProxy sends it (two data
+    /// bytes, one control message) arrives owned and usable; end of stream
+    /// is `None`; nothing to read is WouldBlock.
+    #[test]
+    fn receives_passed_descriptors() {
+        use std::io::{Read, Write};
+        use std::os::fd::AsFd;
+        use std::os::unix::net::UnixStream;
+        let (a, b) = UnixStream::pair().unwrap();
+        let e = recv_fds(b.as_fd()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+        let (mut x, y) = UnixStream::pair().unwrap();
+        use std::os::fd::AsRawFd;
+        send_fd(a.as_raw_fd(), std::os::fd::OwnedFd::from(y)).unwrap();
+        let fds = recv_fds(b.as_fd()).unwrap().unwrap();
+        assert_eq!(fds.len(), 1);
+        let mut got = UnixStream::from(fds.into_iter().next().unwrap());
+        x.write_all(b"hi").unwrap();
+        let mut buf = [0u8; 2];
+        got.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"hi");
+        drop(a);
+        assert!(recv_fds(b.as_fd()).unwrap().is_none());
+        // Sending to a closed peer is an error, not a signal.
+        let (c, d) = UnixStream::pair().unwrap();
+        drop(d);
+        let (e, _f) = UnixStream::pair().unwrap();
+        let err = send_fd(c.as_raw_fd(), std::os::fd::OwnedFd::from(e)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
     }
 }

@@ -1,6 +1,7 @@
 //! Listening sockets that are not IP addresses: UNIX sockets (`unix@`,
 //! `/path`, `abns@`) and descriptors inherited from the parent process
-//! (`fd@<n>`, systemd's socket activation).
+//! (`fd@<n>`, systemd's socket activation; `sockpair@<n>`, see
+//! [`crate::sockpair`]).
 //!
 //! A UNIX socket file is created as HAProxy does: bound under a temporary
 //! name (`<path>.<pid>.tmp`), given its `mode` and owner, then renamed
@@ -20,14 +21,16 @@ use crate::os;
 use fairlead_config::{ListenSocket, UnixAddr, UnixPerms};
 use std::io::{Error, ErrorKind, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::OnceLock;
 
-/// A listening socket of either family.
+/// A listening socket of either family, or the socket pair end of a
+/// `sockpair@` listener.
 #[derive(Debug)]
 pub enum Lsock {
     Tcp(std::net::TcpListener),
     Unix(UnixListener),
+    Pair(UnixStream),
 }
 
 impl Lsock {
@@ -36,6 +39,7 @@ impl Lsock {
         Ok(match self {
             Lsock::Tcp(l) => Lsock::Tcp(l.try_clone()?),
             Lsock::Unix(l) => Lsock::Unix(l.try_clone()?),
+            Lsock::Pair(s) => Lsock::Pair(s.try_clone()?),
         })
     }
 
@@ -43,6 +47,16 @@ impl Lsock {
         match self {
             Lsock::Tcp(l) => l.as_raw_fd(),
             Lsock::Unix(l) => l.as_raw_fd(),
+            Lsock::Pair(s) => s.as_raw_fd(),
+        }
+    }
+
+    /// Makes the socket non-blocking.
+    pub fn set_nonblocking(&self) -> Result<()> {
+        match self {
+            Lsock::Tcp(l) => l.set_nonblocking(true),
+            Lsock::Unix(l) => l.set_nonblocking(true),
+            Lsock::Pair(s) => s.set_nonblocking(true),
         }
     }
 }
@@ -102,6 +116,31 @@ pub fn check_fd(fd: RawFd) -> Result<()> {
     os::inspect_socket(fd)
         .map(|_| ())
         .map_err(|e| fd_error(fd, &e))
+}
+
+/// What a `sockpair@<n>` descriptor must be: a connected UNIX stream
+/// socket (one end of a socket pair), not a listening one.
+fn pair_kind(fd: RawFd, kind: os::SocketKind) -> Result<()> {
+    if !kind.unix || kind.listening {
+        return Err(fd_error(
+            fd,
+            &Error::other("not a connected UNIX stream socket (one end of a socket pair)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a `sockpair@<n>` without taking it (`-c`).
+pub fn check_pair(fd: RawFd) -> Result<()> {
+    let kind = os::inspect_socket(fd).map_err(|e| fd_error(fd, &e))?;
+    pair_kind(fd, kind)
+}
+
+/// Takes the inherited socket pair end of `sockpair@<n>`.
+pub fn adopt_pair(fd: RawFd) -> Result<Lsock> {
+    check_pair(fd)?;
+    let (owned, _) = os::adopt_socket(fd).map_err(|e| fd_error(fd, &e))?;
+    Ok(Lsock::Pair(UnixStream::from(owned)))
 }
 
 /// Takes an inherited descriptor, calling `listen()` on it if its owner
@@ -177,13 +216,17 @@ pub fn open(sock: &ListenSocket, perms: &UnixPerms) -> Result<Lsock> {
             .map(Lsock::Unix)
             .map_err(|e| Error::new(e.kind(), format!("cannot bind {u}: {e}"))),
         ListenSocket::Fd(fd) => adopt(*fd, fairlead_net::DEFAULT_BACKLOG),
+        ListenSocket::SockPair(fd) => adopt_pair(*fd),
     }
 }
 
-/// Takes a socket a master passed for `sock`.
+/// Takes a socket a master passed for `sock` (a socket pair end is the
+/// one UNIX socket that is not listening).
 pub fn from_master(fd: RawFd) -> Result<Lsock> {
     let (owned, kind): (OwnedFd, _) = os::adopt_socket(fd)?;
-    Ok(if kind.unix {
+    Ok(if kind.unix && !kind.listening {
+        Lsock::Pair(UnixStream::from(owned))
+    } else if kind.unix {
         Lsock::Unix(UnixListener::from(owned))
     } else {
         Lsock::Tcp(std::net::TcpListener::from(owned))

@@ -138,6 +138,10 @@ fn listeners_of(fe: &FrontendRt, ls: crate::FeListeners) -> Vec<Listener> {
             crate::sockets::Lsock::Unix(l) => {
                 fairlead_net::unix::UnixAcceptor::new(l).map(|u| Acceptor::Unix(u, s.id))
             }
+            crate::sockets::Lsock::Pair(p) => {
+                let name = format!("frontend '{}': bind {}", fe.front.name, s.sock);
+                crate::sockpair::PairAcceptor::new(p, name).map(|p| Acceptor::Pair(p, s.id))
+            }
         };
         match acceptor {
             Ok(a) => out.push(Listener {
@@ -151,11 +155,13 @@ fn listeners_of(fe: &FrontendRt, ls: crate::FeListeners) -> Vec<Listener> {
     out
 }
 
-/// A listening socket: TCP, or UNIX (with its listener id, for the
-/// client address of its connections, see [`fairlead_net::unix`]).
+/// A listening socket: TCP, UNIX, or a `sockpair@` socket pair end
+/// (these two with their listener id, for the client address of their
+/// connections, see [`fairlead_net::unix`]).
 enum Acceptor {
     Tcp(TcpListener),
     Unix(fairlead_net::unix::UnixAcceptor, u16),
+    Pair(crate::sockpair::PairAcceptor, u16),
 }
 
 impl Acceptor {
@@ -163,6 +169,7 @@ impl Acceptor {
         match self {
             Acceptor::Tcp(l) => l.accept().await,
             Acceptor::Unix(l, id) => Ok((l.accept().await?, fairlead_net::unix::unix_peer(*id))),
+            Acceptor::Pair(p, id) => Ok((p.accept().await?, fairlead_net::unix::unix_peer(*id))),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Addresses of UNIX sockets and inherited descriptors (`unix@`, `abns@`,
-//! `fd@`), and the file options of the `bind` lines that create them.
+//! `fd@`, `sockpair@`), and the file options of the `bind` lines that create them.
 
 /// A UNIX stream socket address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -46,6 +46,11 @@ pub enum ListenSocket {
     /// `fd@<n>`: a socket inherited from the parent process (systemd
     /// socket activation, a supervisor), TCP or UNIX.
     Fd(i32),
+    /// `sockpair@<n>`: an inherited connected UNIX stream socket (one end
+    /// of a socket pair) over which the parent passes each client
+    /// connection as a descriptor (`SCM_RIGHTS`), as HAProxy's
+    /// `sockpair@` listeners receive them.
+    SockPair(i32),
 }
 
 impl std::fmt::Display for ListenSocket {
@@ -53,6 +58,7 @@ impl std::fmt::Display for ListenSocket {
         match self {
             ListenSocket::Unix(u) => u.fmt(f),
             ListenSocket::Fd(n) => write!(f, "fd@{n}"),
+            ListenSocket::SockPair(n) => write!(f, "sockpair@{n}"),
         }
     }
 }
