@@ -32,6 +32,7 @@ import tempfile
 import time
 
 import h2bench  # the `h2` scenario (bench/h2bench.py)
+import stickbench  # the `stick` scenario (bench/stickbench.py)
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -3613,7 +3614,8 @@ REPORTERS = [("keepalive", report_keepalive), ("close", report_close), ("sizes",
              ("idle", report_idle), ("tail", report_tail), ("servers", report_servers),
              ("crosscheck", report_crosscheck), ("tls", report_tls), ("tlsscan", report_tlsscan),
              ("rules", report_rules), ("keepalive-ab", report_keepalive_ab),
-             ("h2", lambda path, res, md: h2bench.report_h2(sys.modules[__name__], path, res, md))]
+             ("h2", lambda path, res, md: h2bench.report_h2(sys.modules[__name__], path, res, md)),
+             ("stick", lambda path, res, md: stickbench.report_stick(sys.modules[__name__], path, res, md))]
 
 
 def series_block():
@@ -3860,6 +3862,7 @@ def main():
                    help="fairlead-load --tls-version (default: both offered, TLS 1.3 negotiated)")
     sub.add_parser("tlsscan", help="sslscan check (bench/sslscan_check.py) of each proxy's TLS listener")
     h2bench.add_parser(sub, add_common)
+    stickbench.add_parser(sub, add_common)
     p = sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest results")
     p.add_argument("--out", help="write the markdown here instead of BENCHMARKS.md (charts still go to "
                                  "the results directory)")
@@ -3893,7 +3896,8 @@ def main():
         fn = {"keepalive": sc_keepalive, "close": sc_close, "sizes": sc_sizes, "idle": sc_idle,
               "tail": sc_tail, "servers": sc_servers, "crosscheck": sc_crosscheck, "tls": sc_tls,
               "tlsscan": sc_tlsscan, "rules": sc_rules,
-              "h2": lambda c, a: h2bench.sc_h2(sys.modules[__name__], c, a)}[args.cmd]
+              "h2": lambda c, a: h2bench.sc_h2(sys.modules[__name__], c, a),
+              "stick": lambda c, a: stickbench.sc_stick(sys.modules[__name__], c, a)}[args.cmd]
         if args.quiet_load:
             ctx.quiet_wait = wait_quiet(args.quiet_load, args.quiet_max)
         res = fn(ctx, args)
