@@ -259,6 +259,9 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
     if STATE.set(state.clone()).is_err() {
         return Err(Error::other("DNS runtime started twice"));
     }
+    if !resolvers.is_empty() {
+        install_do_resolve(resolvers);
+    }
     if plan.servers.is_empty() && plan.templates.is_empty() {
         return Ok(());
     }
@@ -279,6 +282,21 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
             rt.block_on(run(shared, state, plan, receivers));
         })?;
     Ok(())
+}
+
+/// `http-request do-resolve`: the request's own worker resolves the
+/// name with the section's nameservers (its retries and timeouts bound
+/// the wait); any failure leaves the variable unset.
+fn install_do_resolve(sections: Vec<Resolvers>) {
+    fairlead_l7::resolve::set_resolver(Arc::new(move |section, name, family| {
+        let res = sections.iter().find(|r| r.name() == section).cloned();
+        let name = name.to_string();
+        let family = match family {
+            fairlead_rules::resolve::ResolveFamily::Ipv4 => fairlead_dns::Family::Ipv4,
+            fairlead_rules::resolve::ResolveFamily::Ipv6 => fairlead_dns::Family::Ipv6,
+        };
+        Box::pin(async move { res?.resolve_once(&name, family).await.ok() })
+    }));
 }
 
 fn section_of(state: &DnsState, opts: &ServerDnsOptions) -> Option<Resolvers> {

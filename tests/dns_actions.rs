@@ -1,0 +1,123 @@
+//! `http-request do-resolve` against the real binary and a real dnsmasq
+//! on loopback: the request waits for the answer and its rules go on with
+//! the address in the variable (frontend and backend rules), an unknown
+//! name or a silent nameserver leaves the variable unset.
+
+mod common;
+#[path = "../crates/dns/tests/common/dnsmasq.rs"]
+mod dnsmasq;
+
+use common::*;
+use dnsmasq::{require_dnsmasq, Dnsmasq};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+fn resolve_cfg(dns: SocketAddr, bind: SocketAddr) -> String {
+    format!(
+        "global\n    nbthread 2\n\
+resolvers mydns\n    nameserver dns1 {dns}\n    timeout retry 300ms\n    resolve_retries 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n\
+    http-request do-resolve(txn.a,mydns,ipv4) req.hdr(x-host),lower\n\
+    http-request set-var(txn.after) str(yes)\n\
+    default_backend bk\n\
+backend bk\n\
+    http-request set-var(txn.be) str(on)\n\
+    http-request do-resolve(txn.b,mydns) req.hdr(x-other)\n\
+    http-request return status 200 content-type text/plain lf-string \"a=%[var(txn.a)] b=%[var(txn.b)] after=%[var(txn.after)] be=%[var(txn.be)]\"\n\
+    server s1 127.0.0.1:9\n"
+    )
+}
+
+fn ask_with(bind: SocketAddr, headers: &str) -> String {
+    let r = request(
+        bind,
+        &format!("GET / HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n"),
+    );
+    assert_eq!(r.status, 200, "{}", r.body_str());
+    r.body_str()
+}
+
+#[test]
+fn do_resolve_stores_the_address_and_the_rules_go_on() {
+    let Some(bin) = require_dnsmasq("do_resolve_stores_the_address_and_the_rules_go_on") else {
+        return;
+    };
+    let ip = test_ip();
+    let mut dns = Dnsmasq::start(
+        &bin,
+        &test_ip().to_string(),
+        "10.20.30.40 app.test\n10.20.30.41 other.test\nfd00::7 other.test\n",
+        &[],
+    );
+    let bind = free_addr(ip);
+    let p = Proxy::start(&resolve_cfg(dns.addr, bind), &[bind]);
+    // Both stages resolve; `ipv4` asks A first, the default asks AAAA.
+    assert_eq!(
+        ask_with(bind, "x-host: APP.test\r\nx-other: other.test\r\n"),
+        "a=10.20.30.40 b=fd00::7 after=yes be=on",
+        "{}",
+        p.stderr()
+    );
+    // An AAAA-less name falls back to its A record.
+    assert_eq!(
+        ask_with(bind, "x-host: app.test\r\nx-other: app.test\r\n"),
+        "a=10.20.30.40 b=10.20.30.40 after=yes be=on"
+    );
+    // No name, or a name the server does not know: unset, the rules go on.
+    assert_eq!(ask_with(bind, ""), "a= b= after=yes be=on");
+    assert_eq!(
+        ask_with(bind, "x-host: nowhere.test\r\n"),
+        "a= b= after=yes be=on"
+    );
+    // A keep-alive connection: each request resolves its own name.
+    let mut c = connect(bind);
+    let mut r = std::io::BufReader::new(c.try_clone().unwrap());
+    for (host, want) in [("app.test", "10.20.30.40"), ("other.test", "10.20.30.41")] {
+        use std::io::Write;
+        write!(c, "GET / HTTP/1.1\r\nHost: x\r\nx-host: {host}\r\n\r\n").unwrap();
+        let resp = read_response(&mut r, false).expect("response");
+        assert!(
+            resp.body_str().starts_with(&format!("a={want} ")),
+            "{}",
+            resp.body_str()
+        );
+    }
+    // The nameserver is gone: the request waits for the retries (a
+    // refused query is retried after `timeout retry`, 2 sends in all),
+    // then goes on without the address. (A name not asked before:
+    // valid answers are reused for `hold valid`.)
+    dns.stop();
+    let t = Instant::now();
+    assert_eq!(
+        ask_with(bind, "x-host: late.test\r\n"),
+        "a= b= after=yes be=on"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn do_resolve_needs_a_known_resolvers_section() {
+    let bind = free_addr(test_ip());
+    let cfg = resolve_cfg("127.0.0.1:53".parse().unwrap(), bind).replace(
+        "do-resolve(txn.a,mydns,ipv4)",
+        "do-resolve(txn.a,nodns,ipv4)",
+    );
+    let path = write_cfg(&cfg);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fairlead"))
+        .args(["-c", "-f"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("can't find resolvers section 'nodns'"),
+        "{err}"
+    );
+}
