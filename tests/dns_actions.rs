@@ -1,7 +1,11 @@
-//! `http-request do-resolve` against the real binary and a real dnsmasq
-//! on loopback: the request waits for the answer and its rules go on with
-//! the address in the variable (frontend and backend rules), an unknown
-//! name or a silent nameserver leaves the variable unset.
+//! `http-request do-resolve` and the DNS events sent to the `log`
+//! targets, against the real binary and a real dnsmasq on loopback.
+//!
+//! - do-resolve: the request waits for the answer and its rules go on
+//!   with the address in the variable (frontend and backend rules); an
+//!   unknown name or a silent nameserver leaves the variable unset.
+//! - logs: the lines and syslog levels HAProxy 2.6.12 sends for the same
+//!   sequence (taken from a run of HAProxy against dnsmasq).
 
 mod common;
 #[path = "../crates/dns/tests/common/dnsmasq.rs"]
@@ -9,7 +13,7 @@ mod dnsmasq;
 
 use common::*;
 use dnsmasq::{require_dnsmasq, Dnsmasq};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 fn resolve_cfg(dns: SocketAddr, bind: SocketAddr) -> String {
@@ -119,5 +123,70 @@ fn do_resolve_needs_a_known_resolvers_section() {
     assert!(
         err.contains("can't find resolvers section 'nodns'"),
         "{err}"
+    );
+}
+
+/// The next datagram: priority and message.
+fn recv(s: &UdpSocket) -> (u8, String) {
+    let mut buf = [0u8; 4096];
+    let n = s.recv(&mut buf).expect("a log datagram");
+    let line = String::from_utf8_lossy(&buf[..n]).trim_end().to_string();
+    let pri = line[1..line.find('>').unwrap()].parse().unwrap();
+    let msg = line.split_once("]: ").unwrap().1.to_string();
+    (pri, msg)
+}
+
+#[test]
+fn dns_events_go_to_the_backend_log_targets() {
+    let Some(bin) = require_dnsmasq("dns_events_go_to_the_backend_log_targets") else {
+        return;
+    };
+    let ip = test_ip();
+    let dns = Dnsmasq::start(&bin, &test_ip().to_string(), "127.0.0.51 app.test\n", &[]);
+    let syslog = UdpSocket::bind(SocketAddr::new(ip, 0)).unwrap();
+    syslog
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "global\n    log {} local0\n\
+resolvers mydns\n    nameserver dns1 {}\n    timeout resolve 100ms\n    timeout retry 200ms\n    resolve_retries 1\n    hold nx 500ms\n    hold valid 1s\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    default_backend bk\n\
+backend bk\n    log global\n    server s1 app.test:80 resolvers mydns resolve-prefer ipv4 init-addr none\n",
+        syslog.local_addr().unwrap(),
+        dns.addr
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    // local0 (16): notice is 133, alert 129, emerg 128.
+    let n = |m: &str| (133u8, m.to_string());
+    assert_eq!(
+        recv(&syslog),
+        n("bk/s1 changed its IP from (none) to 127.0.0.51 by mydns/dns1.")
+    );
+    assert_eq!(
+        recv(&syslog),
+        n("Server bk/s1 ('app.test') is UP/READY (resolves again).")
+    );
+    assert_eq!(
+        recv(&syslog),
+        n("Server bk/s1 administratively READY thanks to valid DNS answer.")
+    );
+    dns.set_hosts("127.0.0.52 app.test\n");
+    assert_eq!(
+        recv(&syslog),
+        n("bk/s1 changed its IP from 127.0.0.51 to 127.0.0.52 by mydns/dns1.")
+    );
+    dns.set_hosts("");
+    assert_eq!(
+        recv(&syslog),
+        (
+            129,
+            "Server bk/s1 is going DOWN for maintenance (DNS NX status). 0 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue.".to_string()
+        )
+    );
+    assert_eq!(
+        recv(&syslog),
+        (128, "backend bk has no server available!".to_string())
     );
 }
