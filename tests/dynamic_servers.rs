@@ -409,11 +409,15 @@ fn state_round_trip(manual: bool) {
     // s2 is configured by name, on a port nothing listens to: only the
     // address the state file restores makes it reachable.
     let unused = free_addr("127.0.0.1".parse().unwrap()).port();
+    // s4 is checked and DOWN (nothing listens) when the state is saved;
+    // its origin starts before the reload: only the restored DOWN state
+    // keeps it down after the reload (it needs 2 checks, 10s apart).
+    let a4 = free_addr(ip);
     let cfg = http_cfg(
         bind,
         "    load-server-state-from-file global\n",
         &format!(
-            "    server s1 {a1}\n    server s2 localhost:{unused}\n    server s3 {a3} weight 2"
+            "    server s1 {a1}\n    server s2 localhost:{unused}\n    server s3 {a3} weight 2\n    server s4 {a4} check inter 10s fastinter 10s downinter 10s rise 2"
         ),
     )
     .replacen(
@@ -439,6 +443,17 @@ fn state_round_trip(manual: bool) {
     ask(&sock, "set server bk/s1 weight 3");
     ask(&sock, "disable server bk/s3");
     ask(&sock, &format!("add server bk/dyn {a1}"));
+    wait_until("s4 down", || {
+        state_line(&sock, "bk", "s4").is_some_and(|l| l[5] == "0")
+    });
+    let _t4 = fairlead_term::start(
+        &[a4],
+        fairlead_term::TermOptions {
+            threads: 1,
+            name: "s4".into(),
+        },
+    )
+    .expect("start s4");
     if manual {
         std::fs::write(&state, ask(&sock, "show servers state")).unwrap();
     }
@@ -467,10 +482,21 @@ fn state_round_trip(manual: bool) {
         "{}",
         p.stderr()
     );
+    // s4 starts DOWN as saved, although its origin answers now.
+    let s4 = state_line(&sock, "bk", "s4").unwrap();
+    assert_eq!(s4[5], "0", "operational state: {s4:?}");
+    assert!(
+        p.stderr().contains(
+            "Server bk/s4 is DOWN, changed from server-state after a reload. 2 active and 0 backup servers left."
+        ),
+        "{}",
+        p.stderr()
+    );
     // Traffic follows: s3 never, s2 at its restored address.
     let seen: Vec<String> = (0..12).map(|_| served_by(bind)).collect();
     assert!(seen.iter().any(|s| s == "s2"), "{seen:?}");
     assert!(!seen.iter().any(|s| s == "s3"), "{seen:?}");
+    assert!(!seen.iter().any(|s| s == "s4"), "{seen:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -72,6 +72,8 @@ pub(crate) struct Plan {
 /// when no `init-addr` method gives an address.
 pub(crate) fn prepare(cfg: &mut Config, quiet: bool) -> Result<Plan> {
     let mut plan = Plan::default();
+    // `init-addr last`: the addresses of the server-state files.
+    let saved = crate::state_file::saved_addrs(cfg);
     for (bi, be) in cfg.backends.iter_mut().enumerate() {
         let be_name = be.name.clone();
         for (si, s) in be.servers.iter_mut().enumerate() {
@@ -102,10 +104,11 @@ pub(crate) fn prepare(cfg: &mut Config, quiet: bool) -> Result<Plan> {
             let (host, port) = (host.clone(), *port);
             let at = format!("{}: server {be_name}/{}", s.location, s.name);
             let prefer = s.dns.prefer;
+            let last = saved.get(&(be_name.clone(), s.name.clone())).copied();
             let outcome = fairlead_dns::server::resolve_init_addr(
                 &s.dns.init_addr_methods(),
                 &host,
-                None,
+                last,
                 |n| libc_resolve(n, prefer),
             );
             let (addr, maint) = match outcome {
