@@ -533,3 +533,65 @@ fn keep_alive_connections_survive_removal_of_another_server() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = Duration::from_secs(0);
 }
+
+/// `add server ... ssl`: the TLS options of a configuration line (with
+/// the global defaults) on a server added at run time.
+#[test]
+fn added_server_speaks_tls_with_its_options() {
+    use common::tls::{p, Pki};
+    let ip = test_ip();
+    let (_t, o) = term(ip, "o");
+    let tls = free_addr(ip);
+    let bind = free_addr(ip);
+    let pki = Pki::new("dyn-tls");
+    let ca = pki.ca("ca");
+    let other = pki.ca("other");
+    let opem = pki.server(&ca, "origin", "origin.example");
+    let dir = sock_dir("tls");
+    let sock = dir.join("admin.sock");
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend tls_origin\n    bind {tls} ssl crt {}\n    default_backend to_term\n\
+backend to_term\n    server t {o}\n\
+frontend fe\n    bind {bind}\n    default_backend bk\n\
+backend bk\n    retries 0\n",
+        p(&opem)
+    );
+    let _p = start(&cfg, &[bind, tls], &sock);
+    assert_eq!(get(bind, "/").status, 503);
+    // `verify required` (the default) without a CA is refused, as on a
+    // configuration line.
+    let reply = ask(&sock, &format!("add server bk/noca {tls} ssl"));
+    assert!(reply.contains("no CA file specified"), "{reply}");
+    let reply = ask(
+        &sock,
+        &format!(
+            "add server bk/t1 {tls} ssl verify required ca-file {} sni str(origin.example) alpn http/1.1",
+            p(&ca.cert)
+        ),
+    );
+    assert!(reply.contains("New server registered."), "{reply}");
+    ask(&sock, "enable server bk/t1");
+    let r = get(bind, "/");
+    assert_eq!(
+        (r.status, r.header("x-served-by")),
+        (200, Some("o")),
+        "{}",
+        r.body_str()
+    );
+    // A CA that did not sign the origin's certificate: the handshake
+    // fails, the request gets a 503.
+    let reply = ask(
+        &sock,
+        &format!(
+            "add server bk/bad {tls} ssl verify required ca-file {} sni str(origin.example)",
+            p(&other.cert)
+        ),
+    );
+    assert!(reply.contains("New server registered."), "{reply}");
+    ask(&sock, "disable server bk/t1");
+    ask(&sock, "enable server bk/bad");
+    assert_eq!(get(bind, "/").status, 503);
+    let _ = std::fs::remove_dir_all(&dir);
+}
