@@ -677,7 +677,7 @@ pub fn parse_dynamic_server(
     };
     let mut i = 1;
     while let Some(w) = words.get(i) {
-        let Some(&(opt, nargs, kind)) = SERVER_OPTIONS.iter().find(|o| o.0 == w.as_str()) else {
+        let Some(&(opt, nargs, _)) = SERVER_OPTIONS.iter().find(|o| o.0 == w.as_str()) else {
             break; // reported by the parser below
         };
         if !DYNAMIC_OPTIONS.contains(&opt) {
