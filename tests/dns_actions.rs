@@ -16,12 +16,12 @@ use dnsmasq::{require_dnsmasq, Dnsmasq};
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-fn resolve_cfg(dns: SocketAddr, bind: SocketAddr) -> String {
+fn resolve_cfg(dns: SocketAddr, bind: SocketAddr, h2: SocketAddr) -> String {
     format!(
         "global\n    nbthread 2\n\
 resolvers mydns\n    nameserver dns1 {dns}\n    timeout retry 300ms\n    resolve_retries 2\n\
 defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
-frontend fe\n    bind {bind}\n\
+frontend fe\n    bind {bind}\n    bind {h2} proto h2\n\
     http-request do-resolve(txn.a,mydns,ipv4) req.hdr(x-host),lower\n\
     http-request set-var(txn.after) str(yes)\n\
     default_backend bk\n\
@@ -55,7 +55,8 @@ fn do_resolve_stores_the_address_and_the_rules_go_on() {
         &[],
     );
     let bind = free_addr(ip);
-    let p = Proxy::start(&resolve_cfg(dns.addr, bind), &[bind]);
+    let h2 = free_addr(ip);
+    let p = Proxy::start(&resolve_cfg(dns.addr, bind, h2), &[bind, h2]);
     // Both stages resolve; `ipv4` asks A first, the default asks AAAA.
     assert_eq!(
         ask_with(bind, "x-host: APP.test\r\nx-other: other.test\r\n"),
@@ -87,6 +88,21 @@ fn do_resolve_stores_the_address_and_the_rules_go_on() {
             resp.body_str()
         );
     }
+    // An HTTP/2 stream waits the same way.
+    let r = common::tls::curl(&[
+        "--http2-prior-knowledge",
+        "-H",
+        "x-host: app.test",
+        "-H",
+        "x-other: other.test",
+        &format!("http://{h2}/"),
+    ]);
+    assert_eq!(
+        r.stdout,
+        "a=10.20.30.40 b=fd00::7 after=yes be=on",
+        "{}",
+        r.all()
+    );
     // The nameserver is gone: the request waits for the retries (a
     // refused query is retried after `timeout retry`, 2 sends in all),
     // then goes on without the address. (A name not asked before:
@@ -108,7 +124,7 @@ fn do_resolve_stores_the_address_and_the_rules_go_on() {
 #[test]
 fn do_resolve_needs_a_known_resolvers_section() {
     let bind = free_addr(test_ip());
-    let cfg = resolve_cfg("127.0.0.1:53".parse().unwrap(), bind).replace(
+    let cfg = resolve_cfg("127.0.0.1:53".parse().unwrap(), bind, free_addr(test_ip())).replace(
         "do-resolve(txn.a,mydns,ipv4)",
         "do-resolve(txn.a,nodns,ipv4)",
     );
