@@ -11,9 +11,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 mod checks;
+mod dynamic;
 mod h2;
 mod sockets;
 pub use checks::*;
+pub use dynamic::DynamicServerDefaults;
 pub use h2::H2Tune;
 pub use sockets::*;
 
@@ -69,27 +71,6 @@ impl Config {
     pub fn backend(&self, name: &str) -> Option<&Backend> {
         self.backends.iter().find(|b| b.name == name)
     }
-
-    /// What `add server` needs from this configuration: the global TLS
-    /// settings servers inherit (`ssl-server-verify`, `ca-base`,
-    /// `crt-base`, `ssl-default-server-*`). See
-    /// [`crate::parse_dynamic_server`].
-    pub fn dynamic_server_defaults(&self) -> DynamicServerDefaults {
-        DynamicServerDefaults {
-            global: Box::new(self.global.clone()),
-            tls: self.server_tls_defaults.clone(),
-        }
-    }
-}
-
-/// The global settings a server added at run time inherits (see
-/// [`Config::dynamic_server_defaults`]). Default is HAProxy's defaults
-/// (`ssl-server-verify required`, no base directories, no
-/// `ssl-default-server-*`).
-#[derive(Debug, Clone, Default)]
-pub struct DynamicServerDefaults {
-    pub(crate) global: Box<Global>,
-    pub(crate) tls: crate::tls::DefaultTls,
 }
 
 /// A section that Fairlead stores verbatim for later use.
