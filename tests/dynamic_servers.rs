@@ -409,11 +409,15 @@ fn state_round_trip(manual: bool) {
     // s2 is configured by name, on a port nothing listens to: only the
     // address the state file restores makes it reachable.
     let unused = free_addr("127.0.0.1".parse().unwrap()).port();
+    // s4 is checked and DOWN (nothing listens) when the state is saved;
+    // its origin starts before the reload: only the restored DOWN state
+    // keeps it down after the reload (it needs 2 checks, 10s apart).
+    let a4 = free_addr(ip);
     let cfg = http_cfg(
         bind,
         "    load-server-state-from-file global\n",
         &format!(
-            "    server s1 {a1}\n    server s2 localhost:{unused}\n    server s3 {a3} weight 2"
+            "    server s1 {a1}\n    server s2 localhost:{unused}\n    server s3 {a3} weight 2\n    server s4 {a4} check inter 10s fastinter 10s downinter 10s rise 2"
         ),
     )
     .replacen(
@@ -439,6 +443,17 @@ fn state_round_trip(manual: bool) {
     ask(&sock, "set server bk/s1 weight 3");
     ask(&sock, "disable server bk/s3");
     ask(&sock, &format!("add server bk/dyn {a1}"));
+    wait_until("s4 down", || {
+        state_line(&sock, "bk", "s4").is_some_and(|l| l[5] == "0")
+    });
+    let _t4 = fairlead_term::start(
+        &[a4],
+        fairlead_term::TermOptions {
+            threads: 1,
+            name: "s4".into(),
+        },
+    )
+    .expect("start s4");
     if manual {
         std::fs::write(&state, ask(&sock, "show servers state")).unwrap();
     }
@@ -467,10 +482,21 @@ fn state_round_trip(manual: bool) {
         "{}",
         p.stderr()
     );
+    // s4 starts DOWN as saved, although its origin answers now.
+    let s4 = state_line(&sock, "bk", "s4").unwrap();
+    assert_eq!(s4[5], "0", "operational state: {s4:?}");
+    assert!(
+        p.stderr().contains(
+            "Server bk/s4 is DOWN, changed from server-state after a reload. 2 active and 0 backup servers left."
+        ),
+        "{}",
+        p.stderr()
+    );
     // Traffic follows: s3 never, s2 at its restored address.
     let seen: Vec<String> = (0..12).map(|_| served_by(bind)).collect();
     assert!(seen.iter().any(|s| s == "s2"), "{seen:?}");
     assert!(!seen.iter().any(|s| s == "s3"), "{seen:?}");
+    assert!(!seen.iter().any(|s| s == "s4"), "{seen:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -506,4 +532,66 @@ fn keep_alive_connections_survive_removal_of_another_server() {
     assert!(seen.len() > 20);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = Duration::from_secs(0);
+}
+
+/// `add server ... ssl`: the TLS options of a configuration line (with
+/// the global defaults) on a server added at run time.
+#[test]
+fn added_server_speaks_tls_with_its_options() {
+    use common::tls::{p, Pki};
+    let ip = test_ip();
+    let (_t, o) = term(ip, "o");
+    let tls = free_addr(ip);
+    let bind = free_addr(ip);
+    let pki = Pki::new("dyn-tls");
+    let ca = pki.ca("ca");
+    let other = pki.ca("other");
+    let opem = pki.server(&ca, "origin", "origin.example");
+    let dir = sock_dir("tls");
+    let sock = dir.join("admin.sock");
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend tls_origin\n    bind {tls} ssl crt {}\n    default_backend to_term\n\
+backend to_term\n    server t {o}\n\
+frontend fe\n    bind {bind}\n    default_backend bk\n\
+backend bk\n    retries 0\n",
+        p(&opem)
+    );
+    let _p = start(&cfg, &[bind, tls], &sock);
+    assert_eq!(get(bind, "/").status, 503);
+    // `verify required` (the default) without a CA is refused, as on a
+    // configuration line.
+    let reply = ask(&sock, &format!("add server bk/noca {tls} ssl"));
+    assert!(reply.contains("no CA file specified"), "{reply}");
+    let reply = ask(
+        &sock,
+        &format!(
+            "add server bk/t1 {tls} ssl verify required ca-file {} sni str(origin.example) alpn http/1.1",
+            p(&ca.cert)
+        ),
+    );
+    assert!(reply.contains("New server registered."), "{reply}");
+    ask(&sock, "enable server bk/t1");
+    let r = get(bind, "/");
+    assert_eq!(
+        (r.status, r.header("x-served-by")),
+        (200, Some("o")),
+        "{}",
+        r.body_str()
+    );
+    // A CA that did not sign the origin's certificate: the handshake
+    // fails, the request gets a 503.
+    let reply = ask(
+        &sock,
+        &format!(
+            "add server bk/bad {tls} ssl verify required ca-file {} sni str(origin.example)",
+            p(&other.cert)
+        ),
+    );
+    assert!(reply.contains("New server registered."), "{reply}");
+    ask(&sock, "disable server bk/t1");
+    ask(&sock, "enable server bk/bad");
+    assert_eq!(get(bind, "/").status, 503);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,6 @@ fuzz_target!(|data: &[u8]| {
     }
     let words: Vec<String> = text.split_whitespace().map(String::from).collect();
     if let Some((name, args)) = words.split_first() {
-        let _ = parse_dynamic_server(name, args);
+        let _ = parse_dynamic_server(name, args, &Default::default());
     }
 });

@@ -12,11 +12,13 @@ use std::time::Duration;
 
 mod balance;
 mod checks;
+mod dynamic;
 mod h2;
 mod proxy_v2;
 mod sockets;
 pub use balance::*;
 pub use checks::*;
+pub use dynamic::DynamicServerDefaults;
 pub use h2::H2Tune;
 pub use proxy_v2::ProxyV2Options;
 pub use sockets::*;
@@ -63,6 +65,9 @@ pub struct Config {
     /// The `peers` sections, in configuration order; their `table` lines
     /// are also in [`Config::tables`] as `SECTION/NAME`. Default is none.
     pub peers: Vec<fairlead_peers::PeersSection>,
+    /// The `ssl-default-server-*` settings, kept for servers added at run
+    /// time ([`Config::dynamic_server_defaults`]). Default is none set.
+    pub(crate) server_tls_defaults: crate::tls::DefaultTls,
 }
 
 impl Config {

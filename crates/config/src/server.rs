@@ -688,25 +688,25 @@ const DYNAMIC_OPTIONS: &[&str] = &[
 /// dynamic server: no `default-server` settings apply, only the options
 /// of HAProxy's list are accepted (others give its "'X' option is not
 /// accepted for dynamic server"), and the address must be an IP address
-/// or a UNIX socket (no name resolution at run time). The TLS options are
-/// refused for now: their global defaults are not kept at run time.
-/// Returns the error text to print.
-pub fn parse_dynamic_server(name: &str, words: &[String]) -> Result<Server, String> {
+/// or a UNIX socket (no name resolution at run time). The TLS options
+/// (`ssl`, `verify`, `ca-file`, `sni`, `alpn`, `crt`, ...) take the
+/// global defaults of `defaults` ([`crate::Config::dynamic_server_defaults`])
+/// as on a configuration line. Returns the error text to print.
+pub fn parse_dynamic_server(
+    name: &str,
+    words: &[String],
+    defaults: &crate::DynamicServerDefaults,
+) -> Result<Server, String> {
     let Some(addr) = words.first() else {
         return Err("'server' expects <name> and <addr>[:<port>] as arguments.".into());
     };
     let mut i = 1;
     while let Some(w) = words.get(i) {
-        let Some(&(opt, nargs, kind)) = SERVER_OPTIONS.iter().find(|o| o.0 == w.as_str()) else {
+        let Some(&(opt, nargs, _)) = SERVER_OPTIONS.iter().find(|o| o.0 == w.as_str()) else {
             break; // reported by the parser below
         };
         if !DYNAMIC_OPTIONS.contains(&opt) {
             return Err(format!("'{opt}' option is not accepted for dynamic server"));
-        }
-        if kind == Opt::Tls || opt == "check-sni" || opt == "check-ssl" {
-            return Err(format!(
-                "'{opt}': TLS on servers added at run time is not implemented yet in Fairlead"
-            ));
         }
         i += 1 + nargs;
     }
@@ -729,15 +729,27 @@ pub fn parse_dynamic_server(name: &str, words: &[String]) -> Result<Server, Stri
     match (parsed, first_alert) {
         (Some(_), Some(e)) | (None, Some(e)) => Err(e),
         (None, None) => Err("invalid server".into()),
-        (Some((s, _tls)), None) => match s.addr {
-            ServerAddr::Name(ref host, _) => Err(format!(
-                "'{host}': servers added at run time need an IP address or a UNIX socket in Fairlead (no resolution at run time)"
-            )),
-            ServerAddr::SockPair(n) => Err(format!(
-                "'sockpair@{n}': servers added at run time cannot use an inherited descriptor"
-            )),
-            _ => Ok(s),
-        },
+        (Some((mut s, draft)), None) => {
+            match s.addr {
+                ServerAddr::Name(ref host, _) => {
+                    return Err(format!(
+                        "'{host}': servers added at run time need an IP address or a UNIX socket in Fairlead (no resolution at run time)"
+                    ))
+                }
+                ServerAddr::SockPair(n) => {
+                    return Err(format!(
+                        "'sockpair@{n}': servers added at run time cannot use an inherited descriptor"
+                    ))
+                }
+                _ => {}
+            }
+            let mut out = Vec::new();
+            s.tls = draft.resolve(&defaults.global, &defaults.tls, &mut out);
+            match out.into_iter().find(|(alert, _)| *alert) {
+                Some((_, e)) => Err(e),
+                None => Ok(s),
+            }
+        }
     }
 }
 
@@ -765,15 +777,20 @@ mod tests {
 
     #[test]
     fn dynamic_servers_as_haproxy() {
-        let s = parse_dynamic_server("c", &words("127.0.0.1:8003 weight 7 check maxconn 5 id 9"))
-            .unwrap();
+        let d = crate::DynamicServerDefaults::default();
+        let s = parse_dynamic_server(
+            "c",
+            &words("127.0.0.1:8003 weight 7 check maxconn 5 id 9"),
+            &d,
+        )
+        .unwrap();
         assert_eq!(s.name, "c");
         assert_eq!(
             s.addr,
             ServerAddr::Ip(SocketAddr::from(([127, 0, 0, 1], 8003)))
         );
         assert_eq!((s.weight, s.check, s.maxconn, s.id), (7, true, 5, Some(9)));
-        let e = |w: &str| parse_dynamic_server("d", &words(w)).unwrap_err();
+        let e = |w: &str| parse_dynamic_server("d", &words(w), &d).unwrap_err();
         assert_eq!(
             e("127.0.0.1:1 cookie x"),
             "'cookie' option is not accepted for dynamic server"
@@ -788,15 +805,26 @@ mod tests {
             e("127.0.0.1:1 foo")
         );
         assert!(e("127.0.0.1:1 weight 300").contains("300"));
-        assert!(e("127.0.0.1:1 ssl").contains("not implemented yet"));
+        // TLS takes the global defaults: `verify required` needs a CA.
+        assert!(e("127.0.0.1:1 ssl").contains("no CA file specified"));
+        let s = parse_dynamic_server(
+            "t",
+            &words("127.0.0.1:443 ssl verify none sni str(app.example) alpn h2,http/1.1"),
+            &d,
+        )
+        .unwrap();
+        let tls = s.tls.expect("tls");
+        assert_eq!(tls.verify, crate::Verify::None);
+        assert_eq!(tls.protocol.alpn, ["h2", "http/1.1"]);
+        assert!(tls.sni.is_some());
         assert!(e("app.example:80").contains("IP address"));
         assert_eq!(
-            parse_dynamic_server("d", &[]).unwrap_err(),
+            parse_dynamic_server("d", &[], &d).unwrap_err(),
             "'server' expects <name> and <addr>[:<port>] as arguments."
         );
         // As on configuration lines, a server needs a port in Fairlead.
         assert!(e("127.0.0.1").contains("has no port"));
-        let s = parse_dynamic_server("u", &words("unix@/run/app.sock")).unwrap();
+        let s = parse_dynamic_server("u", &words("unix@/run/app.sock"), &d).unwrap();
         assert!(matches!(s.addr, ServerAddr::Unix(_)));
     }
 

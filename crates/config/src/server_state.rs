@@ -10,6 +10,12 @@ pub struct SavedServer {
     pub backend: String,
     pub server: String,
     pub addr: Option<IpAddr>,
+    /// `srv_op_state`: 0 stopped, 1 starting, 2 running, 3 stopping.
+    /// Default is 2 when the field does not parse.
+    pub op_state: u8,
+    /// `srv_time_since_last_change`, in seconds (0 when it does not
+    /// parse).
+    pub since_change: u64,
     pub admin_state: u8,
     pub uweight: u32,
     pub iweight: u32,
@@ -43,6 +49,8 @@ pub fn parse(text: &str) -> Result<Vec<SavedServer>, String> {
             backend: get(1).to_string(),
             server: get(3).to_string(),
             addr: get(4).parse().ok(),
+            op_state: get(5).parse().unwrap_or(2),
+            since_change: get(9).parse().unwrap_or(0),
             admin_state,
             uweight,
             iweight,
@@ -72,6 +80,8 @@ garbage\n";
                 backend: "rr".into(),
                 server: "a".into(),
                 addr: Some("127.0.0.9".parse().unwrap()),
+                op_state: 2,
+                since_change: 4,
                 admin_state: 0,
                 uweight: 1,
                 iweight: 1,
@@ -80,6 +90,7 @@ garbage\n";
         );
         assert_eq!((v[1].admin_state, v[1].uweight, v[1].iweight), (8, 3, 5));
         assert_eq!((v[2].addr, v[2].port), (None, 0));
+        assert_eq!((v[2].op_state, v[2].since_change), (0, 15));
         assert_eq!(parse("2\n").unwrap_err(), "unknown version '2'");
         assert!(parse("").is_err());
     }

@@ -61,6 +61,16 @@ impl ServerHealth {
         }
     }
 
+    /// Restores what a previous process saved in a server-state file
+    /// (`load-server-state-from-file`), before the checker starts: the
+    /// operational state (a server saved DOWN starts down and needs `rise`
+    /// successful checks) and the seconds since its last change.
+    pub fn restore(&self, up: bool, secs_since_change: u64) {
+        self.up.store(up, Ordering::Relaxed);
+        let ms = now_ms().saturating_sub(secs_since_change.saturating_mul(1000));
+        self.last_change_ms.store(ms, Ordering::Relaxed);
+    }
+
     /// Operational state: checks (and agent) say the server is usable.
     /// False as well while the agent keeps it in maintenance (`maint`).
     #[inline]

@@ -41,6 +41,7 @@ mod local;
 pub mod logging;
 mod persist;
 mod process;
+pub mod resolve;
 mod respond;
 mod session;
 mod txn;

@@ -41,6 +41,7 @@ impl Model {
             st: TxnState {
                 vars: crate::txn::Vars::with_sess(sess),
                 fx: Default::default(),
+                resume: None,
             },
             req_copy: None,
             res: None,
@@ -194,7 +195,13 @@ impl Session {
             Some(d) => Some(d.as_slice()),
             None => body_len.map(|n| &buf[head.head_len..head.head_len + n]),
         };
-        let d = process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close);
+        let d = loop {
+            let d =
+                process::process_request(&ctx, &facts, &mut m.head, buf, body, &mut m.st, close);
+            // `do-resolve`: the request waits for the answer.
+            let Decision::Resolve(r) = d else { break d };
+            crate::resolve::resolve_into(&r, &mut m.st.vars).await;
+        };
         if let Some(v) = dechunked {
             pool::give_out(v);
         }

@@ -14,8 +14,9 @@ use fairlead_backend::Backend;
 use fairlead_http::msg::Head;
 use fairlead_rules::acl::Tri;
 use fairlead_rules::answer::Answer;
-use fairlead_rules::exec::{run, Verdict};
+use fairlead_rules::exec::{run, run_from, Verdict};
 use fairlead_rules::proxy::{BackendTarget, ProxyRules};
+use fairlead_rules::resolve::Resolved;
 use fairlead_rules::txn::TlsFacts;
 use std::sync::Arc;
 
@@ -47,6 +48,10 @@ pub(crate) enum Decision {
         server: Option<fairlead_backend::ServerId>,
     },
     Local(Local),
+    /// `do-resolve`: resolve this name into its variable (see
+    /// [`crate::resolve`]), then process the request again; the rules go
+    /// on after the action.
+    Resolve(Resolved),
 }
 
 /// Per-transaction rule state, kept from the request to the response.
@@ -54,6 +59,16 @@ pub(crate) enum Decision {
 pub(crate) struct TxnState {
     pub vars: Vars,
     pub fx: Effects,
+    /// Where the request rules go on after a `do-resolve`.
+    pub resume: Option<Resume>,
+}
+
+/// The request rule after a `do-resolve` action: in the frontend's or
+/// the backend's `http-request` rules, and its index.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resume {
+    be_stage: bool,
+    next: usize,
 }
 
 /// The server a `stick match` rule designated (by its `id`), when the
@@ -159,6 +174,7 @@ pub(crate) fn process_request(
 ) -> Decision {
     let routes = &ctx.front.routes;
     let fe = &routes.fe_rules;
+    let resume = st.resume.take();
     let nb = |name: Option<&str>| nbsrv(routes, &ctx.front.routes.default_be, name);
     let mut tx = HttpTxn {
         req: HeadBuf { head: msg, buf },
@@ -173,7 +189,13 @@ pub(crate) fn process_request(
         req_body: body,
         uid_ctx: Some(ctx),
     };
-    let d = decide(ctx, &mut tx, close);
+    let d = match decide(ctx, &mut tx, close, resume) {
+        Ok(d) => d,
+        Err((r, at)) => {
+            st.resume = Some(at);
+            return Decision::Resolve(r);
+        }
+    };
     if let Some(u) = &fe.unique_id {
         if let Decision::Forward { .. } = d {
             // Made now if no rule used it yet, as HAProxy does when the
@@ -223,25 +245,43 @@ impl fairlead_rules::txn::Txn for Contentless<'_, '_> {
     }
 }
 
-/// The request rules' decision (see [`process_request`]).
-fn decide<'a>(ctx: &'a HttpCtx, tx: &mut HttpTxn<'a>, close: bool) -> Decision {
+/// A `do-resolve` to run before the rules go on at the [`Resume`] point.
+type Pause = (Resolved, Resume);
+
+/// The request rules' decision (see [`process_request`]), from the start
+/// or from where a `do-resolve` paused them.
+fn decide<'a>(
+    ctx: &'a HttpCtx,
+    tx: &mut HttpTxn<'a>,
+    close: bool,
+    resume: Option<Resume>,
+) -> Result<Decision, Pause> {
     let routes = &ctx.front.routes;
     let fe = &routes.fe_rules;
-    capture_headers(fe, tx);
-    if let Some(d) = monitor(fe, tx, close) {
-        return d;
+    let (fe_from, be_from) = match resume {
+        None => (Some(0), 0),
+        Some(r) if !r.be_stage => (Some(r.next), 0),
+        Some(r) => (None, r.next),
+    };
+    if fe_from == Some(0) {
+        capture_headers(fe, tx);
+        if let Some(d) = monitor(fe, tx, close) {
+            return Ok(d);
+        }
     }
-    if let Some(d) = section_rules(ctx, fe, None, tx, close) {
-        return d;
+    if let Some(from) = fe_from {
+        if let Some(d) = section_rules(ctx, fe, None, tx, close, from)? {
+            return Ok(d);
+        }
     }
     let be_idx = switch(routes, tx);
     let be = backend(ctx, be_idx);
     tx.backend = Some(&be.name);
     let own = be_rules(routes, be_idx);
     if let Some(br) = own.filter(|r| !Arc::ptr_eq(r, fe)) {
-        if let Some(d) = section_rules(ctx, br, be_idx, tx, close) {
+        if let Some(d) = section_rules(ctx, br, be_idx, tx, close, be_from)? {
             tx.fx.backend_stage = Some(be_idx);
-            return d;
+            return Ok(d);
         }
     }
     tx.fx.persist = own.and_then(|br| br.persist_mode(&*tx));
@@ -259,7 +299,7 @@ fn decide<'a>(ctx: &'a HttpCtx, tx: &mut HttpTxn<'a>, close: bool) -> Decision {
         tx.fx.stick = st;
     }
     capture_cookie(fe, tx);
-    Decision::Forward { be: be_idx, server }
+    Ok(Decision::Forward { be: be_idx, server })
 }
 
 /// Renders the frontend's `unique-id-format` for this transaction: its
@@ -389,14 +429,17 @@ fn monitor(fe: &ProxyRules, tx: &HttpTxn<'_>, close: bool) -> Option<Decision> {
     }))
 }
 
-/// One section's `http-request` rules, then its `redirect` rules.
+/// One section's `http-request` rules from the one at index `from`, then
+/// its `redirect` rules.
 fn section_rules(
     ctx: &HttpCtx,
     rules: &ProxyRules,
     be: Option<usize>,
     tx: &mut HttpTxn<'_>,
     close: bool,
-) -> Option<Decision> {
+    from: usize,
+) -> Result<Option<Decision>, Pause> {
+    let fe_stage = std::ptr::eq(rules, &*ctx.front.routes.fe_rules);
     // `tcp-request content` rules of an HTTP proxy run once per request,
     // before its `http-request` rules, on the parsed request.
     // `auth` without a realm uses the section's name, as HAProxy.
@@ -405,35 +448,48 @@ fn section_rules(
     } else {
         backend(ctx, be).name.as_str()
     };
-    if let v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close) =
-        run(&rules.tcp_content, &rules.acls, tx, false)
-    {
-        return local_of(ctx, be, realm, v, tx, close).map(Decision::Local);
+    if from == 0 {
+        if let v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close) =
+            run(&rules.tcp_content, &rules.acls, tx, false)
+        {
+            return Ok(local_of(ctx, be, realm, v, tx, close).map(Decision::Local));
+        }
+        if fe_stage {
+            // The request counts on the stick counters once the
+            // frontend's content rules tracked theirs (HAProxy's
+            // http_wait_for_request).
+            tx.fx.count_request();
+        }
     }
-    if std::ptr::eq(rules, &*ctx.front.routes.fe_rules) {
-        // The request counts on the stick counters once the frontend's
-        // content rules tracked theirs (HAProxy's http_wait_for_request).
-        tx.fx.count_request();
+    let (v, at) = run_from(&rules.http_request, &rules.acls, tx, false, from);
+    if let Verdict::Resolve(r) = v {
+        let next = at.saturating_add(1);
+        return Err((
+            r,
+            Resume {
+                be_stage: !fe_stage,
+                next,
+            },
+        ));
     }
-    let v = run(&rules.http_request, &rules.acls, tx, false);
     if let Some(l) = local_of(ctx, be, realm, v, tx, close) {
-        return Some(Decision::Local(l));
+        return Ok(Some(Decision::Local(l)));
     }
     for r in &rules.redirects {
         if r.check(&rules.acls, tx) != Tri::Pass {
             continue;
         }
         if let Some(loc) = r.action.location(tx) {
-            return Some(Decision::Local(Local::Send {
+            return Ok(Some(Decision::Local(Local::Send {
                 bytes: r.action.response(&loc, close),
                 status: r.action.code,
                 close,
                 tarpit: false,
                 denied: false,
-            }));
+            })));
         }
     }
-    None
+    Ok(None)
 }
 
 /// Turns a rule set's verdict into a local response (`None`: go on).
@@ -455,7 +511,7 @@ pub(crate) fn local_of(
         }
     };
     Some(match v {
-        Verdict::Continue | Verdict::Allow | Verdict::Wait => return None,
+        Verdict::Continue | Verdict::Allow | Verdict::Wait | Verdict::Resolve(_) => return None,
         Verdict::Deny(a) => Local::Send {
             bytes: answer(a, true),
             status: a.status(),

@@ -443,6 +443,8 @@ impl Session {
                     rl.backend = be;
                     prefer = server;
                 }
+                // `process` resolves and goes on: never returned.
+                crate::process::Decision::Resolve(_) => {}
             }
             model = Some(m);
         }

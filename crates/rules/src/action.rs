@@ -163,6 +163,9 @@ pub enum Action {
     Redirect(Box<Redirect>),
     Return(Box<Answer>),
     UseService(String),
+    /// `do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>` (see
+    /// [`crate::resolve`]).
+    DoResolve(Box<crate::resolve::DoResolve>),
 }
 
 impl Action {
@@ -230,6 +233,7 @@ pub const HTTP_REQUEST_ACTIONS: &[&str] = &[
     "del-map",
     "add-acl",
     "del-acl",
+    "do-resolve",
 ];
 pub const HTTP_RESPONSE_ACTIONS: &[&str] = &[
     "add-header",
@@ -298,7 +302,6 @@ fn allowed(set: RuleSet) -> &'static [&'static str] {
 /// says "not implemented" rather than "unknown".
 pub(crate) const KNOWN_NOT_YET: &[&str] = &[
     "sc-add-gpc",
-    "do-resolve",
     "wait-for-body",
     "wait-for-handshake",
     "cache-use",
@@ -476,6 +479,11 @@ fn parse_known(name: &str, words: &[String], cx: &mut ActionCtx<'_>) -> Result<A
             };
             Action::SetStatus(code, reason)
         }
+        "do-resolve" => Action::DoResolve(Box::new(crate::resolve::parse(
+            words,
+            |r| cx.env.resolvers.contains(r),
+            |e| expr(e, cx),
+        )?)),
         _ if name.starts_with("set-var") || name.starts_with("unset-var") => set_var(words, cx)?,
         "capture" => capture(words, cx)?,
         "set-log-level" => {

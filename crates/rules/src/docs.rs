@@ -574,6 +574,7 @@ mod tests {
             "expect-proxy" => vec![name.into(), "layer4".into()],
             "redirect" => vec![name.into(), "location".into(), "/".into()],
             "use-service" => vec![name.into(), "prometheus-exporter".into()],
+            "do-resolve" => vec!["do-resolve(txn.ip,dns)".into(), "hdr(host)".into()],
             "set-map" => vec![format!("set-map({map})"), "k".into(), "v".into()],
             "del-map" | "add-acl" | "del-acl" => {
                 let file = if name == "del-map" {
@@ -595,7 +596,8 @@ mod tests {
     fn actions_table_matches_the_parser() {
         let map = tmp_map();
         std::fs::write(format!("{map}.acl"), "k\n").unwrap();
-        let env = crate::Env::default();
+        let mut env = crate::Env::default();
+        env.resolvers.insert("dns".into());
         for name in action_names() {
             for set in RULE_SETS {
                 let mut acls = Acls::default();

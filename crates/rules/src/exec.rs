@@ -78,6 +78,9 @@ pub enum Verdict<'r> {
     UseService(&'r str),
     /// A condition needs data that has not arrived (MISS).
     Wait,
+    /// `do-resolve`: the name to resolve before the rules go on (from
+    /// the rule after the one [`run_from`] names).
+    Resolve(crate::resolve::Resolved),
 }
 
 /// Runs `rules` in order. `res` says which message header actions edit.
@@ -87,18 +90,32 @@ pub fn run<'r>(
     s: &mut dyn Stream,
     res: bool,
 ) -> Verdict<'r> {
-    for rule in rules {
+    run_from(rules, acls, s, res, 0).0
+}
+
+/// Runs `rules` in order from the one at index `start` (after a
+/// [`Verdict::Resolve`], the index after the one it came from). Returns
+/// the verdict and the index of the rule that gave it (`rules.len()` for
+/// [`Verdict::Continue`]).
+pub fn run_from<'r>(
+    rules: &'r [Rule<Action>],
+    acls: &Acls,
+    s: &mut dyn Stream,
+    res: bool,
+    start: usize,
+) -> (Verdict<'r>, usize) {
+    for (i, rule) in rules.iter().enumerate().skip(start) {
         match rule.check(acls, s) {
             Tri::Fail => continue,
-            Tri::Miss => return Verdict::Wait,
+            Tri::Miss => return (Verdict::Wait, i),
             Tri::Pass => {}
         }
         match apply(&rule.action, s, res) {
             Verdict::Continue => {}
-            v => return v,
+            v => return (v, i),
         }
     }
-    Verdict::Continue
+    (Verdict::Continue, rules.len())
 }
 
 fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
@@ -251,6 +268,23 @@ fn apply<'r>(a: &'r Action, s: &mut dyn Stream, res: bool) -> Verdict<'r> {
                 RefEdit::DelMap | RefEdit::DelAcl => {
                     target.delete_key(&k);
                 }
+            }
+        }
+        Action::DoResolve(d) => {
+            // An empty or missing name leaves the variable unset.
+            let name = d
+                .expr
+                .eval_str(s)
+                .and_then(|v| v.as_bytes().map(<[u8]>::to_vec))
+                .and_then(|b| String::from_utf8(b).ok())
+                .filter(|n| !n.is_empty());
+            if let Some(name) = name {
+                return Verdict::Resolve(crate::resolve::Resolved {
+                    var: d.var.clone(),
+                    resolvers: d.resolvers.clone(),
+                    family: d.family,
+                    name,
+                });
             }
         }
         Action::Allow => return Verdict::Allow,
@@ -472,6 +506,7 @@ mod set_var_tests {
     use super::*;
     use crate::action::{ActionCtx, RuleSet};
     use crate::cond::Acls;
+    use crate::resolve::Resolved;
     use crate::txn::Scope;
     use std::collections::HashMap;
 
@@ -623,5 +658,83 @@ mod set_var_tests {
                 (1, b"\"192.168.1.1, x\" ,172.16.0.2".to_vec()),
             ]
         );
+    }
+
+    /// `do-resolve` stops the rules with the name to resolve; the caller
+    /// stores the answer and resumes after the rule, which then sees it.
+    #[test]
+    fn do_resolve_pauses_and_resumes_after_its_rule() {
+        let mut env = crate::Env::default();
+        env.resolvers.insert("mydns".into());
+        let mut acls = Acls::default();
+        let mut rules = Vec::new();
+        for line in [
+            "set-var(txn.before) str(x)",
+            "do-resolve(txn.ip,mydns,ipv4) req.hdr(x-host)",
+            "set-var(txn.v) var(txn.ip)",
+        ] {
+            let mut cx = ActionCtx {
+                env: &env,
+                set: RuleSet::HttpRequest,
+                acls: &mut acls,
+                max_reply: 16384,
+                capture_slots: 0,
+            };
+            let words: Vec<String> = line.split(' ').map(String::from).collect();
+            let action = crate::action::parse(&words, &mut cx).unwrap();
+            rules.push(Rule { action, cond: None });
+        }
+        let mut s = Vars::default();
+        s.1.push((b"x-host".to_vec(), b"app.example".to_vec()));
+        let (v, at) = run_from(&rules, &acls, &mut s, false, 0);
+        let Verdict::Resolve(r) = v else {
+            panic!("no resolution: {v:?}");
+        };
+        assert_eq!(at, 1);
+        assert_eq!(
+            (r.name.as_str(), r.resolvers.as_str(), r.family),
+            ("app.example", "mydns", crate::resolve::ResolveFamily::Ipv4)
+        );
+        s.set_var(&r.var, Resolved::sample("10.1.2.3".parse().unwrap()));
+        let (v, at) = run_from(&rules, &acls, &mut s, false, at + 1);
+        assert!(matches!(v, Verdict::Continue), "{v:?}");
+        assert_eq!(at, 3);
+        let got = s
+            .var(&VarRef::parse("txn.v").unwrap())
+            .map(Sample::into_owned);
+        assert_eq!(got, Some(Sample::Ipv4("10.1.2.3".parse().unwrap())));
+        // No name: nothing to resolve, the variable stays unset.
+        let mut s = Vars::default();
+        let (v, _) = run_from(&rules, &acls, &mut s, false, 0);
+        assert!(matches!(v, Verdict::Continue), "{v:?}");
+        assert_eq!(s.var(&VarRef::parse("txn.v").unwrap()), None);
+    }
+
+    #[test]
+    fn do_resolve_checks_its_arguments() {
+        let mut env = crate::Env::default();
+        env.resolvers.insert("mydns".into());
+        let mut acls = Acls::default();
+        let mut parse = |line: &str| {
+            let mut cx = ActionCtx {
+                env: &env,
+                set: RuleSet::HttpRequest,
+                acls: &mut acls,
+                max_reply: 16384,
+                capture_slots: 0,
+            };
+            let words: Vec<String> = line.split(' ').map(String::from).collect();
+            crate::action::parse(&words, &mut cx)
+        };
+        let Ok(Action::DoResolve(d)) = parse("do-resolve(txn.ip,mydns) hdr(host)") else {
+            panic!("not parsed");
+        };
+        assert_eq!(d.family, crate::resolve::ResolveFamily::Ipv6);
+        let e = parse("do-resolve(txn.ip,other) hdr(host)").unwrap_err();
+        assert!(e.contains("can't find resolvers section 'other'"), "{e}");
+        let e = parse("do-resolve(txn.ip,mydns,ipv5) hdr(host)").unwrap_err();
+        assert!(e.contains("'ipv5'"), "{e}");
+        assert!(parse("do-resolve(txn.ip,mydns)").is_err());
+        assert!(parse("do-resolve(txn.ip) hdr(host)").is_err());
     }
 }

@@ -40,6 +40,7 @@ pub mod proxy;
 mod rand;
 pub mod redirect;
 pub mod reply;
+pub mod resolve;
 pub mod sample;
 pub mod stick;
 pub mod stick_actions;
@@ -69,4 +70,7 @@ pub struct Env {
     /// The table of the section whose rules are being compiled: the
     /// default of `track-sc` and `src_*`. Default is none.
     pub own_table: Option<fairlead_stick::Table>,
+    /// The names of the `resolvers` sections (`do-resolve`). Default is
+    /// none.
+    pub resolvers: std::collections::HashSet<String>,
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 /// defaults section), where HAProxy sends its health check lines: server
 /// state changes, and with `option log-health-checks` each check whose
 /// result changed.
-struct BackendLogs {
+pub(crate) struct BackendLogs {
     logger: Option<fairlead_log::Logger>,
     /// Backend name and its sink.
     sinks: Vec<(String, fairlead_log::SinkId)>,
@@ -23,11 +23,22 @@ impl BackendLogs {
     /// Starts a logger for the backends that have checked servers and
     /// log targets; none when no backend has both.
     fn start(cfg: &Config) -> std::io::Result<BackendLogs> {
+        Self::start_for(cfg, |b| {
+            b.servers.iter().any(|s| s.check || s.agent.is_some())
+        })
+    }
+
+    /// Starts a logger for the backends `wanted` picks that have log
+    /// targets; none when there are none.
+    pub(crate) fn start_for(
+        cfg: &Config,
+        wanted: impl Fn(&fairlead_config::Backend) -> bool,
+    ) -> std::io::Result<BackendLogs> {
         let logging: Vec<&fairlead_config::Backend> = cfg
             .backends
             .iter()
             .filter(|b| !b.options.log.targets.is_empty())
-            .filter(|b| b.servers.iter().any(|s| s.check || s.agent.is_some()))
+            .filter(|b| wanted(b))
             .collect();
         if logging.is_empty() {
             return Ok(BackendLogs {
@@ -50,7 +61,9 @@ impl BackendLogs {
         })
     }
 
-    fn send(&self, backend: &str, level: Level, line: &str) {
+    /// Sends `line` to the log targets of `backend` (nothing when it has
+    /// none).
+    pub(crate) fn send(&self, backend: &str, level: Level, line: &str) {
         let Some(logger) = &self.logger else { return };
         if let Some((_, sink)) = self.sinks.iter().find(|(n, _)| n == backend) {
             logger.emit(*sink, level, line.as_bytes());

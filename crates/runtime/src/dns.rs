@@ -20,6 +20,7 @@
 //!   server's name (`set server be/s fqdn NAME`) through [`show`] and
 //!   [`set_fqdn`].
 
+use crate::checks::BackendLogs;
 use crate::Shared;
 use fairlead_backend::{Backend, ServerId as SrvId};
 use fairlead_config::{Config, ServerAddr, ServerTemplate};
@@ -28,6 +29,7 @@ use fairlead_dns::{
     AddrPolicy, DnsEvent, InitAddrOutcome, NameKind, NameState, Resolvers, ServerDnsOptions,
     ServerId, ServerResolver, TemplateSlots,
 };
+use fairlead_log::Level;
 use std::collections::HashMap;
 use std::io::{Error, Result};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -70,6 +72,8 @@ pub(crate) struct Plan {
 /// when no `init-addr` method gives an address.
 pub(crate) fn prepare(cfg: &mut Config, quiet: bool) -> Result<Plan> {
     let mut plan = Plan::default();
+    // `init-addr last`: the addresses of the server-state files.
+    let saved = crate::state_file::saved_addrs(cfg);
     for (bi, be) in cfg.backends.iter_mut().enumerate() {
         let be_name = be.name.clone();
         for (si, s) in be.servers.iter_mut().enumerate() {
@@ -100,10 +104,11 @@ pub(crate) fn prepare(cfg: &mut Config, quiet: bool) -> Result<Plan> {
             let (host, port) = (host.clone(), *port);
             let at = format!("{}: server {be_name}/{}", s.location, s.name);
             let prefer = s.dns.prefer;
+            let last = saved.get(&(be_name.clone(), s.name.clone())).copied();
             let outcome = fairlead_dns::server::resolve_init_addr(
                 &s.dns.init_addr_methods(),
                 &host,
-                None,
+                last,
                 |n| libc_resolve(n, prefer),
             );
             let (addr, maint) = match outcome {
@@ -259,9 +264,26 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
     if STATE.set(state.clone()).is_err() {
         return Err(Error::other("DNS runtime started twice"));
     }
+    if !resolvers.is_empty() {
+        install_do_resolve(resolvers);
+    }
     if plan.servers.is_empty() && plan.templates.is_empty() {
         return Ok(());
     }
+    // HAProxy sends the DNS events to the backend's `log` targets too.
+    let followed: Vec<usize> = plan
+        .servers
+        .iter()
+        .map(|s| s.be)
+        .chain(plan.templates.iter().map(|t| t.be))
+        .collect();
+    let names: Vec<&str> = followed
+        .iter()
+        .filter_map(|&i| cfg.backends.get(i).map(|b| b.name.as_str()))
+        .collect();
+    let logs = Arc::new(BackendLogs::start_for(cfg, |b| {
+        names.contains(&b.name.as_str())
+    })?);
     let shared = shared.clone();
     std::thread::Builder::new()
         .name("fairlead-dns".into())
@@ -276,9 +298,24 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
                     return;
                 }
             };
-            rt.block_on(run(shared, state, plan, receivers));
+            rt.block_on(run(shared, state, plan, receivers, logs));
         })?;
     Ok(())
+}
+
+/// `http-request do-resolve`: the request's own worker resolves the
+/// name with the section's nameservers (its retries and timeouts bound
+/// the wait); any failure leaves the variable unset.
+fn install_do_resolve(sections: Vec<Resolvers>) {
+    fairlead_l7::resolve::set_resolver(Arc::new(move |section, name, family| {
+        let res = sections.iter().find(|r| r.name() == section).cloned();
+        let name = name.to_string();
+        let family = match family {
+            fairlead_rules::resolve::ResolveFamily::Ipv4 => fairlead_dns::Family::Ipv4,
+            fairlead_rules::resolve::ResolveFamily::Ipv6 => fairlead_dns::Family::Ipv6,
+        };
+        Box::pin(async move { res?.resolve_once(&name, family).await.ok() })
+    }));
 }
 
 fn section_of(state: &DnsState, opts: &ServerDnsOptions) -> Option<Resolvers> {
@@ -299,6 +336,7 @@ async fn run(
     state: Arc<DnsState>,
     plan: Plan,
     receivers: Vec<Option<(SrvId, watch::Receiver<String>)>>,
+    logs: Arc<BackendLogs>,
 ) {
     let mut tasks = tokio::task::JoinSet::new();
     for r in &state.resolvers {
@@ -311,13 +349,22 @@ async fn run(
         let (Some(res), Some(be)) = (section_of(&state, &s.opts), shared.backends.get(s.be)) else {
             continue;
         };
-        tasks.spawn(follow_server(res, be.clone(), state.clone(), s, me, rx));
+        let logs = logs.clone();
+        tasks.spawn(follow_server(
+            res,
+            be.clone(),
+            state.clone(),
+            s,
+            me,
+            rx,
+            logs,
+        ));
     }
     for t in plan.templates {
         let (Some(res), Some(be)) = (section_of(&state, &t.opts), shared.backends.get(t.be)) else {
             continue;
         };
-        tasks.spawn(follow_template(res, be.clone(), t));
+        tasks.spawn(follow_template(res, be.clone(), t, logs.clone()));
     }
     while tasks.join_next().await.is_some() {}
 }
@@ -344,6 +391,7 @@ async fn follow_server(
     s: DnsServer,
     me: SrvId,
     mut fqdn: watch::Receiver<String>,
+    logs: Arc<BackendLogs>,
 ) {
     let Some(srv) = be.server_by_id(me) else {
         return;
@@ -375,7 +423,7 @@ async fn follow_server(
                     let st: NameState = rx.borrow_and_update().clone();
                     let used = used_by_others(&state, &be, me, &name);
                     let events = resolver.apply(&st, &used);
-                    apply_events(&be, events);
+                    apply_events(&be, events, &logs, Some(&name));
                 }
                 changed = fqdn.changed() => {
                     if changed.is_err() {
@@ -389,7 +437,7 @@ async fn follow_server(
 }
 
 /// Fills one template's slots from its name's answers.
-async fn follow_template(res: Resolvers, be: Arc<Backend>, t: DnsTemplate) {
+async fn follow_template(res: Resolvers, be: Arc<Backend>, t: DnsTemplate, logs: Arc<BackendLogs>) {
     let tp = &t.template;
     let kind = NameKind::for_name(&tp.fqdn, t.opts.prefer);
     let mut rx = match res.subscribe(&tp.fqdn, kind) {
@@ -414,7 +462,9 @@ async fn follow_template(res: Resolvers, be: Arc<Backend>, t: DnsTemplate) {
     while rx.changed().await.is_ok() {
         let st: NameState = rx.borrow_and_update().clone();
         let events = slots.apply(&st);
-        apply_events(&be, events);
+        // The slots of an SRV template each have their own target name.
+        let name = (!matches!(kind, NameKind::Srv(_))).then_some(tp.fqdn.as_str());
+        apply_events(&be, events, &logs, name);
     }
 }
 
@@ -422,9 +472,15 @@ fn server_of(be: &Backend, id: &ServerId) -> Option<Arc<fairlead_backend::Server
     be.server_by_name(&id.server)
 }
 
-/// Applies DNS events to the backend's servers and logs them.
-fn apply_events(be: &Backend, events: Vec<DnsEvent>) {
+/// Applies DNS events to the backend's servers and logs them, on stderr
+/// and to the backend's `log` targets, with HAProxy 2.6's lines and
+/// levels. `fqdn`: the name the servers resolve, when they share one.
+fn apply_events(be: &Backend, events: Vec<DnsEvent>, logs: &BackendLogs, fqdn: Option<&str>) {
     let mut weights_changed = false;
+    let log = |tag: &str, level: Level, line: &str| {
+        eprintln!("{tag} {line}");
+        logs.send(&be.name, level, line);
+    };
     for ev in events {
         let (DnsEvent::AddrChanged { server, .. }
         | DnsEvent::FqdnChanged { server, .. }
@@ -435,39 +491,48 @@ fn apply_events(be: &Backend, events: Vec<DnsEvent>) {
         let Some(s) = server_of(be, server) else {
             continue;
         };
+        let line = format!("{ev}.");
         match &ev {
             DnsEvent::AddrChanged { to, .. } => {
                 let port = s.admin.addr.load().port();
                 s.admin.set_addr(SocketAddr::new(*to, port));
-                eprintln!("[WARNING]  {ev}.");
             }
             DnsEvent::PortChanged { to, .. } => {
                 let ip = s.admin.addr.load().ip();
                 s.admin.set_addr(SocketAddr::new(ip, *to));
-                eprintln!("[WARNING]  {ev}.");
             }
             DnsEvent::WeightChanged { to, .. } => {
                 s.admin.weight.store((*to).min(256), Ordering::Relaxed);
                 weights_changed = true;
-                eprintln!("[WARNING]  {ev}.");
             }
-            DnsEvent::FqdnChanged { .. } => eprintln!("[WARNING]  {ev}."),
+            DnsEvent::FqdnChanged { .. } => {}
             DnsEvent::Maintenance { .. } => {
                 s.admin.dns_maint.store(true, Ordering::Relaxed);
                 be.refresh_weights();
                 let (active, backup) = be.usable_counts();
                 let cur = s.metrics.cur.load(Ordering::Relaxed);
-                eprintln!(
-                    "[ALERT]    {ev}. {active} active and {backup} backup servers left. {cur} sessions active, 0 requeued, {} remaining in queue.",
+                let line = format!(
+                    "{ev}. {active} active and {backup} backup servers left. {cur} sessions active, 0 requeued, {} remaining in queue.",
                     be.queue.len()
                 );
+                log("[WARNING] ", Level::Alert, &line);
+                if active + backup == 0 {
+                    eprintln!("[ALERT]    backend '{}' has no server available!", be.name);
+                    let msg = format!("backend {} has no server available!", be.name);
+                    logs.send(&be.name, Level::Emerg, &msg);
+                }
+                continue;
             }
             DnsEvent::Ready { .. } => {
                 s.admin.dns_maint.store(false, Ordering::Relaxed);
                 weights_changed = true;
-                eprintln!("[WARNING]  {ev}.");
+                if let Some(name) = fqdn {
+                    let up = format!("Server {server} ('{name}') is UP/READY (resolves again).");
+                    log("[WARNING] ", Level::Notice, &up);
+                }
             }
         }
+        log("[WARNING] ", Level::Notice, &line);
     }
     if weights_changed {
         be.refresh_weights();

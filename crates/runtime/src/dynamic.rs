@@ -30,6 +30,15 @@ fn registry() -> std::sync::MutexGuard<'static, HashMap<ServerId, Added>> {
         .unwrap_or_else(|e| e.into_inner())
 }
 
+/// The global settings added servers inherit (TLS defaults), set once
+/// at start-up.
+static DEFAULTS: OnceLock<config::DynamicServerDefaults> = OnceLock::new();
+
+/// Keeps what `add server` needs from the configuration.
+pub(crate) fn set_defaults(cfg: &config::Config) {
+    let _ = DEFAULTS.set(cfg.dynamic_server_defaults());
+}
+
 /// `add server`: parses the options, adds the server (in maintenance).
 pub(crate) fn add(
     shared: &Shared,
@@ -38,7 +47,8 @@ pub(crate) fn add(
     args: &[String],
 ) -> Result<String, String> {
     let be = shared.backends.get(bi).ok_or("No such backend.")?;
-    let cfg = config::parse_dynamic_server(name, args)?;
+    let defaults = DEFAULTS.get().cloned().unwrap_or_default();
+    let cfg = config::parse_dynamic_server(name, args, &defaults)?;
     let addr = match &cfg.addr {
         config::ServerAddr::Ip(a) => *a,
         // Connections go to the socket; the IP address is a placeholder.

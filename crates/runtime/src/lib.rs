@@ -799,6 +799,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     if uid.is_some() || gid.is_some() {
         os::drop_privileges(uid, gid)?;
     }
+    dynamic::set_defaults(&cfg);
     let _checker = checks::start(&cfg, &shared)?;
     dns::start(&cfg, &shared, dns_plan)?;
     let peers = peers::start(&cfg, &shared, opts.quiet);

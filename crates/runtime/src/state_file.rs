@@ -14,8 +14,10 @@
 //! - servers the new configuration does not have (those added at run time
 //!   included) are ignored: HAProxy does not re-create them either.
 //!
-//! The operational state is not restored: checked servers start as the
-//! configuration says and their checks decide.
+//! - the operational state of checked servers: one saved DOWN starts
+//!   DOWN and needs `rise` successful checks (HAProxy also restores DOWN
+//!   on unchecked servers, which then stay DOWN; Fairlead does not), and
+//!   the time since the last state change.
 //!
 //! In master-worker mode Fairlead also writes the files itself before a
 //! reload ([`dump_for_reload`]): the master asks the running worker for
@@ -74,6 +76,31 @@ pub(crate) fn apply_all(cfg: &Config, shared: &Shared, quiet: bool) {
     }
 }
 
+/// The IP addresses the state files saved, by backend and server name:
+/// what `init-addr last` takes. The files are read quietly
+/// ([`apply_all`] reports their problems later).
+pub(crate) fn saved_addrs(cfg: &Config) -> HashMap<(String, String), std::net::IpAddr> {
+    let mut files: HashMap<String, Vec<SavedServer>> = HashMap::new();
+    let mut out = HashMap::new();
+    for b in &cfg.backends {
+        let Some(path) = cfg.server_state_path(b) else {
+            continue;
+        };
+        let saved = files.entry(path.clone()).or_insert_with(|| {
+            std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| parse(&t).ok())
+                .unwrap_or_default()
+        });
+        for s in saved.iter().filter(|s| s.backend == b.name) {
+            if let Some(ip) = s.addr.filter(|ip| !ip.is_unspecified()) {
+                out.insert((s.backend.clone(), s.server.clone()), ip);
+            }
+        }
+    }
+    out
+}
+
 /// `std::io::Error`'s text without the `(os error N)` suffix, as C's
 /// `strerror`.
 fn fairlead_log_err(e: &std::io::Error) -> String {
@@ -123,6 +150,9 @@ pub(crate) fn apply_one(
     if s.iweight == scfg.weight {
         let _ = be.apply(id, ServerCommand::Weight(s.uweight));
     }
+    if let Some(note) = restore_op_state(be, scfg, &srv, s, &name) {
+        notes.push(note);
+    }
     if srv.conf.unix.is_none() {
         let port = (s.port != 0).then_some(s.port);
         let by_name = matches!(scfg.addr, ServerAddr::Name(..));
@@ -136,6 +166,33 @@ pub(crate) fn apply_one(
         }
     }
     notes
+}
+
+/// The operational state of a checked server, as HAProxy restores it: a
+/// server saved DOWN (`srv_op_state` 0) starts DOWN and needs `rise`
+/// successful checks; the time since its last change carries over.
+/// Returns HAProxy's notice for a server that starts DOWN.
+fn restore_op_state(
+    be: &Backend,
+    scfg: &fairlead_config::Server,
+    srv: &fairlead_backend::Server,
+    s: &SavedServer,
+    name: &str,
+) -> Option<String> {
+    if !(scfg.check || scfg.agent.is_some()) {
+        // Nothing would ever bring an unchecked server back up.
+        return None;
+    }
+    let up = s.op_state != 0;
+    srv.health.restore(up, s.since_change);
+    if up {
+        return None;
+    }
+    be.refresh_weights();
+    let (active, backup) = be.usable_counts();
+    Some(format!(
+        "Server {name} is DOWN, changed from server-state after a reload. {active} active and {backup} backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."
+    ))
 }
 
 /// Before a reload in master-worker mode: asks the running worker for
@@ -257,6 +314,8 @@ mod tests {
             backend: "rr".into(),
             server: srv.into(),
             addr: addr.parse().ok(),
+            op_state: 2,
+            since_change: 0,
             admin_state: admin,
             uweight: uw,
             iweight: iw,

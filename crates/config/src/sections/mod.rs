@@ -528,6 +528,7 @@ impl<'a> Parser<'a> {
             tables,
             peers,
             other_sections: std::mem::take(&mut self.others),
+            server_tls_defaults: self.tls.server.clone(),
             ..Config::default()
         };
         for (d, rules) in self.proxies.iter().zip(compiled) {

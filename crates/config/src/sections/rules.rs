@@ -180,6 +180,9 @@ pub(crate) fn build_env(others: &[OtherSection], max_reply: usize, diags: &mut D
                     }
                 }
             }
+            "resolvers" => {
+                env.resolvers.insert(s.name.clone());
+            }
             _ => {}
         }
     }

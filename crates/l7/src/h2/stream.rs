@@ -191,10 +191,15 @@ async fn decide_and_forward(
         st.fx.count_request();
     }
     if ctx.front.routes.active() {
-        let d = {
-            let tls = cx.client.tls_info_ref();
-            let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
-            process::process_request(&ctx, &facts, head, &[], body.as_deref(), st, false)
+        let d = loop {
+            let d = {
+                let tls = cx.client.tls_info_ref();
+                let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
+                process::process_request(&ctx, &facts, head, &[], body.as_deref(), st, false)
+            };
+            // `do-resolve`: the stream waits for the answer.
+            let Decision::Resolve(r) = d else { break d };
+            crate::resolve::resolve_into(&r, &mut st.vars).await;
         };
         match d {
             Decision::Local(l) => {
@@ -221,6 +226,8 @@ async fn decide_and_forward(
                 rl.backend = be;
                 prefer = server;
             }
+            // Resolved in the loop above.
+            Decision::Resolve(_) => {}
         }
     }
     if let Some(sent) = local_service(cx, id, sig, head, end, st, rl, body).await {
