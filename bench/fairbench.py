@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+import fbcosts  # the `costs` scenario (bench/fbcosts.py)
+import fbmetrics  # TCP counters, thread scheduling, strace counts, CPU mitigations
 import h2bench  # the `h2` scenario (bench/h2bench.py)
 import stickbench  # the `stick` scenario (bench/stickbench.py)
 
@@ -51,6 +53,7 @@ PRETTY = {"fairlead": "Fairlead", "haproxy": "HAProxy", "nginx": "nginx",
 COLORS = {"fairlead": "#d62728", "haproxy": "#1f77b4", "nginx": "#2ca02c",
           "direct": "#555555", BEFORE: "#ff9896"}
 PCTS = ("50", "90", "99", "99.9", "99.99")
+NETNS_ENV = "FAIRBENCH_IN_NETNS"   # set when --netns re-ran this script in its own network namespace
 SIZES = [("64", 64), ("1k", 1024), ("16k", 16384), ("256k", 262144),
          ("1m", 1 << 20), ("16m", 16 << 20)]
 BIG = ("100m", 100 << 20)
@@ -137,6 +140,8 @@ def machine(ctx):
         "cpus": {"proxy": ctx.proxy_cpus, "client": ctx.client_cpus, "origin": ctx.origin_cpus},
         "threads": {"proxy": ctx.threads, "client": ctx.client_threads, "origin": ctx.origin_threads},
         "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        "cpu_vulnerabilities": fbmetrics.vulnerabilities(),
+        "netns": bool(os.environ.get(NETNS_ENV)),
     }
 
 
@@ -758,6 +763,7 @@ def summarize_load(s):
     return dict(tls, **{
         "req_per_s": s["req_per_s"],
         "conn_per_s": s.get("conn_per_s"),
+        "connections": s.get("connections"),
         "bytes_per_s": s.get("bytes_per_s"),
         "responses": s["responses"],
         "elapsed_s": s["elapsed_s"],
@@ -786,6 +792,7 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
     u0, k0 = proxy.cpu_split_s()
     load1 = loadavg1()
     acct = CpuAccount(ctx)
+    probe = fbmetrics.RunProbe(proxy.pids())
     sampled = {}
     timer = None
     if sample:
@@ -803,6 +810,8 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
     u1, k1 = proxy.cpu_split_s() if alive else (u0, k0)
     r = summarize_load(s)
     r["client_cmd"] = shown
+    if alive:
+        r.update(probe.finish(r["responses"], r.get("connections"), CLK_TCK))
     cpu = c1 - c0
     r["proxy_cpu_s"] = round(cpu, 3)
     r["proxy_cpu_pct"] = round(100.0 * cpu / (t1 - t0), 1)
@@ -950,6 +959,7 @@ def aggregate(case, key="proxy"):
             "errors": sum(r["errors"] + r["non_2xx"] for r in rs),
             "lat_ms": {p: med([r["lat_ms"].get(p) for r in rs]) for p in PCTS},
         }
+        m.update(fbmetrics.aggregate_extra(rs, med))
         if any("wrk" in r for r in rs):
             m["wrk_req_per_s"] = med([r["wrk"]["req_per_s"] for r in rs if "wrk" in r])
         if any(r.get("tls") for r in rs):
@@ -3650,6 +3660,8 @@ def series_block():
     out += ["## This series", "",
             "Machine: " + machine_line(m0).rsplit("; load average at start", 1)[0] + "; %s, %s." % (
                 m0.get("mem_total", "?") + " RAM", m0.get("wrk", "wrk ?")), ""]
+    if m0.get("cpu_vulnerabilities"):
+        out += [fbmetrics.vulnerabilities_line(m0["cpu_vulnerabilities"]), ""]
     builds = {json.dumps(r["machine"].get("build"), sort_keys=True) for _, _, r in got}
     shas = {(r["machine"].get("binaries") or {}).get("fairlead", {}).get("sha256") for _, _, r in got}
     if len(builds) == 1 and len(shas) == 1:
@@ -3708,6 +3720,7 @@ def cmd_report(args):
           "by the responses in it; *proxy CPU %* shows whether the proxy was the bottleneck (100% = "
           "its CPU was saturated). How to run: [bench/README.md](bench/README.md).", ""]
     md += series_block()
+    fbcosts.report_all(sys.modules[__name__], md)
     found = False
     for scen, fn in REPORTERS:
         p = latest(scen)
@@ -3735,6 +3748,16 @@ def cmd_report(args):
 
 # --------------------------------------------------------------------------
 # command line
+
+def enter_netns():
+    """Runs this script again under `unshare --net` with the loopback up (does not return)."""
+    if not shutil.which("unshare"):
+        raise SystemExit("--netns: unshare not found")
+    inner = "ip link set lo up && exec \"$@\""
+    os.environ[NETNS_ENV] = "1"
+    argv = [sys.executable, os.path.abspath(__file__)] + sys.argv[1:]
+    os.execvp("unshare", ["unshare", "--net", "--", "sh", "-c", inner, "sh"] + argv)
+
 
 def raise_nofile():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -3785,6 +3808,9 @@ def main():
     ap.add_argument("--retries", type=int, help="measure a run again, at most this many times, when other "
                                                 "processes took more than %g%% of a CPU during it (env "
                                                 "FAIRBENCH_RETRIES, default 2; 0: never)" % DISTURBED_PCT)
+    ap.add_argument("--netns", action="store_true",
+                    help="run in a private network namespace (unshare --net, loopback only; needs root), so "
+                         "that the TCP counters (/proc/net/snmp) count the benchmark's sockets alone")
     ap.add_argument("--keep-tmp", action="store_true", help="keep configs, logs and raw client JSON")
     ap.add_argument("--no-save", action="store_true", help="do not write a result file")
     ap.add_argument("--results-dir", default=os.environ.get("FAIRBENCH_RESULTS"),
@@ -3863,6 +3889,7 @@ def main():
     sub.add_parser("tlsscan", help="sslscan check (bench/sslscan_check.py) of each proxy's TLS listener")
     h2bench.add_parser(sub, add_common)
     stickbench.add_parser(sub, add_common)
+    fbcosts.add_parser(sub, add_common)
     p = sub.add_parser("report", help="regenerate BENCHMARKS.md from the latest results")
     p.add_argument("--out", help="write the markdown here instead of BENCHMARKS.md (charts still go to "
                                  "the results directory)")
@@ -3875,6 +3902,8 @@ def main():
         return cmd_report(args)
     if args.cmd == "build":
         return cmd_build(args)
+    if args.netns and args.cmd not in ("report", "build") and not os.environ.get(NETNS_ENV):
+        enter_netns()
     if args.cmd == "count-origin":
         signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
         return count_origin(args.addr)
@@ -3897,7 +3926,8 @@ def main():
               "tail": sc_tail, "servers": sc_servers, "crosscheck": sc_crosscheck, "tls": sc_tls,
               "tlsscan": sc_tlsscan, "rules": sc_rules,
               "h2": lambda c, a: h2bench.sc_h2(sys.modules[__name__], c, a),
-              "stick": lambda c, a: stickbench.sc_stick(sys.modules[__name__], c, a)}[args.cmd]
+              "stick": lambda c, a: stickbench.sc_stick(sys.modules[__name__], c, a),
+              "costs": lambda c, a: fbcosts.sc_costs(sys.modules[__name__], c, a)}[args.cmd]
         if args.quiet_load:
             ctx.quiet_wait = wait_quiet(args.quiet_load, args.quiet_max)
         res = fn(ctx, args)

@@ -141,6 +141,34 @@ fn bytes_flow_both_ways_interleaved() {
 }
 
 #[test]
+fn a_one_way_download_outlives_the_idle_timeout_of_the_other_side() {
+    let ip = test_ip();
+    // Sends 12 pieces 100 ms apart (1.2 s, four times the 300 ms
+    // timeouts) without reading anything, then closes.
+    let (talker, _) = raw_origin(ip, |mut s| {
+        for i in 0..12u8 {
+            if s.write_all(&[b'a' + i; 100]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let bind = free_addr(ip);
+    let cfg = tcp_cfg(
+        bind,
+        "    timeout client 300ms\n    timeout server 300ms",
+        &format!("    server t {talker}"),
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    // The client never writes: its direction's deadline fires several
+    // times and is pushed back by the server's data each time.
+    let mut s = connect(bind);
+    let got = read_all(&mut s);
+    assert_eq!(got.len(), 1200, "{got:?}");
+    assert!(got.starts_with(&"a".repeat(100)) && got.ends_with(&"l".repeat(100)));
+}
+
+#[test]
 fn fin_timeouts_apply_once_one_side_closed() {
     let ip = test_ip();
     // Reads to EOF, then never answers nor closes.

@@ -864,7 +864,7 @@ mod tests {
         );
         assert_eq!(parse_server_addr("sockpair@4"), Ok(ServerAddr::SockPair(4)));
         assert_eq!(
-            parse_dynamic_server("p", &words("sockpair@4")).unwrap_err(),
+            parse_dynamic_server("p", &words("sockpair@4"), &Default::default()).unwrap_err(),
             "'sockpair@4': servers added at run time cannot use an inherited descriptor"
         );
         let long = format!("unix@/tmp/{}", "a".repeat(93));

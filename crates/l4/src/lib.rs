@@ -156,6 +156,13 @@ async fn pump(
 }
 
 /// The copy loop of [`pump`].
+///
+/// One deadline per direction, armed once and moved only when it fires:
+/// forwarding a chunk only records the time of the activity, and a deadline
+/// that fires after activity is pushed back to the last activity plus the
+/// timeout. No timer, `Notify` future or selection state is built per chunk
+/// (HAProxy's expiry dates work the same way: updated on activity, checked
+/// when the task wakes).
 async fn copy(
     src: &Conn,
     dst: &Conn,
@@ -165,58 +172,87 @@ async fn copy(
     shared: &Shared,
     count: &Cell<u64>,
 ) -> PumpEnd {
-    loop {
-        let idle = if shared.half_closed.get() {
+    // Created before the flag is read: a close of the other direction from
+    // here on wakes it even before its first poll.
+    let mut half_close = std::pin::pin!(shared.closed_one.notified());
+    let mut fin = shared.half_closed.get();
+    let idle_for = |fin: bool| {
+        if fin {
             read_fin.or(read_idle)
         } else {
             read_idle
-        };
-        let half_close = shared.closed_one.notified();
-        let was_half_closed = shared.half_closed.get();
-        let deadline = idle.map(|d| shared.last_activity.get() + d);
+        }
+    };
+    let mut idle = idle_for(fin);
+    let first = shared.last_activity.get() + idle.unwrap_or_default();
+    let mut deadline = std::pin::pin!(tokio::time::sleep_until(first));
+    loop {
         let ready = tokio::select! {
+            biased;
             r = src.readable() => r.map(|_| true),
-            _ = sleep_until(deadline) => Ok(false),
+            _ = deadline.as_mut(), if idle.is_some() => Ok(false),
             // The other direction closed: re-arm with the -fin timeout.
-            _ = half_close, if !was_half_closed => continue,
+            _ = half_close.as_mut(), if !fin => {
+                fin = true;
+                idle = idle_for(true);
+                if let Some(d) = idle {
+                    deadline.as_mut().reset(shared.last_activity.get() + d);
+                }
+                continue;
+            }
         };
         match ready {
             Err(_) => return PumpEnd::ReadError,
             Ok(false) => {
-                // Timed out, unless the other direction moved meanwhile.
-                let d = idle.unwrap_or_default();
-                if Instant::now() >= shared.last_activity.get() + d {
+                // Fired: a timeout unless either direction moved since the
+                // deadline was set; then it moves to the new expiry.
+                let due = shared.last_activity.get() + idle.unwrap_or_default();
+                if Instant::now() >= due {
                     return PumpEnd::Timeout;
                 }
+                deadline.as_mut().reset(due);
                 continue;
             }
             Ok(true) => {}
         }
-        let mut buf = fairlead_net::pool::take();
-        let end = loop {
-            match src.try_read(&mut buf) {
-                Ok(0) => break Some(PumpEnd::Eof),
-                Ok(n) => {
-                    shared.last_activity.set(Instant::now());
-                    count.set(count.get() + n as u64);
-                    if dst.write_all(&buf[..n], write_idle).await.is_err() {
-                        break Some(PumpEnd::WriteError);
-                    }
-                    shared.last_activity.set(Instant::now());
-                    if n < buf.len() {
-                        break None;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(_) => break Some(PumpEnd::ReadError),
-            }
-        };
-        fairlead_net::pool::give(buf);
-        if let Some(end) = end {
+        if let Some(end) = forward_ready(src, dst, write_idle, shared, count).await {
             return end;
         }
     }
+}
+
+/// Reads what `src` holds and writes it to `dst`, through one pooled
+/// buffer taken for the occasion. `Some(end)` when the direction ended.
+async fn forward_ready(
+    src: &Conn,
+    dst: &Conn,
+    write_idle: Option<Duration>,
+    shared: &Shared,
+    count: &Cell<u64>,
+) -> Option<PumpEnd> {
+    let mut buf = fairlead_net::pool::take();
+    let end = loop {
+        match src.try_read(&mut buf) {
+            Ok(0) => break Some(PumpEnd::Eof),
+            Ok(n) => {
+                shared.last_activity.set(Instant::now());
+                count.set(count.get() + n as u64);
+                let data = buf.get(..n).unwrap_or_default();
+                if dst.write_all(data, write_idle).await.is_err() {
+                    break Some(PumpEnd::WriteError);
+                }
+                shared.last_activity.set(Instant::now());
+                if n < buf.len() {
+                    break None;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => break Some(PumpEnd::ReadError),
+        }
+    };
+    fairlead_net::pool::give(buf);
+    end
 }
 
 /// Forwards both directions between `client` and `server` until both are

@@ -129,6 +129,16 @@ impl Framer {
         Ok(Framed { used, out: None })
     }
 
+    /// Whether body bytes of known length are still due after what was
+    /// framed: the sends of such a body carry `MSG_MORE` (see
+    /// [`Conn::write_all_more`]) until its last bytes. Chunked and
+    /// close-delimited bodies do not: their sender may pause between
+    /// pieces (a stream of events), and a held partial segment would wait
+    /// for the next one.
+    pub fn more_due(&self) -> bool {
+        matches!(self, Framer::Remaining(n) if *n > 0)
+    }
+
     /// Upper bound of bytes worth reading next (Content-Length bodies never
     /// read past their end, so pipelined data stays in the socket).
     fn read_limit(&self) -> usize {
@@ -213,7 +223,8 @@ pub(crate) async fn forward(
             let wrote = if bytes.is_empty() {
                 Ok(())
             } else {
-                dst.write_all(bytes, write_idle).await
+                dst.write_all_more(bytes, write_idle, framer.more_due())
+                    .await
             };
             let (used, sent) = (f.used, bytes.len());
             f.release();
@@ -345,6 +356,21 @@ mod tests {
             let (raw, _, _) = run(input, Out::Raw, split);
             assert_eq!(raw, b"abc0123456789", "split {split}");
         }
+    }
+
+    #[test]
+    fn more_is_due_only_inside_a_body_of_known_length() {
+        let mut f = Framer::new(BodyKind::Length(10));
+        assert!(f.more_due());
+        assert_eq!(f.frame(b"abcd").map(|x| x.used).ok(), Some(4));
+        assert!(f.more_due(), "6 bytes still due");
+        assert_eq!(f.frame(b"efghijXX").map(|x| x.used).ok(), Some(6));
+        assert!(!f.more_due(), "the last send pushes");
+        assert!(f.is_done());
+        // Chunked and close-delimited bodies may pause between pieces.
+        assert!(!Framer::new(BodyKind::Chunked).more_due());
+        assert!(!Framer::new(BodyKind::CloseDelimited).more_due());
+        assert!(!Framer::new(BodyKind::None).more_due());
     }
 
     #[test]

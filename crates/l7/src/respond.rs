@@ -105,7 +105,7 @@ impl Session {
         let head_bytes = out.len() as u64;
         let wrote = self
             .client
-            .write_all2(&out, first.bytes(sbuf.filled()), ct)
+            .write_all2_more(&out, first.bytes(sbuf.filled()), ct, framer.more_due())
             .await;
         let first_sent = first.bytes(sbuf.filled()).len() as u64;
         sbuf.consume(first.used);

@@ -247,6 +247,38 @@ impl Conn {
         self.flush(idle).await
     }
 
+    /// [`Conn::write_all`], telling the kernel that more of the same
+    /// message follows when `more` is set (`MSG_MORE`, as HAProxy does
+    /// while a message is unfinished): partial segments wait for the next
+    /// send instead of leaving at once, so a large body leaves in full
+    /// segments. The last send of a message must pass `more = false`, which
+    /// pushes what is held. TLS connections ignore `more`.
+    pub async fn write_all_more(
+        &self,
+        mut data: &[u8],
+        idle: Option<Duration>,
+        more: bool,
+    ) -> Result<()> {
+        if !more || self.tls().is_some() {
+            return self.write_all(data, idle).await;
+        }
+        while !data.is_empty() {
+            let sent = self.tcp.try_io(tokio::io::Interest::WRITABLE, || {
+                socket2::SockRef::from(&self.tcp).send_with_flags(data, libc::MSG_MORE)
+            });
+            match sent {
+                Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
+                Ok(n) => data = data.get(n..).unwrap_or_default(),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    with_timeout(idle, "write timeout", self.tcp.writable()).await?;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// Sends what the TLS layer still holds (nothing to do in clear).
     async fn flush(&self, idle: Option<Duration>) -> Result<()> {
         let Some(tls) = self.tls() else {
@@ -268,6 +300,18 @@ impl Conn {
     /// one syscall when the socket has room, without copying them into one
     /// buffer; with TLS both are encrypted into the same queue first.
     pub async fn write_all2(&self, head: &[u8], body: &[u8], idle: Option<Duration>) -> Result<()> {
+        self.write_all2_more(head, body, idle, false).await
+    }
+
+    /// [`Conn::write_all2`] with `MSG_MORE` on every send when `more` is
+    /// set (see [`Conn::write_all_more`]).
+    pub async fn write_all2_more(
+        &self,
+        head: &[u8],
+        body: &[u8],
+        idle: Option<Duration>,
+        more: bool,
+    ) -> Result<()> {
         if let Some(tls) = self.tls() {
             // The head's record is queued and leaves with the body's first
             // one, in one send.
@@ -285,22 +329,27 @@ impl Conn {
             return self.write_all(body, idle).await;
         }
         let (mut head, mut body) = (head, body);
+        let flags = if more { libc::MSG_MORE } else { 0 };
         while !head.is_empty() {
             let bufs = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
-            match self.tcp.try_write_vectored(&bufs) {
+            let sent = self.tcp.try_io(tokio::io::Interest::WRITABLE, || {
+                socket2::SockRef::from(&self.tcp).send_vectored_with_flags(&bufs, flags)
+            });
+            match sent {
                 Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
                 Ok(n) if n >= head.len() => {
                     body = &body[n - head.len()..];
                     head = &[];
                 }
-                Ok(n) => head = &head[n..],
+                Ok(n) => head = head.get(n..).unwrap_or_default(),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     with_timeout(idle, "write timeout", self.tcp.writable()).await?;
                 }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        self.write_all(body, idle).await
+        self.write_all_more(body, idle, more).await
     }
 
     /// Closes the write side: a TLS close_notify (best effort), then a FIN.
@@ -354,5 +403,60 @@ impl Conn {
 impl From<TcpStream> for Conn {
     fn from(tcp: TcpStream) -> Conn {
         Conn::plain(tcp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// A message sent in pieces with `MSG_MORE` on all but the last arrives
+    /// whole and in order, head first.
+    #[test]
+    fn sends_with_more_arrive_whole() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.91:0")
+                .await
+                .expect("bind");
+            let addr = l.local_addr().expect("addr");
+            let (a, b) = tokio::join!(TcpStream::connect(addr), l.accept());
+            let tx = Conn::plain(a.expect("connect"));
+            let (mut rx, _) = b.expect("accept");
+            let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+            let head = b"HTTP/1.1 200 OK\r\ncontent-length: 300000\r\n\r\n";
+            let reader = async {
+                let mut got = Vec::new();
+                let want = head.len() + body.len();
+                while got.len() < want {
+                    let mut chunk = vec![0u8; 65536];
+                    let n = rx.read(&mut chunk).await.expect("read");
+                    assert!(n > 0, "closed after {} bytes", got.len());
+                    got.extend_from_slice(&chunk[..n]);
+                }
+                got
+            };
+            let writer = async {
+                let (first, rest) = body.split_at(1000);
+                tx.write_all2_more(head, first, None, true)
+                    .await
+                    .expect("head");
+                let mut pieces = rest.chunks(16384).peekable();
+                while let Some(p) = pieces.next() {
+                    let more = pieces.peek().is_some();
+                    tx.write_all_more(p, None, more).await.expect("piece");
+                }
+            };
+            let deadline = std::time::Duration::from_secs(10);
+            let (got, ()) = tokio::time::timeout(deadline, async { tokio::join!(reader, writer) })
+                .await
+                .expect("the message arrives before the deadline");
+            assert_eq!(&got[..head.len()], &head[..]);
+            assert_eq!(&got[head.len()..], &body[..]);
+        });
     }
 }
