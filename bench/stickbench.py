@@ -74,12 +74,19 @@ def table_used(sock):
 
 
 def prefill(sock, n):
-    """Makes the table hold `n` entries: 10.x.y.z keys through the stats socket, 500 per command
-    line (`;`-separated), plus the client's own."""
+    """Makes the table hold `n` entries: 10.x.y.z keys through the stats socket, 200 per command
+    line (`;`-separated; a line stays under the 16 KiB both CLIs take), plus the client's own."""
     keys = ["10.%d.%d.%d" % (i >> 16 & 255, i >> 8 & 255, i & 255) for i in range(1, n)]
-    for i in range(0, len(keys), 500):
-        cli(sock, ";".join("set table fe key %s data.gpc0 0" % k for k in keys[i:i + 500]))
+    for i in range(0, len(keys), 200):
+        out = cli(sock, ";".join("set table fe key %s data.gpc0 0" % k for k in keys[i:i + 200]))
+        if "too long" in out:
+            raise fb_error("stats socket refused a line: %s" % out.strip())
     return table_used(sock)
+
+
+def fb_error(msg):
+    import fairbench
+    return fairbench.BenchError(msg)
 
 
 def sc_stick(fb, ctx, args):
@@ -107,6 +114,8 @@ def sc_stick(fb, ctx, args):
             except OSError:
                 raise fb.BenchError("no stats socket %s" % sock)
             used = prefill(sock, n)
+            if used is None or used < n - 1:
+                raise fb.BenchError("the table holds %s entries, not %d" % (used, n))
             entry["prefill_s"] = round(time.monotonic() - t0, 2)
             entry["table_used_before"] = used
             fb.log("   table fe: %s entries before the run (%.1f s to fill)" % (used, entry["prefill_s"]))
