@@ -782,8 +782,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     }
     let pidfile = opts.pidfile.as_ref().or(cfg.global.pidfile.as_ref());
     if let Some(p) = pidfile.filter(|_| !is_worker) {
-        std::fs::write(p, format!("{}\n", std::process::id()))
-            .map_err(|e| Error::new(e.kind(), format!("cannot write pidfile '{p}': {e}")))?;
+        write_pidfile(p)?;
     }
     let uid = cfg.global.uid.or_else(|| {
         cfg.global
@@ -993,4 +992,17 @@ fn wait_for_signals(
         shared.notice("soft stop complete");
         std::process::exit(0);
     });
+}
+
+/// Writes this process's pid to `path`, whole: a temporary file next to
+/// it renamed over it, so that a supervisor never reads an empty or
+/// partial pid file.
+pub(crate) fn write_pidfile(path: &str) -> std::io::Result<()> {
+    let err = |e: Error| Error::new(e.kind(), format!("cannot write pidfile '{path}': {e}"));
+    let tmp = format!("{path}.{}.tmp", std::process::id());
+    std::fs::write(&tmp, format!("{}\n", std::process::id())).map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        err(e)
+    })
 }

@@ -502,8 +502,7 @@ pub fn run_master(cfg: Config, sources: Vec<Source>, opts: MasterOptions) -> Res
         os::daemonize()?;
     }
     if let Some(p) = opts.pidfile.as_ref().or(cfg.global.pidfile.as_ref()) {
-        std::fs::write(p, format!("{}\n", std::process::id()))
-            .map_err(|e| Error::new(e.kind(), format!("cannot write pidfile '{p}': {e}")))?;
+        crate::write_pidfile(p)?;
     }
     let cli = match &opts.master_socket {
         Some(path) => {
