@@ -740,7 +740,9 @@ fn stick_rules_add_server_data_to_their_tables() {
         "backend b\n stick-table type ip size 1k\n stick on src\n server s 127.0.0.1:1\n\
 backend t\n stick-table type string size 1k\n\
 backend u\n stick match req.hdr(x) table t\n server s 127.0.0.1:1\n\
-backend v\n stick-table type ip size 1k store gpc0\n",
+backend v\n stick-table type ip size 1k store gpc0\n\
+peers mesh\n peer me 127.0.0.1:10000\n table p type ip size 1k\n table q type ip size 1k\n\
+backend w\n stick on src table mesh/p\n server s 127.0.0.1:1\n",
     )
     .config;
     let by = |n: &str| {
@@ -751,10 +753,14 @@ backend v\n stick-table type ip size 1k store gpc0\n",
             .spec()
             .clone()
     };
-    for n in ["b", "t"] {
+    for n in ["b", "t", "mesh/p"] {
         assert!(by(n).stores(ServerId) && by(n).stores(ServerKey), "{n}");
     }
     assert!(!by("v").stores(ServerId));
+    assert!(
+        !by("mesh/q").stores(ServerId),
+        "a peers table no stick rule names"
+    );
     let kw = crate::keyword_support();
     assert!(kw
         .iter()

@@ -502,7 +502,13 @@ impl<'a> Parser<'a> {
         }
         let mut env = rules::build_env(&self.others, self.global.bufsize, &mut self.diags);
         let mut tables = rules::build_tables(&self.proxies, &mut env, &mut self.diags);
-        let peers = rules::build_peers(&self.others, &mut env, &mut tables, &mut self.diags);
+        let peers = rules::build_peers(
+            &self.others,
+            &self.proxies,
+            &mut env,
+            &mut tables,
+            &mut self.diags,
+        );
         // A defaults section's rules are checked once on their own (its
         // proxies compile copies of them; duplicates are merged below).
         for d in self.defaults.iter_mut() {

@@ -26,18 +26,7 @@ pub(crate) fn build_tables(
         let Some((loc, spec)) = &d.stick_table else {
             continue;
         };
-        let mut spec = spec.clone();
-        if sticky.contains(&spec.name) {
-            // As HAProxy: a table that stick rules use stores the server.
-            for dt in [
-                fairlead_stick::DataType::ServerId,
-                fairlead_stick::DataType::ServerKey,
-            ] {
-                if !spec.stores(dt) {
-                    spec = spec.with(dt, 1, 0);
-                }
-            }
-        }
+        let spec = with_server_data(spec.clone(), &sticky);
         if env.tables.contains_key(&spec.name) {
             diags.alert(
                 loc,
@@ -53,6 +42,25 @@ pub(crate) fn build_tables(
         tables.push(t);
     }
     tables
+}
+
+/// As HAProxy: a table that stick rules use stores the server
+/// (`server_id` and `server_key`), whatever its `store` list says.
+fn with_server_data(
+    mut spec: fairlead_stick::TableSpec,
+    sticky: &[String],
+) -> fairlead_stick::TableSpec {
+    if sticky.contains(&spec.name) {
+        for dt in [
+            fairlead_stick::DataType::ServerId,
+            fairlead_stick::DataType::ServerKey,
+        ] {
+            if !spec.stores(dt) {
+                spec = spec.with(dt, 1, 0);
+            }
+        }
+    }
+    spec
 }
 
 /// The names of the tables that `stick` rules of any section use.
@@ -75,11 +83,13 @@ fn sticky_tables(proxies: &[Draft]) -> Vec<String> {
 /// `peers` names a section.
 pub(crate) fn build_peers(
     others: &[OtherSection],
+    proxies: &[Draft],
     env: &mut Env,
     tables: &mut Vec<fairlead_stick::Table>,
     diags: &mut Diags,
 ) -> Vec<fairlead_peers::PeersSection> {
     let mut out: Vec<fairlead_peers::PeersSection> = Vec::new();
+    let sticky = sticky_tables(proxies);
     for s in others.iter().filter(|s| s.kind == "peers") {
         let at = |line: usize| Location {
             file: s.location.file.clone(),
@@ -107,6 +117,7 @@ pub(crate) fn build_peers(
                         );
                         continue;
                     }
+                    let spec = with_server_data(spec.clone(), &sticky);
                     let t = fairlead_stick::Table::new(spec.clone());
                     env.tables.insert(spec.name.clone(), t.clone());
                     tables.push(t);
