@@ -339,7 +339,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("option splice-response", P, W, PERF),
     kw!("option tcp-smart-accept", DFL, W, PERF),
     kw!("option tcp-smart-connect", DLB, W, PERF),
-    kw!("option http-no-delay", P, W, PERF),
+    kw!("option http-no-delay", P, I, "body data is sent at once, never held with MSG_MORE"),
     kw!("backlog", DFL, W, "the listen backlog is left to the system default; ignored"),
     kw!("option prefer-last-server", DLB, W, "only a hint to reuse the last server; ignored"),
     kw!("hash-balance-factor", DLB, W, "bounded-load consistent hashing is not implemented yet; ignored"),

@@ -507,6 +507,10 @@ pub struct ProxyOptions {
     /// `option persist`: keep sending a persistent request to its server
     /// even when that server is down. Default is off.
     pub persist: bool,
+    /// `option http-no-delay`: body data goes out at once, never held
+    /// with `MSG_MORE` for the rest of a body of known length (for
+    /// interactive protocols over HTTP/1). Default is off.
+    pub http_no_delay: bool,
     /// `cookie ...` persistence. Default is none.
     pub cookie: Option<CookieConfig>,
     /// `retry-on`. Default is `conn-failure` only.

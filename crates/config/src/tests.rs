@@ -824,3 +824,22 @@ global
     assert_eq!(h.glitches_threshold(true), 0);
     assert_eq!(h.glitches_threshold(false), 200);
 }
+
+/// `option http-no-delay` is read in defaults, frontends and backends,
+/// and `no option http-no-delay` turns an inherited one off.
+#[test]
+fn http_no_delay_option() {
+    let c = ok("defaults\n mode http\n option http-no-delay\n\
+frontend f\n bind 127.0.0.1:80\n default_backend b\n\
+backend b\n no option http-no-delay\n server s 127.0.0.1:1\n\
+backend c\n server s 127.0.0.1:1\n")
+    .config;
+    assert!(c.frontends[0].options.http_no_delay);
+    let by = |n: &str| c.backends.iter().find(|b| b.name == n).unwrap();
+    assert!(!by("b").options.http_no_delay);
+    assert!(by("c").options.http_no_delay);
+    let kw = crate::keyword_support();
+    assert!(kw
+        .iter()
+        .any(|k| k.keyword == "option http-no-delay" && k.status == Support::Implemented));
+}

@@ -30,6 +30,9 @@ pub struct Frontend {
     /// lenient parser (`fairlead_http::parse_request_relaxed`). Default
     /// is off.
     pub accept_invalid_http_request: bool,
+    /// `option http-no-delay` in the frontend: body sends never carry
+    /// `MSG_MORE` (a backend's own option counts too). Default is off.
+    pub http_no_delay: bool,
     /// Largest request or response head, from `tune.bufsize` minus
     /// `tune.maxrewrite`.
     pub max_head: usize,

@@ -206,14 +206,15 @@ fn size_line(n: usize, line: &mut [u8; SIZE_LINE_ROOM]) -> usize {
 /// Forwards the rest of a body from `src` (with `buf` holding what was
 /// already read past the head) to `dst`. Bytes after the body stay in `buf`.
 /// `read_idle` bounds each wait for the source, `write_idle` each wait for
-/// the destination. Returns the body bytes read and written.
+/// the destination; `no_delay` (`option http-no-delay`) never holds a
+/// send with `MSG_MORE`. Returns the body bytes read and written.
 pub(crate) async fn forward(
     framer: &mut Framer,
     src: &Conn,
     buf: &mut IoBuf,
     dst: &Conn,
-    read_idle: Option<Duration>,
-    write_idle: Option<Duration>,
+    (read_idle, write_idle): (Option<Duration>, Option<Duration>),
+    no_delay: bool,
 ) -> Result<Moved, BodyError> {
     let mut total = Moved::default();
     loop {
@@ -223,7 +224,7 @@ pub(crate) async fn forward(
             let wrote = if bytes.is_empty() {
                 Ok(())
             } else {
-                dst.write_all_more(bytes, write_idle, framer.more_due())
+                dst.write_all_more(bytes, write_idle, framer.more_due() && !no_delay)
                     .await
             };
             let (used, sent) = (f.used, bytes.len());

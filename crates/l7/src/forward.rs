@@ -454,7 +454,8 @@ impl Session {
             if framer.is_done() {
                 return Ok(());
             }
-            body::forward(framer, client, cbuf, server, ct, bt.server)
+            let no_delay = self.ctx.front.http_no_delay || be.options.http_no_delay;
+            body::forward(framer, client, cbuf, server, (ct, bt.server), no_delay)
                 .await
                 .map(|m| req_bytes.set(req_bytes.get() + m.read))
         };

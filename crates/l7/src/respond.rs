@@ -117,13 +117,14 @@ impl Session {
             }
             return None;
         }
+        let no_delay = ctx.front.http_no_delay || be.options.http_no_delay;
         let body_res = body::forward(
             &mut framer,
             &conn.stream,
             &mut sbuf,
             &self.client,
-            bt.server,
-            ct,
+            (bt.server, ct),
+            no_delay,
         )
         .await;
         drop(slot);

@@ -37,6 +37,7 @@ fn idle_connection_state_is_small() {
                 conn_mode: Default::default(),
                 forwardfor: None,
                 accept_invalid_http_request: false,
+                http_no_delay: false,
                 max_head: 1000,
                 routes: std::sync::Arc::new(routes),
                 counters: Default::default(),

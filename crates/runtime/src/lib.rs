@@ -381,6 +381,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             conn_mode: f.options.http_conn_mode,
             forwardfor: f.options.forwardfor.clone(),
             accept_invalid_http_request: f.options.accept_invalid_http_request,
+            http_no_delay: f.options.http_no_delay,
             max_head: bufsize - MAXREWRITE,
             routes,
             counters: Arc::new(fairlead_backend::counters::Counters::new()),

@@ -277,13 +277,13 @@ fn implemented(
             let n: u32 = parse_uint(&args(words, 1, 1)?[0], "fullconn")?;
             o.fullconn = (n > 0).then_some(n);
         }
-        "option allbackups" | "option persist" => {
+        "option allbackups" | "option persist" | "option http-no-delay" => {
             args(words, 2, 0)?;
             let on = prefix.is_none();
-            if name == "option allbackups" {
-                o.allbackups = on;
-            } else {
-                o.persist = on;
+            match name {
+                "option allbackups" => o.allbackups = on,
+                "option persist" => o.persist = on,
+                _ => o.http_no_delay = on,
             }
         }
         "option httpchk" | "option tcp-check" | "option redis-check" | "option mysql-check"
