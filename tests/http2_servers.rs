@@ -634,3 +634,47 @@ fn idle_server_connections_follow_pool_settings() {
     });
     assert_eq!(seen2.conns.load(SeqCst), 2, "a new one after the purge");
 }
+
+/// An HTTP/1 client's requests to a `proto h2` server get the same
+/// response processing as on the HTTP/1 server path: `http-response` and
+/// `http-after-response` rules, a response rule's deny, the persistence
+/// cookie, and `stick store-response`.
+#[test]
+fn http1_client_to_h2_server_runs_the_response_side() {
+    let ip = test_ip();
+    let (origin, _) = h2_origin(ip);
+    let bind = free_addr(ip);
+    let sock = std::env::temp_dir().join(format!("fairlead-h1h2-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&sock);
+    let cfg = format!(
+        "global\n    stats socket {} level admin\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 5s\n    timeout server 5s\n\
+frontend fe\n    bind {bind}\n    http-after-response set-header x-after yes\n    default_backend b\n\
+backend b\n    cookie SRV insert indirect nocache\n\
+    stick-table type string len 32 size 1k expire 1m\n    stick store-response res.hdr(x-path)\n\
+    http-response set-header x-rule %[res.hdr(x-method)]-%[status]\n\
+    http-response deny deny_status 403 if {{ res.hdr(x-path) /denied }}\n\
+    server s1 {origin} proto h2 cookie c1\n",
+        sock.display()
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    let r = request(
+        bind,
+        "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("x-rule"), Some("GET-200"));
+    assert_eq!(r.header("x-after"), Some("yes"));
+    assert_eq!(
+        r.header("set-cookie").map(|c| c.starts_with("SRV=c1")),
+        Some(true),
+        "the persistence cookie is inserted"
+    );
+    let t = ask(&sock, "show table b");
+    assert!(t.contains("key=/ok ") && t.contains("server_id=1"), "{t}");
+    let r = request(
+        bind,
+        "GET /denied HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 403, "a response rule's deny replaces the answer");
+}

@@ -139,8 +139,12 @@ impl Session {
                     client_addrs,
                     proxy_v2,
                 };
+                let resp = super::h2::h1_up::RespSide {
+                    model: model.as_deref_mut(),
+                    persist,
+                };
                 let r = self
-                    .exchange_h2_server(head, &out, lease, slot, names, rl)
+                    .exchange_h2_server(head, &out, lease, slot, names, resp, rl)
                     .await;
                 pool::give_out(out);
                 return r;

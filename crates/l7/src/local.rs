@@ -23,7 +23,7 @@ pub(crate) struct Model {
     /// A copy of the request head's bytes (the request model's text), kept
     /// once the receive buffer moves on, when response rules may read it.
     req_copy: Option<Vec<u8>>,
-    res: Option<Head>,
+    pub(crate) res: Option<Head>,
     res_rules: bool,
     /// Set when the frontend's `log-format` has samples, so that a
     /// transaction ended by an error still gets them (see [`Model::finish`]).
@@ -357,12 +357,36 @@ impl Session {
         sbuf: &[u8],
         rl: &mut ReqLog,
     ) -> Result<(), Local> {
+        let res = m.res.get_or_insert_with(msg::take);
+        res.fill_response(sbuf, resp);
+        self.run_res_rules(m, sbuf, rl)
+    }
+
+    /// [`Session::response_rules`] on a response head already in the
+    /// message model (an HTTP/2 server's): it becomes the model's
+    /// response, edited in place.
+    pub(crate) fn response_rules_head(
+        &mut self,
+        m: &mut Model,
+        res: Head,
+        rl: &mut ReqLog,
+    ) -> Result<(), Local> {
+        if let Some(old) = m.res.replace(res) {
+            msg::give(old);
+        }
+        self.run_res_rules(m, &[], rl)
+    }
+
+    /// Runs the response rules on the model's response (`sbuf`: the bytes
+    /// its fields point into, if any).
+    fn run_res_rules(&mut self, m: &mut Model, sbuf: &[u8], rl: &mut ReqLog) -> Result<(), Local> {
         let ctx = self.ctx.clone();
         let be = backend(&ctx, rl.backend);
         let tls = self.client.tls_info_ref();
         let facts = conn_facts(&ctx, self.peer, &self.client, tls.as_deref());
-        let res = m.res.get_or_insert_with(msg::take);
-        res.fill_response(sbuf, resp);
+        let Some(res) = m.res.as_mut() else {
+            return Ok(());
+        };
         let nb = |_: Option<&str>| -> Option<i64> { None };
         let server = rl.server.as_ref().map(|s| s.conf.name.as_str());
         let mut tx = HttpTxn {

@@ -67,10 +67,19 @@ struct St {
     done: bool,
 }
 
+/// What the response side of an exchange needs: the transaction's model
+/// (response rules, stick stores) when rules run, and what the request
+/// said about cookie persistence.
+pub(crate) struct RespSide<'m> {
+    pub model: Option<&'m mut crate::local::Model>,
+    pub persist: crate::persist::Persist,
+}
+
 impl Session {
     /// Runs the exchange with an HTTP/2 server: on `lease`, else a pooled
     /// or new connection to the server of `slot`. `req` is the HTTP/1 head
     /// prepared for the server; `names` what a new connection needs.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn exchange_h2_server(
         &mut self,
         head: &RequestHead,
@@ -78,6 +87,7 @@ impl Session {
         lease: Lease,
         slot: ServerSlot,
         names: mux::Names,
+        mut resp: RespSide<'_>,
         rl: &mut ReqLog,
     ) -> Option<Outcome> {
         if head.upgrade || head.is_connect {
@@ -132,7 +142,7 @@ impl Session {
                 Ok(s) => s,
                 Err(e) => break Err(Fail::Open(e)),
             };
-            match self.drive_h2(&mut st, stream, head, rl).await {
+            match self.drive_h2(&mut st, stream, head, &mut resp, rl).await {
                 Err(Fail::Refused) if tries < REPLAYS && st.given == 0 && !st.trailers_sent => {
                     tries += 1;
                 }
@@ -222,6 +232,7 @@ impl Session {
         st: &mut St,
         mut stream: mux::Stream,
         head: &RequestHead,
+        resp: &mut RespSide<'_>,
         rl: &mut ReqLog,
     ) -> Result<(), Fail> {
         let be = crate::process::backend(&self.ctx, rl.backend).clone();
@@ -230,7 +241,8 @@ impl Session {
         while !st.done {
             self.push_body(st, &stream).map_err(Fail::By)?;
             if let Some(got) = stream.next() {
-                self.on_server_input(st, got, &stream, head, rl).await?;
+                self.on_server_input(st, got, &stream, head, resp, rl)
+                    .await?;
                 continue;
             }
             let want_client =
@@ -308,6 +320,36 @@ impl Session {
         Ok(())
     }
 
+    /// The server's response head after the response rules (when rules
+    /// run), the stick stores and the persistence cookie, as on the
+    /// HTTP/1 server path; `None` when a rule answered instead (its reply
+    /// was sent).
+    async fn h2_response(
+        &mut self,
+        mut res: Head,
+        resp: &mut RespSide<'_>,
+        rl: &mut ReqLog,
+    ) -> Option<Head> {
+        let ctx = self.ctx.clone();
+        let be = crate::process::backend(&ctx, rl.backend).clone();
+        let srv = rl.server.clone();
+        if let Some(m) = resp.model.as_deref_mut() {
+            let rules = self.response_rules_head(m, res, rl);
+            if let Some(s) = &srv {
+                crate::process::stick_commit(&mut m.st.fx, s);
+            }
+            if let Err(local) = rules {
+                let _ = self.send_local_bytes(local, rl).await;
+                return None;
+            }
+            res = m.res.take()?;
+        }
+        if let (Some(c), Some(s)) = (&be.options.cookie, &srv) {
+            crate::persist::edit_response_head(c, resp.persist, s, &mut res, &[]);
+        }
+        Some(res)
+    }
+
     /// Relays one input of the server stream to the HTTP/1 client.
     async fn on_server_input(
         &mut self,
@@ -315,6 +357,7 @@ impl Session {
         got: Got,
         stream: &mux::Stream,
         head: &RequestHead,
+        resp: &mut RespSide<'_>,
         rl: &mut ReqLog,
     ) -> Result<(), Fail> {
         let ct = self.ctx.front.timeouts.client;
@@ -325,6 +368,14 @@ impl Session {
                 let status = res.view(&[]).status();
                 rl.status = Some(status);
                 rl.response_done = Some(tokio::time::Instant::now());
+                let Some(res) = self.h2_response(res, resp, rl).await else {
+                    // A response rule answered instead (sent): the
+                    // exchange ends and the client connection closes.
+                    pool::give_out(wire);
+                    st.resp = Some(Out::Close);
+                    st.done = true;
+                    return Ok(());
+                };
                 self.ctx.front.counters.status(status);
                 st.resp = Some(response_head(&res, end_stream, head, &mut wire));
                 st.done = end_stream;

@@ -69,7 +69,7 @@
 mod buffered;
 mod conn;
 mod flow;
-mod h1_up;
+pub(crate) mod h1_up;
 pub(crate) mod mux;
 mod resp;
 mod rules;
