@@ -677,4 +677,6 @@ backend b\n    cookie SRV insert indirect nocache\n\
         "GET /denied HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(r.status, 403, "a response rule's deny replaces the answer");
+    // As HAProxy: http-after-response also edits a response rule's reply.
+    assert_eq!(r.header("x-after"), Some("yes"));
 }

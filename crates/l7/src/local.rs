@@ -329,12 +329,30 @@ impl Session {
     }
 
     /// Sends a response made by a response rule (the server's response
-    /// is dropped) and closes.
-    pub(crate) async fn send_local_bytes(&mut self, l: Local, rl: &mut ReqLog) -> Next {
+    /// is dropped), after the `http-after-response` rules as HAProxy
+    /// does, and closes.
+    pub(crate) async fn send_local_bytes(
+        &mut self,
+        l: Local,
+        m: &mut Model,
+        rl: &mut ReqLog,
+    ) -> Next {
         let Local::Send { bytes, status, .. } = l else {
             rl.end(Who::Proxy, Phase::Headers);
             return Next::Close;
         };
+        let ctx = self.ctx.clone();
+        let secs = sections(&ctx, rl.backend);
+        let req_copy = m.req_copy.take();
+        let bytes = self.after_rules(
+            bytes,
+            secs,
+            &mut m.head,
+            req_copy.as_deref().unwrap_or(&[]),
+            &mut m.st,
+            rl,
+        );
+        m.req_copy = req_copy;
         rl.end(Who::Proxy, Phase::Headers);
         rl.status = Some(status);
         rl.bytes_out = bytes.len() as u64;

@@ -62,7 +62,7 @@ impl Session {
                 crate::process::stick_commit(&mut m.st.fx, slot.server());
                 if let Err(local) = rules {
                     pool::give_out(out);
-                    let _ = self.send_local_bytes(local, rl).await;
+                    let _ = self.send_local_bytes(local, m, rl).await;
                     return None;
                 }
                 if unchunk {

@@ -339,7 +339,7 @@ impl Session {
                 crate::process::stick_commit(&mut m.st.fx, s);
             }
             if let Err(local) = rules {
-                let _ = self.send_local_bytes(local, rl).await;
+                let _ = self.send_local_bytes(local, m, rl).await;
                 return None;
             }
             res = m.res.take()?;

@@ -76,6 +76,26 @@ pub(crate) fn after_local(
     crate::local::after_response_rules(&ctx, &facts, bytes, secs, req, st, rl)
 }
 
+/// `http-after-response` on the reply of a response rule (`http-response
+/// deny`...): the backend's and the frontend's rules, as HAProxy does.
+pub(crate) fn after_response_reply(
+    cx: &ConnCx,
+    bytes: Vec<u8>,
+    req: &mut Head,
+    st: &mut TxnState,
+    rl: &ReqLog,
+) -> Vec<u8> {
+    let ctx = cx.ctx.clone();
+    let secs = crate::local::sections(&ctx, rl.backend);
+    let tls = cx.client.tls_info_ref();
+    let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
+    let req = HeadBuf {
+        head: req,
+        buf: &[],
+    };
+    crate::local::after_response_rules(&ctx, &facts, bytes, secs, req, st, rl)
+}
+
 /// `http-after-response` on an error the proxy answers for a stream
 /// (503 without a server, 502, 504...): the backend's and the frontend's
 /// rules, without the request's variables (as on HTTP/1).

@@ -853,6 +853,7 @@ async fn relay(
         rl.end(Who::Proxy, Phase::Headers);
         if let Local::Send { bytes, status, .. } = l {
             rl.status = Some(status);
+            let bytes = super::rules::after_response_reply(cx, bytes, req, st, rl);
             let _ = send_h1_bytes(cx, id, sig, &bytes).await;
         }
         return None;

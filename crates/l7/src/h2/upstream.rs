@@ -226,6 +226,7 @@ impl Up<'_> {
                     rl.end(Who::Proxy, Phase::Headers);
                     if let crate::process::Local::Send { bytes, status, .. } = l {
                         rl.status = Some(status);
+                        let bytes = super::rules::after_response_reply(self.cx, bytes, req, st, rl);
                         let _ =
                             super::resp::send_h1_bytes(self.cx, self.id, self.sig, &bytes).await;
                     }
