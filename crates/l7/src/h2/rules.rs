@@ -67,13 +67,7 @@ pub(crate) fn after_local(
         Some(be) => crate::local::sections(&ctx, be),
         None => [None, Some(&ctx.front.routes.fe_rules)],
     };
-    let tls = cx.client.tls_info_ref();
-    let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
-    let req = HeadBuf {
-        head: req,
-        buf: &[],
-    };
-    crate::local::after_response_rules(&ctx, &facts, bytes, secs, req, st, rl)
+    after_with(cx, bytes, secs, req, st, rl)
 }
 
 /// `http-after-response` on the reply of a response rule (`http-response
@@ -87,13 +81,26 @@ pub(crate) fn after_response_reply(
 ) -> Vec<u8> {
     let ctx = cx.ctx.clone();
     let secs = crate::local::sections(&ctx, rl.backend);
+    after_with(cx, bytes, secs, req, st, rl)
+}
+
+/// Runs the `http-after-response` rules of `secs` on a reply made for a
+/// stream.
+fn after_with(
+    cx: &ConnCx,
+    bytes: Vec<u8>,
+    secs: [Option<&std::sync::Arc<fairlead_rules::proxy::ProxyRules>>; 2],
+    req: &mut Head,
+    st: &mut TxnState,
+    rl: &ReqLog,
+) -> Vec<u8> {
     let tls = cx.client.tls_info_ref();
-    let facts = conn_facts(&ctx, cx.peer, &cx.client, tls.as_deref());
+    let facts = conn_facts(&cx.ctx, cx.peer, &cx.client, tls.as_deref());
     let req = HeadBuf {
         head: req,
         buf: &[],
     };
-    crate::local::after_response_rules(&ctx, &facts, bytes, secs, req, st, rl)
+    crate::local::after_response_rules(&cx.ctx, &facts, bytes, secs, req, st, rl)
 }
 
 /// `http-after-response` on an error the proxy answers for a stream
