@@ -45,8 +45,7 @@ use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One request and its expectations.
 struct Step {
@@ -449,18 +448,6 @@ fn check(e: &str, got: &Got) -> Result<(), String> {
     }
 }
 
-fn haproxy() -> Option<PathBuf> {
-    if let Ok(p) = std::env::var("HAPROXY") {
-        return Some(PathBuf::from(p));
-    }
-    let out = Command::new("sh")
-        .args(["-c", "command -v haproxy"])
-        .output()
-        .ok()?;
-    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!p.is_empty()).then(|| PathBuf::from(p))
-}
-
 /// Runs one scenario against a proxy started by `start`; returns the
 /// failures.
 fn run(sc: &Scenario, start: &dyn Fn(&str, SocketAddr) -> Box<dyn std::any::Any>) -> Vec<String> {
@@ -542,47 +529,16 @@ fn scenarios_through_fairlead() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// A running HAProxy, killed on drop.
-struct Haproxy(std::process::Child);
-
-impl Drop for Haproxy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn scenarios_through_haproxy() {
-    let Some(bin) = haproxy() else {
+    let Some(bin) = haproxy_bin() else {
         eprintln!("haproxy is not installed: the oracle comparison is skipped");
         return;
     };
     let mut failures = Vec::new();
     for sc in scenarios().iter().filter(|s| !s.fairlead_only) {
         failures.extend(run(sc, &|cfg, bind| {
-            let path = write_cfg(cfg);
-            let child = Command::new(&bin)
-                .arg("-f")
-                .arg(&path)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start haproxy");
-            let mut h = Haproxy(child);
-            let end = Instant::now() + DEADLINE;
-            while TcpStream::connect_timeout(&bind, Duration::from_millis(200)).is_err() {
-                if let Ok(Some(st)) = h.0.try_wait() {
-                    let mut err = String::new();
-                    if let Some(mut e) = h.0.stderr.take() {
-                        let _ = e.read_to_string(&mut err);
-                    }
-                    panic!("haproxy exited ({st}):\n{err}\n{cfg}");
-                }
-                assert!(Instant::now() < end, "haproxy not listening");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Box::new(h) as Box<dyn std::any::Any>
+            Box::new(Haproxy::start(&bin, cfg, &[], bind)) as Box<dyn std::any::Any>
         }));
     }
     assert!(
