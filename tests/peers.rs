@@ -81,28 +81,56 @@ fn wait_value(sock: &Path, who: &str, table: &str, key: &str, want: &str) {
     panic!("{who}: no entry {key} with {want}; last answer:\n{last}");
 }
 
+/// A Fairlead peer `fl` and a HAProxy peer `hap` in one `peers mesh`:
+/// their peer and HTTP addresses and their stats sockets.
+struct Mesh {
+    peer_f: std::net::SocketAddr,
+    http_f: std::net::SocketAddr,
+    http_h: std::net::SocketAddr,
+    section: String,
+    sock_f: PathBuf,
+    sock_h: PathBuf,
+}
+
+impl Mesh {
+    /// Fresh addresses, and sockets named after `tag`.
+    fn new(tag: &str) -> Mesh {
+        let (ip_f, ip_h) = (test_ip(), test_ip());
+        let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
+        Mesh {
+            peer_f,
+            http_f: free_addr(ip_f),
+            http_h: free_addr(ip_h),
+            section: peers_section(&[("fl", peer_f), ("hap", peer_h)]),
+            sock_f: sock_path(&format!("f-{tag}")),
+            sock_h: sock_path(&format!("h-{tag}")),
+        }
+    }
+
+    /// Starts Fairlead as `fl`, with `extra` frontend lines.
+    fn fairlead(&self, extra: &str) -> Proxy {
+        let cfg = proxy_cfg_with(&self.sock_f, self.http_f, &self.section, extra);
+        Proxy::start_with(&cfg, &[self.http_f, self.peer_f], |c| c.args(["-L", "fl"]))
+    }
+
+    /// Starts HAProxy as `hap`, with the same `extra` lines.
+    fn haproxy(&self, bin: &Path, extra: &str) -> Haproxy {
+        let cfg = proxy_cfg_with(&self.sock_h, self.http_h, &self.section, extra);
+        Haproxy::start(bin, &cfg, &["-L", "hap"], self.http_h)
+    }
+}
+
 #[test]
 fn fairlead_and_haproxy_share_a_table() {
     let Some(bin) = haproxy_bin() else {
         eprintln!("haproxy not installed; skipped");
         return;
     };
-    let (ip_f, ip_h) = (test_ip(), test_ip());
-    let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
-    let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
-    let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
-    let (sock_f, sock_h) = (sock_path("f1"), sock_path("h1"));
-    let fl = Proxy::start_with(
-        &proxy_cfg(&sock_f, http_f, &section),
-        &[http_f, peer_f],
-        |c| c.args(["-L", "fl"]),
-    );
-    let hap = Haproxy::start(
-        &bin,
-        &proxy_cfg(&sock_h, http_h, &section),
-        &["-L", "hap"],
-        http_h,
-    );
+    let m = Mesh::new("1");
+    let (http_f, http_h) = (m.http_f, m.http_h);
+    let (sock_f, sock_h) = (m.sock_f.clone(), m.sock_h.clone());
+    let fl = m.fairlead("");
+    let hap = m.haproxy(&bin, "");
     // Fairlead to HAProxy.
     hit(http_f, "from-fl", 3);
     wait_entry(&sock_h, "haproxy", "from-fl", 3);
@@ -117,12 +145,7 @@ fn fairlead_and_haproxy_share_a_table() {
     // A restarted HAProxy (empty table) gets Fairlead's entries again
     // when the session comes back.
     drop(hap);
-    let _hap = Haproxy::start(
-        &bin,
-        &proxy_cfg(&sock_h, http_h, &section),
-        &["-L", "hap"],
-        http_h,
-    );
+    let _hap = m.haproxy(&bin, "");
     wait_entry(&sock_h, "restarted haproxy", "from-fl", 4);
     wait_entry(&sock_h, "restarted haproxy", "from-hap", 3);
     assert!(!fl.stderr().contains("refused"), "{}", fl.stderr());
@@ -215,23 +238,12 @@ fn proxy_table_with_peers_keyword_syncs_with_haproxy() {
         eprintln!("haproxy not installed; skipped");
         return;
     };
-    let (ip_f, ip_h) = (test_ip(), test_ip());
-    let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
-    let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
-    let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
-    let (sock_f, sock_h) = (sock_path("f4"), sock_path("h4"));
+    let m = Mesh::new("4");
+    let (http_f, http_h) = (m.http_f, m.http_h);
+    let (sock_f, sock_h) = (m.sock_f.clone(), m.sock_h.clone());
     let extra = "    http-request track-sc1 int(7) table bk\n    http-request sc-inc-gpc0(1)\n";
-    let _fl = Proxy::start_with(
-        &proxy_cfg_with(&sock_f, http_f, &section, extra),
-        &[http_f, peer_f],
-        |c| c.args(["-L", "fl"]),
-    );
-    let _hap = Haproxy::start(
-        &bin,
-        &proxy_cfg_with(&sock_h, http_h, &section, extra),
-        &["-L", "hap"],
-        http_h,
-    );
+    let _fl = m.fairlead(extra);
+    let _hap = m.haproxy(&bin, extra);
     hit(http_f, "a", 2);
     wait_value(&sock_h, "haproxy", "bk", "7", "gpc0=2");
     // HAProxy increments what it learned; Fairlead learns the result.
@@ -283,22 +295,13 @@ fn restarted_fairlead_relearns_from_haproxy() {
         eprintln!("haproxy not installed; skipped");
         return;
     };
-    let (ip_f, ip_h) = (test_ip(), test_ip());
-    let (peer_f, peer_h) = (free_addr(ip_f), free_addr(ip_h));
-    let (http_f, http_h) = (free_addr(ip_f), free_addr(ip_h));
-    let section = peers_section(&[("fl", peer_f), ("hap", peer_h)]);
-    let (sock_f, sock_h) = (sock_path("f5"), sock_path("h5"));
-    let cfg_f = proxy_cfg(&sock_f, http_f, &section);
-    let fl = Proxy::start_with(&cfg_f, &[http_f, peer_f], |c| c.args(["-L", "fl"]));
-    let _hap = Haproxy::start(
-        &bin,
-        &proxy_cfg(&sock_h, http_h, &section),
-        &["-L", "hap"],
-        http_h,
-    );
+    let m = Mesh::new("5");
+    let (http_h, sock_f) = (m.http_h, m.sock_f.clone());
+    let fl = m.fairlead("");
+    let _hap = m.haproxy(&bin, "");
     hit(http_h, "from-hap", 2);
     wait_entry(&sock_f, "fairlead", "from-hap", 2);
     drop(fl);
-    let _fl = Proxy::start_with(&cfg_f, &[http_f, peer_f], |c| c.args(["-L", "fl"]));
+    let _fl = m.fairlead("");
     wait_entry(&sock_f, "restarted fairlead", "from-hap", 2);
 }
