@@ -1,0 +1,86 @@
+//! The worker's main thread after start-up: it waits for signals.
+//! SIGTERM and SIGINT stop at once; SIGUSR1 is the soft stop of a reload
+//! (listeners close, the `peers` tables are handed over, connections
+//! drain until `hard-stop-after`).
+
+use crate::Shared;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Blocks the main thread on signals. Returns after a soft stop finished.
+pub(crate) fn wait_for_signals(
+    shared: &Arc<Shared>,
+    stop_tx: watch::Sender<bool>,
+    grace: Option<Duration>,
+    peers: Vec<fairlead_peers::Handle>,
+) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("signal runtime");
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        let mut usr1 = signal(SignalKind::user_defined1()).expect("SIGUSR1 handler");
+        tokio::select! {
+            _ = term.recv() => std::process::exit(0),
+            _ = int.recv() => std::process::exit(0),
+            _ = usr1.recv() => {}
+        }
+        shared.notice("SIGUSR1 received: soft stop, closing listeners and draining connections");
+        shared.stopping.store(true, Ordering::SeqCst);
+        let _ = stop_tx.send(true);
+        shared.freed.notify_waiters();
+        // The stick tables of `peers` sections go to the new process.
+        for p in &peers {
+            p.hand_over();
+        }
+        let busy = || {
+            shared.global.cur.load(Ordering::SeqCst) > 0
+                || shared.listeners_open.load(Ordering::SeqCst) > 0
+        };
+        let drained = async {
+            while busy() {
+                let notified = shared.freed.notified();
+                if !busy() {
+                    break;
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
+            }
+        };
+        let done = match grace {
+            Some(g) => tokio::time::timeout(g, drained).await.is_ok(),
+            None => {
+                drained.await;
+                true
+            }
+        };
+        tokio::select! {
+            _ = term.recv() => std::process::exit(0),
+            _ = int.recv() => std::process::exit(0),
+            _ = std::future::ready(()) => {}
+        }
+        let handed = tokio::task::spawn_blocking(move || {
+            for p in &peers {
+                p.wait(fairlead_peers::handover::HAND_OVER);
+            }
+        });
+        tokio::select! {
+            _ = term.recv() => std::process::exit(0),
+            _ = int.recv() => std::process::exit(0),
+            _ = handed => {}
+        }
+        if !done {
+            eprintln!(
+                "[WARNING]  hard stop: {} connection(s) still open after the grace period",
+                shared.global.cur.load(Ordering::SeqCst)
+            );
+            std::process::exit(0);
+        }
+        shared.notice("soft stop complete");
+        std::process::exit(0);
+    });
+}
