@@ -558,21 +558,26 @@ mod set_var_tests {
         }
     }
 
+    /// Parses one `http-request` action line against `env`.
+    fn parse_action(env: &crate::Env, acls: &mut Acls, line: &str) -> Result<Action, String> {
+        let mut cx = ActionCtx {
+            env,
+            set: RuleSet::HttpRequest,
+            acls,
+            max_reply: 16384,
+            capture_slots: 0,
+        };
+        let words: Vec<String> = line.split(' ').map(String::from).collect();
+        crate::action::parse(&words, &mut cx)
+    }
+
     /// Runs `http-request` actions in order; returns `txn.v`.
     fn run_actions(lines: &[&str]) -> Option<Sample<'static>> {
         let env = crate::Env::default();
         let mut acls = Acls::default();
         let mut s = Vars::default();
         for line in lines {
-            let mut cx = ActionCtx {
-                env: &env,
-                set: RuleSet::HttpRequest,
-                acls: &mut acls,
-                max_reply: 16384,
-                capture_slots: 0,
-            };
-            let words: Vec<String> = line.split(' ').map(String::from).collect();
-            let a = crate::action::parse(&words, &mut cx).unwrap();
+            let a = parse_action(&env, &mut acls, line).unwrap();
             apply(&a, &mut s, false);
         }
         s.var(&VarRef::parse("txn.v").unwrap())
@@ -627,17 +632,8 @@ mod set_var_tests {
     fn replace_value_drops_the_blanks_of_replaced_values() {
         let env = crate::Env::default();
         let mut acls = Acls::default();
-        let mut cx = ActionCtx {
-            env: &env,
-            set: RuleSet::HttpRequest,
-            acls: &mut acls,
-            max_reply: 16384,
-            capture_slots: 0,
-        };
         let line = r"replace-value x-fwd ^192\.168\.(.*)$ 172.16.\1";
-        let words: Vec<String> = line.split(' ').map(String::from).collect();
-        let Action::ReplaceHeader { name, rep, .. } =
-            crate::action::parse(&words, &mut cx).unwrap()
+        let Action::ReplaceHeader { name, rep, .. } = parse_action(&env, &mut acls, line).unwrap()
         else {
             panic!("not a replace-value");
         };
@@ -673,15 +669,7 @@ mod set_var_tests {
             "do-resolve(txn.ip,mydns,ipv4) req.hdr(x-host)",
             "set-var(txn.v) var(txn.ip)",
         ] {
-            let mut cx = ActionCtx {
-                env: &env,
-                set: RuleSet::HttpRequest,
-                acls: &mut acls,
-                max_reply: 16384,
-                capture_slots: 0,
-            };
-            let words: Vec<String> = line.split(' ').map(String::from).collect();
-            let action = crate::action::parse(&words, &mut cx).unwrap();
+            let action = parse_action(&env, &mut acls, line).unwrap();
             rules.push(Rule { action, cond: None });
         }
         let mut s = Vars::default();
@@ -715,17 +703,7 @@ mod set_var_tests {
         let mut env = crate::Env::default();
         env.resolvers.insert("mydns".into());
         let mut acls = Acls::default();
-        let mut parse = |line: &str| {
-            let mut cx = ActionCtx {
-                env: &env,
-                set: RuleSet::HttpRequest,
-                acls: &mut acls,
-                max_reply: 16384,
-                capture_slots: 0,
-            };
-            let words: Vec<String> = line.split(' ').map(String::from).collect();
-            crate::action::parse(&words, &mut cx)
-        };
+        let mut parse = |line: &str| parse_action(&env, &mut acls, line);
         let Ok(Action::DoResolve(d)) = parse("do-resolve(txn.ip,mydns) hdr(host)") else {
             panic!("not parsed");
         };
