@@ -339,3 +339,22 @@ pub fn cat(parts: &[Vec<u8>]) -> Vec<u8> {
 }
 
 pub const END_HEADERS: u8 = flag::END_HEADERS;
+
+/// A response head with `status`.
+pub fn response(status: u16) -> Head {
+    let mut h = Head::default();
+    h.start_response(status, None, 20);
+    h
+}
+
+/// Asserts a connection error with `code` and its GOAWAY.
+pub fn conn_error(f: &Fed, code: ErrorCode) {
+    assert_eq!(f.error.map(|e| e.code), Some(code), "{f:?}");
+    assert_eq!(f.goaway(), Some(code), "{f:?}");
+}
+
+/// Asserts one RST_STREAM on `stream` with `code`, and no connection error.
+pub fn stream_error(f: &Fed, stream: u32, code: ErrorCode) {
+    assert!(f.error.is_none(), "{f:?}");
+    assert_eq!(f.resets(), vec![(stream, code)], "{f:?}");
+}
