@@ -2,7 +2,8 @@
 //! same checking configuration (`check-proto h2`, `http-check connect
 //! proto h2`, TLS with ALPN `h2` from `alpn` or `check-alpn`) runs in the
 //! real `fairlead` binary and in HAProxy, against HAProxy HTTP/2 servers
-//! (clear and TLS) and a server that only speaks HTTP/1; `show stat` must
+//! (clear and TLS), `h2` crate servers that reset the stream or send a
+//! GOAWAY, and a server that only speaks HTTP/1; `show stat` must
 //! give both the same status, check status and code, and the values
 //! written here.
 //!
@@ -72,6 +73,38 @@ fn h1_server(ip: &str) -> SocketAddr {
     addr
 }
 
+/// An HTTP/2 server (the `h2` crate) that resets every stream
+/// (`goaway` false: RST_STREAM REFUSED_STREAM) or sends a GOAWAY that
+/// leaves the request out (last stream 0) and closes.
+fn h2_refusing(ip: &str, goaway: bool) -> SocketAddr {
+    let l = TcpListener::bind((ip, 0)).unwrap();
+    let addr = l.local_addr().unwrap();
+    l.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(l).unwrap();
+            while let Ok((tcp, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(tcp).await else {
+                        return;
+                    };
+                    if goaway {
+                        conn.abrupt_shutdown(h2::Reason::NO_ERROR);
+                    }
+                    while let Some(Ok((_, mut respond))) = conn.accept().await {
+                        respond.send_reset(h2::Reason::REFUSED_STREAM);
+                    }
+                });
+            }
+        });
+    });
+    addr
+}
+
 /// The HTTP/2 servers: `ok` answers 200 only to the check's request in
 /// HTTP/2 (GET /x, Host example.org, X-Custom yes), `bad` 503, `tls`
 /// (ALPN h2 or http/1.1) 200 to HTTP/2 and 426 to HTTP/1, `tls_h2` the
@@ -107,6 +140,8 @@ backend b\n    option httpchk GET /x\n    http-check send hdr Host example.org h
     server bad {} {opts} check-proto h2\n\
     server h1only {} {opts} check-proto h2\n\
     server h1check {} {opts}\n\
+    server reset {} {opts} check-proto h2\n\
+    server goaway {} {opts} check-proto h2\n\
     server tls_alpn {tls} {opts} ssl verify none alpn h2\n\
     server tls_check_alpn {tls} {opts} ssl verify none check-alpn h2\n\
     server tls_proto {tls} {opts} ssl verify none check-proto h2\n\
@@ -127,6 +162,8 @@ backend connect\n    option httpchk GET /x\n    http-check connect proto h2\n\
         s.bad,
         s.h1,
         s.ok,
+        s.reset,
+        s.goaway,
         s.tls_h2,
         s.ok,
         s.ok,
@@ -140,17 +177,22 @@ struct Servers {
     h1: SocketAddr,
     tls: SocketAddr,
     tls_h2: SocketAddr,
+    reset: SocketAddr,
+    goaway: SocketAddr,
 }
 
 /// Every server's expected `status check_status[/code]`, in Fairlead and
 /// in HAProxy 2.6.12.
-const WANT: [(&str, &str, &str, &str); 13] = [
+const WANT: [(&str, &str, &str, &str); 15] = [
     ("b", "ok", "UP L7OK/200", "UP L7OK/200"),
     ("b", "bad", "DOWN L7STS/503", "DOWN L7STS/503"),
     // HTTP/2 to a server that answers in HTTP/1: the codec fails.
     ("b", "h1only", "DOWN SOCKERR", "DOWN SOCKERR"),
     // HTTP/1 to an HTTP/2-only listener.
     ("b", "h1check", "DOWN L7RSP", "DOWN L7RSP"),
+    // The stream reset, or left out by a GOAWAY.
+    ("b", "reset", "DOWN SOCKERR", "DOWN SOCKERR"),
+    ("b", "goaway", "DOWN SOCKERR", "DOWN SOCKERR"),
     // The server's own `alpn h2` is offered and negotiated, but only
     // `check-alpn` lets ALPN choose the protocol: HTTP/1 to an HTTP/2
     // server.
@@ -211,6 +253,8 @@ fn h2_checks_match_haproxy() {
         h1: h1_server("127.0.0.236"),
         tls: free_addr("127.0.0.236".parse().unwrap()),
         tls_h2: free_addr("127.0.0.236".parse().unwrap()),
+        reset: h2_refusing("127.0.0.236", false),
+        goaway: h2_refusing("127.0.0.236", true),
     };
     let _peer = Haproxy::start(&bin, &peer_cfg(&servers, &pem), &[], servers.tls_h2);
     // Fairlead.
