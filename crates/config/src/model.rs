@@ -646,6 +646,11 @@ pub struct Server {
     /// `check-alpn`: the ALPN protocols offered by TLS checks, in order.
     /// Default is none (the server's `alpn` is not used for checks).
     pub check_alpn: Option<Vec<String>>,
+    /// `check-proto`: the protocol of the server's checks (`h2`: HTTP
+    /// checks speak HTTP/2; `h1`; `none` for non-HTTP checks). Default is
+    /// none: HTTP checks speak HTTP/2 when `check-alpn` is set and TLS
+    /// negotiates `h2`, HTTP/1 otherwise.
+    pub check_proto: Option<CheckProto>,
     /// `check-send-proxy`: checks send a PROXY header (version of
     /// `send-proxy-v2`, else 1) even on a check `port`/`addr`. Default is
     /// off; see [`Server::check_proxy_header`].
@@ -776,6 +781,7 @@ impl Server {
             check_ssl: None,
             check_sni: None,
             check_alpn: None,
+            check_proto: None,
             check_send_proxy: false,
             socks4: None,
             check_via_socks4: false,

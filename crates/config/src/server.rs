@@ -21,7 +21,7 @@ use std::time::Duration;
 use crate::bind::{parse_ip, split_host_port, strip_family, Family};
 use crate::diag::Diags;
 use crate::keywords::Support;
-use crate::model::{AgentCheck, Location, Observe, OnError, Server, ServerAddr};
+use crate::model::{AgentCheck, CheckProto, Location, Observe, OnError, Server, ServerAddr};
 use crate::tls::ServerDraft;
 use crate::units::{parse_time, parse_uint};
 
@@ -335,15 +335,14 @@ fn apply_one(
         "check-send-proxy" => s.check_send_proxy = true,
         "no-check-send-proxy" => s.check_send_proxy = false,
         "check-via-socks4" => s.check_via_socks4 = true,
-        "check-proto" => match arg {
-            "h1" | "none" => {}
-            "h2" | "fcgi" => {
-                return Err(format!(
-                    "'check-proto {arg}': {arg} health checks are not implemented yet in Fairlead (checks speak HTTP/1.1)"
-                ))
-            }
-            _ => return Err(format!("'check-proto' : unknown MUX protocol '{arg}'")),
-        },
+        "check-proto" => {
+            s.check_proto = Some(
+                CheckProto::parse(arg).map_err(|e| match e.strip_prefix("unknown") {
+                    Some(_) => format!("'check-proto' : {e}"),
+                    None => format!("'check-proto {arg}': {e}"),
+                })?,
+            )
+        }
         "socks4" => s.socks4 = Some(socks4_addr(arg)?),
         "send-proxy" => s.send_proxy = 1,
         "send-proxy-v2" => s.send_proxy = 2,

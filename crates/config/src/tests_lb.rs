@@ -416,10 +416,18 @@ fn keyword_errors_with_lines() {
         ("backend b\n option mysql-check usr x\n", "t.cfg:2: 'option mysql-check': only supports optional values: 'user' (got 'usr')."),
         ("backend b\n option pgsql-check\n", "t.cfg:2: 'option pgsql-check': 'user' expects <username> as argument."),
         ("backend b\n tcp-check expect min-recv x string a\n", "t.cfg:2: 'tcp-check': 'expect': 'min-recv' expects an integer"),
-        ("backend b\n tcp-check connect proto h2\n", "t.cfg:2: 'tcp-check': 'connect': connect option 'proto h2' is not implemented yet"),
+        ("backend b\n tcp-check connect proto h2\n", "t.cfg:2: 'tcp-check': 'connect': 'proto' : invalid MUX protocol 'h2' for tcp-check."),
+        ("backend b\n tcp-check connect proto fcgi\n", "t.cfg:2: 'tcp-check': 'connect': 'proto' : invalid MUX protocol 'fcgi' for tcp-check."),
+        ("backend b\n tcp-check connect proto h1\n", "t.cfg:2: 'tcp-check': 'connect': 'proto' : invalid MUX protocol 'h1' for tcp-check."),
+        ("backend b\n http-check connect proto none\n", "t.cfg:2: 'http-check': 'connect': 'proto' : invalid MUX protocol 'none' for http-check."),
+        ("backend b\n http-check connect proto foo\n", "t.cfg:2: 'http-check': 'connect': 'proto' : unknown MUX protocol 'foo'."),
+        ("backend b\n http-check connect proto fcgi\n", "t.cfg:2: 'http-check': 'connect': 'proto' : fcgi health checks are not implemented yet in Fairlead"),
+        ("backend b\n server s 1.1.1.1:80 check-proto foo\n", "t.cfg:2: 'server s': 'check-proto' : unknown MUX protocol 'foo'"),
+        ("backend b\n server s 1.1.1.1:80 check check-proto h2\n", "t.cfg:2: backend 'b': server 's' uses an incompatible MUX protocol for the selected check type"),
+        ("backend b\n option tcp-check\n server s 1.1.1.1:80 check check-proto h1\n", "t.cfg:3: backend 'b': server 's' uses an incompatible MUX protocol for the selected check type"),
+        ("backend b\n option httpchk\n server s 1.1.1.1:80 check check-proto none\n", "t.cfg:3: backend 'b': server 's' uses an incompatible MUX protocol for the selected check type"),
         ("backend b\n http-check connect ssl\n", "t.cfg:2: 'http-check': 'connect': connect option 'ssl' of http-check is not implemented yet"),
         ("backend b\n server s 1.1.1.1:80 socks4 1.2.3.4\n", "t.cfg:2: 'server s': 'socks4' : missing port number in '1.2.3.4'"),
-        ("backend b\n server s 1.1.1.1:80 check-proto h2\n", "t.cfg:2: 'server s': 'check-proto h2': h2 health checks are not implemented yet"),
         ("backend b\n http-check disable-on-404 x\n", "t.cfg:2: 'http-check': 'disable-on-404': cannot handle unexpected argument 'x'."),
         ("backend b\n http-check send-state\n", "t.cfg:2: 'http-check': 'send-state': is not implemented yet in Fairlead"),
         ("backend b\n http-check expect status 2xx\n", "t.cfg:2: 'http-check': 'expect': invalid status code '2xx'"),
@@ -711,6 +719,57 @@ backend spop
     );
 }
 
+/// `check-proto h1|h2` on servers and `http-check connect proto h1|h2`
+/// with `option httpchk` (HTTP/2 checks).
+#[test]
+fn http_check_protocols() {
+    let p = ok("\
+backend b
+    option httpchk GET /x
+    server s 1.1.1.1:80 check check-proto h2
+    server t 1.1.1.1:80 check check-proto h1
+    server u 1.1.1.1:80 check
+    server v 1.1.1.1:80 check-proto h2
+backend c
+    option httpchk
+    http-check connect port 8080 proto h2
+    server s 1.1.1.1:80 check check-proto h1
+backend d
+    option httpchk
+    http-check connect default proto h1
+    server s 1.1.1.1:80 check
+");
+    let protos: Vec<_> = p.config.backends[0]
+        .servers
+        .iter()
+        .map(|s| s.check_proto)
+        .collect();
+    assert_eq!(
+        protos,
+        [
+            Some(CheckProto::H2),
+            Some(CheckProto::H1),
+            None,
+            Some(CheckProto::H2)
+        ]
+    );
+    let conn: Vec<_> = p.config.backends[..]
+        .iter()
+        .map(|b| match &b.options.health_check {
+            HealthCheck::Http(h) => (h.port, h.proto, h.own_connect),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        conn,
+        [
+            (None, None, false),
+            (Some(8080), Some(CheckProto::H2), true),
+            (None, Some(CheckProto::H1), false)
+        ]
+    );
+}
+
 /// `tcp-check connect` options, `expect min-recv` and `rbinary`, and the
 /// server's check transport options.
 #[test]
@@ -718,10 +777,10 @@ fn tcp_check_connect_options_and_min_recv() {
     let p = ok("\
 backend b
     option tcp-check
-    tcp-check connect default port 8443 addr 10.0.0.9 ssl sni api.example alpn h2,http/1.1 send-proxy via-socks4 linger proto h1 comment x
+    tcp-check connect default port 8443 addr 10.0.0.9 ssl sni api.example alpn h2,http/1.1 send-proxy via-socks4 linger proto none comment x
     tcp-check expect min-recv 4 rbinary ^2B50
     tcp-check expect min-recv -1 string +PONG
-    server s 1.1.1.1:6379 check socks4 127.0.0.1:1080 check-via-socks4 check-alpn h2 check-proto h1 check-send-proxy
+    server s 1.1.1.1:6379 check socks4 127.0.0.1:1080 check-via-socks4 check-alpn h2 check-proto none check-send-proxy
     server t 1.1.1.1:6379 check send-proxy-v2
     server u 1.1.1.1:6379 check send-proxy port 7000
 ");
@@ -759,6 +818,7 @@ backend b
     assert_eq!(s[0].socks4, Some("127.0.0.1:1080".parse().unwrap()));
     assert!(s[0].check_via_socks4);
     assert_eq!(s[0].check_alpn, Some(vec!["h2".to_string()]));
+    assert_eq!(s[0].check_proto, Some(CheckProto::None));
     // check-send-proxy: version 1; send-proxy-v2 on the server's own
     // port: version 2; send-proxy with a check port: none (HAProxy's rule).
     let pp: Vec<u8> = s.iter().map(|s| s.check_proxy_header()).collect();

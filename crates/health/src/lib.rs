@@ -55,6 +55,15 @@
 //!   is emptied by each `connect` and `send`, so consecutive expects judge
 //!   the same reply. The last rule decides the success status: `L7OK`
 //!   after an expect or a send, `L4OK` (`L6OK` over TLS) after a connect.
+//! * **HTTP/2.** `check-proto h2` (or `http-check connect proto h2`)
+//!   makes `option httpchk` speak HTTP/2 with prior knowledge, in clear
+//!   text or over TLS; with `check-alpn` and no protocol set, a TLS check
+//!   whose ALPN negotiated `h2` does too (not the server's own `alpn`, as
+//!   HAProxy 2.6). Same request, same `expect` judgement (a content
+//!   failure has no code; an empty body is "HTTP content check could not
+//!   find a response body"), no reason phrase for `L7STS`; a failure once
+//!   connected (not HTTP/2, stream reset, GOAWAY, early close) is
+//!   `SOCKERR`, as HAProxy. See `h2check.rs`.
 //! * **Protocol checks** (`option mysql-check`, `pgsql-check`, `smtpchk`,
 //!   `ldap-check`, `ssl-hello-chk`, `spop-check`) are rule lists with
 //!   HAProxy 2.6's packets and reply parsers; see `docs/balancing.md`.
@@ -101,6 +110,7 @@
 
 mod core;
 mod event;
+mod h2check;
 mod health;
 mod probe;
 mod proto;
@@ -141,6 +151,15 @@ pub fn fuzz_replies(data: &[u8]) -> usize {
             .count();
     }
     passed + proto::pgsql_error_text(data).len().min(1)
+}
+
+/// Feeds `data` to an HTTP/2 check's client connection as the server's
+/// reply (cut in pieces of `split` bytes, the body read when
+/// `need_body`) and returns the response status found. For the fuzz
+/// target `fuzz/fuzz_targets/health_h2_reply.rs`; never panics.
+#[doc(hidden)]
+pub fn fuzz_h2_reply(data: &[u8], split: usize, need_body: bool) -> Option<u16> {
+    h2check::feed(data, split, need_body)
 }
 
 /// The `log` callback of [`start`].
@@ -219,6 +238,16 @@ pub struct CheckTarget {
     /// `check-via-socks4`: checks go through `socks4`. Default is false
     /// (only `tcp-check connect via-socks4` rules use it).
     pub via_socks4: bool,
+    /// `check-proto`: `h2` makes HTTP checks speak HTTP/2 (prior
+    /// knowledge in clear text, or over TLS), `h1` HTTP/1 whatever ALPN
+    /// says; `http-check connect proto` takes precedence. Default is none:
+    /// see `alpn_proto`.
+    pub check_proto: Option<config::CheckProto>,
+    /// The server has `check-alpn`: HTTP checks without a protocol speak
+    /// HTTP/2 when TLS negotiated ALPN `h2`. Default is false: HTTP/1,
+    /// even when the server's own `alpn` negotiates `h2` (HAProxy 2.6
+    /// picks the protocol from ALPN only with `check-alpn`).
+    pub alpn_proto: bool,
 }
 
 impl CheckTarget {
@@ -259,6 +288,8 @@ impl CheckTarget {
             proxy_version: 1,
             socks4: None,
             via_socks4: false,
+            check_proto: None,
+            alpn_proto: false,
         }
     }
 
@@ -316,6 +347,8 @@ impl CheckTarget {
             proxy_version: server.send_proxy.max(1),
             socks4: server.socks4,
             via_socks4: server.check_via_socks4 && server.socks4.is_some(),
+            check_proto: server.check_proto,
+            alpn_proto: server.check_alpn.is_some(),
         })
     }
 }

@@ -4,8 +4,9 @@
 
 use crate::core::{parse_agent_line, AgentReply};
 use crate::event::{CheckStatus, Outcome};
+use crate::h2check;
 use crate::tcpcheck::Program;
-use fairlead_config::{Expect, ExpectKind, HealthCheck, HttpCheck};
+use fairlead_config::{CheckProto, Expect, ExpectKind, HealthCheck, HttpCheck};
 use fairlead_http::{BodyKind, ChunkProgress, ChunkedState, MAX_HEADERS};
 use fairlead_net::Conn;
 use std::net::SocketAddr;
@@ -38,6 +39,11 @@ pub(crate) struct ConnOpts {
     pub socks4_server: Option<SocketAddr>,
     /// Close with a FIN rather than a reset.
     pub linger: bool,
+    /// The server's `check-proto`, for HTTP checks.
+    pub proto: Option<CheckProto>,
+    /// `check-alpn` is set: without `proto`, HTTP checks speak what TLS
+    /// negotiated.
+    pub alpn_proto: bool,
 }
 
 /// The TLS of a `tcp-check connect ssl` rule: the server's check TLS
@@ -275,6 +281,12 @@ pub(crate) enum Probe {
     Tcp,
     Http {
         request: Vec<u8>,
+        /// The same request for HTTP/2.
+        h2: h2check::Request,
+        /// `http-check connect proto`.
+        proto: Option<CheckProto>,
+        /// `http-check connect` without `default`.
+        own_connect: bool,
         expect: Option<Matcher>,
         head: bool,
         /// `http-check connect port`.
@@ -316,6 +328,9 @@ impl Probe {
             HealthCheck::Tcp => Probe::Tcp,
             HealthCheck::Http(h) => Probe::Http {
                 request: http_request(h),
+                h2: h2check::Request::new(h),
+                proto: h.proto,
+                own_connect: h.own_connect,
                 expect: h.expect.as_ref().map(Matcher::compile),
                 head: h.method.eq_ignore_ascii_case("HEAD"),
                 port: h.port,
@@ -358,13 +373,36 @@ impl Probe {
             },
             Probe::Http {
                 request,
+                h2,
+                proto,
+                own_connect,
                 expect,
                 head,
                 port,
                 ..
             } => {
                 let addr = port.map_or(addr, |p| SocketAddr::new(addr.ip(), p));
-                http_check(addr, limits, start, request, expect.as_ref(), *head, opts).await
+                // Without `default`, a connect rule uses none of the
+                // server's check transport settings (HAProxy).
+                let own;
+                let opts = if *own_connect {
+                    own = ConnOpts {
+                        proxy_version: opts.proxy_version,
+                        socks4_server: opts.socks4_server,
+                        rule_tls: opts.rule_tls.clone(),
+                        ..ConnOpts::default()
+                    };
+                    &own
+                } else {
+                    opts
+                };
+                let req = HttpReq {
+                    h1: request,
+                    h2,
+                    proto: proto.or(opts.proto),
+                    head_method: *head,
+                };
+                http_check(addr, limits, start, &req, expect.as_ref(), opts).await
             }
             Probe::TcpCheck(p) => p.run(addr, limits, start, opts).await,
         }
@@ -449,7 +487,7 @@ pub(crate) fn close_linger(s: Conn) {
 }
 
 /// "Connection refused" rather than "Connection refused (os error 111)".
-fn err_text(e: &std::io::Error) -> String {
+pub(crate) fn err_text(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
@@ -536,13 +574,37 @@ pub(crate) fn dechunk(data: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// The request of an HTTP check, in both protocols.
+struct HttpReq<'a> {
+    h1: &'a [u8],
+    h2: &'a h2check::Request,
+    /// `http-check connect proto`, else the server's `check-proto`.
+    proto: Option<CheckProto>,
+    head_method: bool,
+}
+
+/// Whether an HTTP check on `s` speaks HTTP/2: `proto h2`, or no `proto`,
+/// `check-alpn` set (`alpn`) and TLS whose ALPN negotiated `h2`. As in
+/// HAProxy 2.6, the multiplexer follows the negotiated ALPN only with
+/// `check-alpn`; without it (the server's own `alpn` offered) the check
+/// speaks HTTP/1.
+fn speaks_h2(s: &Conn, proto: Option<CheckProto>, alpn: bool) -> bool {
+    match proto {
+        Some(p) => p == CheckProto::H2,
+        None => {
+            alpn && s
+                .tls_info_ref()
+                .is_some_and(|i| i.alpn.as_deref() == Some(&b"h2"[..]))
+        }
+    }
+}
+
 async fn http_check(
     addr: SocketAddr,
     limits: &Limits,
     start: Instant,
-    request: &[u8],
+    req: &HttpReq<'_>,
     expect: Option<&Matcher>,
-    head_method: bool,
     opts: &ConnOpts,
 ) -> Outcome {
     let mut s = match connect(addr, limits.connect_deadline(start), start, opts).await {
@@ -550,16 +612,39 @@ async fn http_check(
         Err(o) => return o,
     };
     let deadline = limits.read_deadline(start, Instant::now());
-    if let Err(o) = write_all(&mut s, request, deadline, start).await {
-        close(s);
-        return o;
-    }
     let need_body = expect.is_some_and(|m| !m.is_status());
+    let result = if speaks_h2(&s, req.proto, opts.alpn_proto) {
+        h2check::exchange(&mut s, req.h2, need_body, deadline, start)
+            .await
+            .map(|r| (r.code, None, r.body))
+    } else {
+        h1_exchange(&mut s, req.h1, need_body, req.head_method, deadline, start)
+            .await
+            .map(|(h, body)| (h.code, Some(h.reason), body))
+    };
+    close(s);
+    match result {
+        Ok((code, reason, body)) => judge(code, reason, &body, expect, start.elapsed()),
+        Err(o) => o,
+    }
+}
+
+/// Sends the HTTP/1 request and reads the response head, and its body
+/// when `need_body`.
+async fn h1_exchange(
+    s: &mut Conn,
+    request: &[u8],
+    need_body: bool,
+    head_method: bool,
+    deadline: Instant,
+    start: Instant,
+) -> Result<(Head, Vec<u8>), Outcome> {
+    write_all(s, request, deadline, start).await?;
     let mut buf = Vec::with_capacity(1024);
     let mut eof = false;
-    let result = loop {
+    loop {
         match parse_head(&buf, head_method) {
-            Err(e) => break Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e)),
+            Err(e) => return Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e)),
             Ok(Some(h)) => {
                 let body = &buf[h.len..];
                 let done = !need_body
@@ -580,7 +665,7 @@ async fn http_check(
                             .to_vec(),
                         BodyKind::CloseDelimited => body.to_vec(),
                     };
-                    break Ok((h, body));
+                    return Ok((h, body));
                 }
             }
             Ok(None) if eof || buf.len() >= MAX_RESPONSE => {
@@ -589,61 +674,72 @@ async fn http_check(
                 } else {
                     "Incomplete response"
                 };
-                break Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(info));
+                return Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(info));
             }
             Ok(None) => {}
         }
-        match read_more(&mut s, &mut buf, deadline).await {
+        match read_more(s, &mut buf, deadline).await {
             Read::Data => {}
             Read::Eof => eof = true,
-            Read::Timeout => break Err(Outcome::new(CheckStatus::L7Tout, start.elapsed())),
+            Read::Timeout => return Err(Outcome::new(CheckStatus::L7Tout, start.elapsed())),
             Read::Error(e) if buf.is_empty() => {
-                break Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e))
+                return Err(Outcome::new(CheckStatus::L7Rsp, start.elapsed()).info(e))
             }
             Read::Error(_) => eof = true,
         }
-    };
-    close(s);
-    let (h, body) = match result {
-        Ok(x) => x,
-        Err(o) => return o,
-    };
-    let d = start.elapsed();
+    }
+}
+
+/// Judges a response as HAProxy 2.6 does: without `expect`, 2xx and 3xx
+/// pass; a status rule that fails is `L7STS` (with the reason phrase, which
+/// HTTP/2 has not); a content rule that fails, or meets an empty body, is
+/// `L7RSP`.
+fn judge(
+    code: u16,
+    reason: Option<String>,
+    body: &[u8],
+    expect: Option<&Matcher>,
+    d: Duration,
+) -> Outcome {
     // HAProxy logs no reason phrase for a passed check ("is UP, reason:
     // Layer7 check passed, code: 200, check duration: 1ms").
-    let passed = || Outcome::new(CheckStatus::L7Ok, d).code(h.code);
+    let passed = || Outcome::new(CheckStatus::L7Ok, d).code(code);
     let wrong_status = || {
-        Outcome::new(CheckStatus::L7Sts, d)
-            .code(h.code)
-            .info(h.reason.clone())
+        let o = Outcome::new(CheckStatus::L7Sts, d).code(code);
+        match reason.as_ref().filter(|r| !r.is_empty()) {
+            Some(r) => o.info(r.clone()),
+            None => o,
+        }
     };
     let Some(m) = expect else {
-        return if (200..400).contains(&h.code) {
+        return if (200..400).contains(&code) {
             passed()
         } else {
             wrong_status()
         };
     };
     if let Some(e) = m.invalid() {
-        return Outcome::new(CheckStatus::L7Rsp, d).code(h.code).info(e);
+        return Outcome::new(CheckStatus::L7Rsp, d).code(code).info(e);
     }
-    if let Some(found) = m.status_matches(h.code) {
+    if let Some(found) = m.status_matches(code) {
         return if found != m.negate {
             passed()
         } else {
             wrong_status()
         };
     }
-    let found = m.find(&body).unwrap_or(false);
+    // HAProxy gives a content failure no code.
+    let fail = |info: &str| Outcome::new(CheckStatus::L7Rsp, d).info(info);
+    if body.is_empty() {
+        return fail("HTTP content check could not find a response body");
+    }
+    let found = m.find(body).unwrap_or(false);
     if found != m.negate {
         passed()
+    } else if m.negate {
+        fail("HTTP check matched unwanted content")
     } else {
-        let info = if m.negate {
-            format!("HTTP check matched unwanted content '{}'", m.label)
-        } else {
-            format!("HTTP content check did not match '{}'", m.label)
-        };
-        Outcome::new(CheckStatus::L7Rsp, d).code(h.code).info(info)
+        fail("HTTP content check did not match")
     }
 }
 

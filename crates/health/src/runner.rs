@@ -193,6 +193,8 @@ impl Task {
                 socks4: self.t.socks4.filter(|_| self.t.via_socks4),
                 socks4_server: self.t.socks4,
                 linger: false,
+                proto: self.t.check_proto,
+                alpn_proto: self.t.alpn_proto,
             };
             let mut o = probe.run(addr, &self.limits, &opts).await;
             // `disable-on-404`: a 404 from an UP server is a conditional

@@ -64,6 +64,49 @@ pub struct HttpCheck {
     /// `http-check disable-on-404`: a 404 puts an UP server in NOLB
     /// (no new load-balanced traffic). Default is off.
     pub disable_on_404: bool,
+    /// `http-check connect proto <h1|h2>`: the protocol the check speaks,
+    /// over the server's `check-proto`. Default is none: the server's
+    /// `check-proto`, else what TLS ALPN negotiated (`h2`: HTTP/2), else
+    /// HTTP/1.
+    pub proto: Option<CheckProto>,
+    /// An `http-check connect` rule without `default`: as in HAProxy, the
+    /// check uses only what the rule names, none of the server's check
+    /// transport settings (`check-ssl`, `check-proto`, `check-alpn`,
+    /// `check-send-proxy`, `check-via-socks4`). Default is false.
+    pub own_connect: bool,
+}
+
+/// The protocol of a server's checks (`check-proto`, `http-check connect
+/// proto`): HAProxy's multiplexer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckProto {
+    /// `none`: raw bytes (TCP checks, tcp-check rules); not usable by HTTP
+    /// checks.
+    None,
+    /// `h1`: HTTP/1.x.
+    H1,
+    /// `h2`: HTTP/2, with prior knowledge in clear text, or over TLS.
+    H2,
+}
+
+impl CheckProto {
+    /// The protocol of a multiplexer name; `Err` with HAProxy's reason for
+    /// an unknown one, or for `fcgi` (not implemented in Fairlead).
+    pub fn parse(name: &str) -> Result<CheckProto, String> {
+        match name {
+            "none" => Ok(CheckProto::None),
+            "h1" => Ok(CheckProto::H1),
+            "h2" => Ok(CheckProto::H2),
+            "fcgi" => Err("fcgi health checks are not implemented yet in Fairlead (HTTP checks speak HTTP/1.1 or HTTP/2)".into()),
+            _ => Err(format!("unknown MUX protocol '{name}'")),
+        }
+    }
+
+    /// The HTTP protocols (`h1`, `h2`) are what HTTP checks use; `none`
+    /// is for the other check types.
+    pub fn is_http(self) -> bool {
+        self != CheckProto::None
+    }
 }
 
 impl Default for HttpCheck {
@@ -77,6 +120,8 @@ impl Default for HttpCheck {
             expect: None,
             port: None,
             disable_on_404: false,
+            proto: None,
+            own_connect: false,
         }
     }
 }

@@ -39,7 +39,11 @@ pub(crate) struct HttpReq {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum HttpRule {
-    Connect { port: Option<u16> },
+    Connect {
+        port: Option<u16>,
+        proto: Option<CheckProto>,
+        default: bool,
+    },
     Send(HttpReq),
     Expect(Expect),
     Comment,
@@ -116,7 +120,15 @@ impl CheckDraft {
                         apply_req(&mut hc, req);
                     }
                     match rule {
-                        HttpRule::Connect { port } => hc.port = *port,
+                        HttpRule::Connect {
+                            port,
+                            proto,
+                            default,
+                        } => {
+                            hc.port = *port;
+                            hc.proto = *proto;
+                            hc.own_connect = !default;
+                        }
                         HttpRule::Send(r) => apply_req(&mut hc, r),
                         HttpRule::Expect(e) => hc.expect = Some(e.clone()),
                         HttpRule::Comment => {}
@@ -320,15 +332,21 @@ fn connect_port(v: &str) -> Result<u16, String> {
 }
 
 /// `connect [default] [port <N>] [addr <ip>] [ssl] [sni <name>] [alpn
-/// <list>] [send-proxy] [via-socks4] [linger] [comment <msg>]`
-/// arguments. `http` refuses what the HTTP check does not do (all but
-/// `default`, `port` and `comment`).
-fn parse_connect(a: &[String], http: bool) -> Result<TcpConnect, String> {
+/// <list>] [send-proxy] [via-socks4] [linger] [proto <name>] [comment
+/// <msg>]` arguments, and the `proto` given. `http` refuses what the HTTP
+/// check does not do (all but `default`, `port`, `proto` and `comment`).
+/// As in HAProxy, `proto` must be `h1` or `h2` for an HTTP check and
+/// `none` for a tcp-check.
+fn parse_connect(a: &[String], http: bool) -> Result<(TcpConnect, Option<CheckProto>), String> {
     let mut c = TcpConnect::default();
+    let mut proto = None;
     let mut i = 0;
     while i < a.len() {
         let w = a[i].as_str();
-        if http && !matches!(w, "default" | "port" | "comment") && KNOWN_CONNECT.contains(&w) {
+        if http
+            && !matches!(w, "default" | "port" | "proto" | "comment")
+            && KNOWN_CONNECT.contains(&w)
+        {
             return Err(format!(
                 "connect option '{w}' of http-check is not implemented yet in Fairlead"
             ));
@@ -366,11 +384,17 @@ fn parse_connect(a: &[String], http: bool) -> Result<TcpConnect, String> {
             "linger" => c.linger = true,
             "proto" => {
                 let v = value(a, i, "a MUX protocol")?;
-                if !matches!(v, "h1" | "none") {
-                    return Err(format!(
-                        "connect option 'proto {v}' is not implemented yet in Fairlead"
-                    ));
+                // `fcgi` is an HTTP protocol Fairlead's checks do not speak.
+                let p = match CheckProto::parse(v) {
+                    Ok(p) => Ok(p),
+                    Err(e) if v == "fcgi" => Err(e),
+                    Err(e) => return Err(format!("'proto' : {e}.")),
+                };
+                if matches!(p, Ok(CheckProto::None)) == http {
+                    let kind = if http { "http-check" } else { "tcp-check" };
+                    return Err(format!("'proto' : invalid MUX protocol '{v}' for {kind}."));
                 }
+                proto = Some(p.map_err(|e| format!("'proto' : {e}."))?);
                 i += 1;
             }
             other => {
@@ -379,7 +403,7 @@ fn parse_connect(a: &[String], http: bool) -> Result<TcpConnect, String> {
         }
         i += 1;
     }
-    Ok(c)
+    Ok((c, proto))
 }
 
 const KNOWN_CONNECT: [&str; 9] = [
@@ -422,9 +446,14 @@ pub(crate) fn parse_http_check(
             value(words, 1, "a string")?;
             HttpRule::Comment
         }
-        "connect" => HttpRule::Connect {
-            port: parse_connect(a, true)?.port,
-        },
+        "connect" => {
+            let (c, proto) = parse_connect(a, true)?;
+            HttpRule::Connect {
+                port: c.port,
+                proto,
+                default: c.default,
+            }
+        }
         "send" => HttpRule::Send(parse_http_send(a)?),
         "expect" => HttpRule::Expect(parse_expect(a, true)?),
         other => {
@@ -529,7 +558,7 @@ pub(crate) fn parse_tcp_check(cd: &mut CheckDraft, words: &[String]) -> Result<(
     let a = &words[2..];
     let rule = match kind.as_str() {
         "comment" => TcpCheckRule::Comment(value(words, 1, "a string")?.to_string()),
-        "connect" => TcpCheckRule::Connect(parse_connect(a, false)?),
+        "connect" => TcpCheckRule::Connect(parse_connect(a, false)?.0),
         "send" | "send-binary" => {
             let Some(data) = a.first().filter(|d| !d.is_empty()) else {
                 return Err(format!(

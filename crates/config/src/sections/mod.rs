@@ -776,7 +776,17 @@ fn finish_backend(d: &mut Draft, diags: &mut Diags) {
             );
         }
     }
+    let http_check = matches!(o.health_check, HealthCheck::Http(_));
     for s in &mut d.servers {
+        if s.check && s.check_proto.is_some_and(|p| p.is_http() != http_check) {
+            diags.alert(
+                &s.location,
+                format!(
+                    "{sec} '{}': server '{}' uses an incompatible MUX protocol for the selected check type",
+                    d.name, s.name
+                ),
+            );
+        }
         if o.mode == Mode::Tcp && s.observe == Some(Observe::Layer7) {
             diags.alert(
                 &s.location,
