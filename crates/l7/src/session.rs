@@ -7,7 +7,8 @@ use fairlead_backend::{idle, Cause, ProxyError};
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{parse_request, parse_request_relaxed, BodyKind, RequestHead};
 use fairlead_log::{Phase, Who};
-use fairlead_net::io::{until, with_timeout};
+use fairlead_net::io::{timed_out, until, with_timeout};
+use fairlead_net::wait::{IdleWait, Woken};
 use fairlead_net::{pool, Conn, IoBuf};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -120,17 +121,12 @@ pub fn serve_http(
 /// variables they set (`peer` is the address after their `set-src`) and
 /// the stick counter slots they tracked (counted by every request of the
 /// connection and released when it ends).
-pub async fn serve_http_with(
+pub fn serve_http_with(
     client: Conn,
     peer: SocketAddr,
     ctx: Rc<HttpCtx>,
     sess: Option<Box<SessCarry>>,
-) {
-    if crate::h2::selected(&client, &ctx) {
-        let trk = sess.and_then(|c| c.trk);
-        return Box::pin(crate::h2::serve_h2(client, peer, ctx, IoBuf::new(), trk)).await;
-    }
-    let _ = client.set_nodelay(true);
+) -> impl std::future::Future<Output = ()> {
     let eff = Effective {
         conn_mode: ctx
             .front
@@ -138,7 +134,9 @@ pub async fn serve_http_with(
             .max(ctx.front.routes.default_be.options.http_conn_mode),
         reuse: ctx.front.routes.default_be.options.http_reuse,
     };
-    let mut s = Session {
+    // Built here, outside the future: an async fn would keep its
+    // arguments in the task next to the session made of them.
+    serve_session(Session {
         client,
         peer,
         ctx,
@@ -150,36 +148,51 @@ pub async fn serve_http_with(
         accepted_at: Instant::now(),
         last_end: Instant::now(),
         first_byte: Instant::now(),
-    };
-    loop {
-        if !s.wait().await {
-            break;
-        }
-        // HTTP/2 preface detection; boxed, so that this rare wait stays
-        // out of every idle connection's task.
-        if s.first
-            && crate::h2::preface_state(s.cbuf.filled()) != Some(false)
-            && Box::pin(crate::h2::sniff(
-                &mut s.cbuf,
-                &s.client,
-                s.accepted_at,
-                &s.ctx,
-            ))
-            .await
-        {
+    })
+}
+
+/// The connection's task: requests until the connection closes.
+///
+/// A plain fn around an `async move` block that uses `s` in place: an
+/// `async fn` would hold its argument and its own copy of it.
+// Not an `async fn`, on purpose (see above).
+#[allow(clippy::manual_async_fn)]
+fn serve_session(mut s: Session) -> impl std::future::Future<Output = ()> {
+    async move {
+        if crate::h2::selected(&s.client, &s.ctx) {
             return into_h2(s).await;
         }
-        let (back, next) = fairlead_net::reuse::run_pooled(|| request_phase(s)).await;
-        s = back;
-        if let Next::Close = next {
-            break;
+        let _ = s.client.set_nodelay(true);
+        loop {
+            if !s.wait().await {
+                break;
+            }
+            // HTTP/2 preface detection; boxed, so that this rare wait stays
+            // out of every idle connection's task.
+            if s.first
+                && crate::h2::preface_state(s.cbuf.filled()) != Some(false)
+                && Box::pin(crate::h2::sniff(
+                    &mut s.cbuf,
+                    &s.client,
+                    s.accepted_at,
+                    &s.ctx,
+                ))
+                .await
+            {
+                return into_h2(s).await;
+            }
+            let (back, next) = fairlead_net::reuse::run_pooled(|| request_phase(s)).await;
+            s = back;
+            if let Next::Close = next {
+                break;
+            }
         }
+        // The client is gone: its server connection may serve other clients.
+        if let Some(a) = s.attached.take() {
+            park(a, s.eff);
+        }
+        end_sess_trackers(s.take_trk());
     }
-    // The client is gone: its server connection may serve other clients.
-    if let Some(a) = s.attached.take() {
-        park(a, s.eff);
-    }
-    end_sess_trackers(s.take_trk());
 }
 
 /// The end of the connection: its stick counter slots give their
@@ -268,26 +281,21 @@ impl Session {
         if !self.first && self.stopping() {
             return false;
         }
-        let stop_first = self.first;
-        let ctx = self.ctx.clone();
-        let stop = &ctx.stop;
-        let read = async {
-            until(deadline, "http-request timeout", async {
-                self.cbuf.read_from(&self.client, usize::MAX).await
-            })
-            .await
-        };
         // A soft stop closes idle keep-alive connections; a new connection
         // still gets its first request served.
-        let stopped = async {
-            if stop_first {
-                std::future::pending::<()>().await;
+        let ctx = self.ctx.clone();
+        let stop = (!self.first).then_some(&*ctx.stop);
+        let r = loop {
+            match IdleWait::new(&self.client, deadline, stop).await {
+                Woken::Readable(Ok(())) => {}
+                Woken::Readable(Err(e)) => break Err(e),
+                Woken::TimedOut => break Err(timed_out("http-request timeout")),
+                Woken::Stopped => return false,
             }
-            stop.wait().await
-        };
-        let r = tokio::select! {
-            r = read => r,
-            _ = stopped => return false,
+            match self.cbuf.try_read_from(&self.client, usize::MAX) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+                r => break r,
+            }
         };
         match r {
             Ok(0) => {

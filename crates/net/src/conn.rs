@@ -197,6 +197,31 @@ impl Conn {
         self.tcp.readable().await
     }
 
+    /// [`Conn::readable`] as a poll, with no future of its own: a TLS layer
+    /// with decrypted bytes is ready at once, and one with records to send
+    /// first flushes them. The waker is kept by the socket's registration
+    /// (only the last one polled for each direction is woken).
+    pub fn poll_read_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<()>> {
+        use std::task::Poll;
+        if let Some(tls) = self.tls() {
+            if tls.borrow().has_plain() {
+                return Poll::Ready(Ok(()));
+            }
+            while tls.borrow().wants_write() {
+                match self.tcp.poll_write_ready(cx) {
+                    Poll::Ready(Ok(())) => {}
+                    other => return other,
+                }
+                let r = tls.borrow_mut().try_flush(&self.tcp);
+                match r {
+                    Err(e) if e.kind() != ErrorKind::WouldBlock => return Poll::Ready(Err(e)),
+                    _ => {}
+                }
+            }
+        }
+        self.tcp.poll_read_ready(cx)
+    }
+
     /// One non-blocking read. `Ok(0)` at end of stream, `WouldBlock` when
     /// nothing is ready. On a clear connection a short read also clears the
     /// socket's readiness (see [`crate::io::try_read_drain`]).

@@ -16,6 +16,7 @@ pub mod profile;
 pub mod reuse;
 pub mod stop;
 pub mod unix;
+pub mod wait;
 
 pub use buf::IoBuf;
 pub use conn::{Conn, ProxyInfo, TlsInfo, TlsLayer};

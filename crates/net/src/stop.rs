@@ -32,6 +32,13 @@ impl Stop {
         self.notify.notify_waiters();
     }
 
+    /// A notification of the next trigger, for a hand-written wait (see
+    /// [`crate::wait::IdleWait`]): enable it before reading
+    /// [`Stop::is_set`] so that a trigger in between is not lost.
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+
     /// Resolves when the soft stop is requested.
     pub async fn wait(&self) {
         loop {

@@ -434,6 +434,12 @@ async fn accept_loop(
 /// session rules, then the HTTP or TCP stream. Each mode gets its own task
 /// type, so an HTTP connection's task is only as large as the HTTP state
 /// machine.
+///
+/// Everything the opening needs travels in one box ([`Opening`]) and the
+/// opening itself (PROXY header, handshake, session rules) runs boxed: a
+/// future keeps room for everything it captured for as long as it lives,
+/// so a task that captured them directly carried them, and the handshake's
+/// state, through every idle second of the connection.
 fn spawn_session(
     fe: &Arc<FrontendRt>,
     ctx: &Rc<HttpCtx>,
@@ -441,52 +447,98 @@ fn spawn_session(
     stream: tokio::net::TcpStream,
     peer: std::net::SocketAddr,
     guard: ConnGuard,
-    mut sess: SessState,
+    sess: SessState,
 ) -> tokio::task::JoinHandle<()> {
-    let (fe, tls) = (fe.clone(), tls.clone());
+    let opening = Box::new(Opening {
+        fe: fe.clone(),
+        tls: tls.clone(),
+        stream,
+        peer,
+        sess,
+    });
     match fe.front.mode {
-        Mode::Http => {
-            let ctx = ctx.clone();
-            tokio::task::spawn_local(Profiled::new(TaskKind::HttpSession, async move {
-                let _guard = guard;
-                let Some((peer, proxied)) = proxy_header(&stream, peer, &fe, &sess).await else {
-                    return;
-                };
-                let Some(mut conn) = handshake(stream, peer, &fe, tls).await else {
-                    return;
-                };
-                if let Some(info) = proxied {
-                    conn.set_proxy_info(info);
-                }
-                if !open_session(&fe, &conn, peer, &mut sess) {
-                    return;
-                }
-                // `set-src` and the `sess` variables of the connection
-                // and session rules reach the HTTP transactions.
-                let peer = sess.effective_src(peer);
-                let trackers = sess.trackers.take();
-                let carry = fairlead_l7::SessCarry::new(sess.into_sess_vars(), trackers);
-                fairlead_l7::serve_http_with(conn, peer, ctx, carry).await;
-            }))
-        }
-        Mode::Tcp => tokio::task::spawn_local(Profiled::new(TaskKind::TcpSession, async move {
-            let _guard = guard;
-            let Some((peer, proxied)) = proxy_header(&stream, peer, &fe, &sess).await else {
-                return;
-            };
-            let Some(mut stream) = handshake(stream, peer, &fe, tls).await else {
-                return;
-            };
-            if let Some(info) = proxied {
-                stream.set_proxy_info(info);
-            }
-            if !open_session(&fe, &stream, peer, &mut sess) {
-                return;
-            }
-            let accepted = std::time::SystemTime::now();
-            let _ = fairlead_l4::serve_tcp(stream, peer, &fe.front, accepted, sess).await;
-        })),
+        Mode::Http => tokio::task::spawn_local(Profiled::new(
+            TaskKind::HttpSession,
+            http_session(opening, guard, ctx.clone()),
+        )),
+        Mode::Tcp => tokio::task::spawn_local(Profiled::new(
+            TaskKind::TcpSession,
+            tcp_session(opening, guard),
+        )),
     }
+}
+
+/// What an accepted connection needs until it is a session.
+struct Opening {
+    fe: Arc<FrontendRt>,
+    tls: Option<Arc<fairlead_tls::BindContext>>,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    sess: SessState,
+}
+
+/// An opened session: the connection after its PROXY header, handshake
+/// and session rules, with the client address they left.
+struct Opened {
+    conn: fairlead_net::Conn,
+    peer: std::net::SocketAddr,
+    sess: SessState,
+}
+
+impl Opening {
+    /// The PROXY header, the handshake, then the `tcp-request session`
+    /// rules; `None` when the connection ends there.
+    async fn open(self: Box<Self>) -> Option<Opened> {
+        let Opening {
+            fe,
+            tls,
+            stream,
+            peer,
+            mut sess,
+        } = *self;
+        let (peer, proxied) = proxy_header(&stream, peer, &fe, &sess).await?;
+        let mut conn = handshake(stream, peer, &fe, tls).await?;
+        if let Some(info) = proxied {
+            conn.set_proxy_info(info);
+        }
+        open_session(&fe, &conn, peer, &mut sess).then_some(Opened { conn, peer, sess })
+    }
+}
+
+/// An HTTP connection's task (a plain fn around an `async move` block, so
+/// that what it captures is not held twice).
+// Not an `async fn`, on purpose (see above).
+#[allow(clippy::manual_async_fn)]
+fn http_session(
+    opening: Box<Opening>,
+    guard: ConnGuard,
+    ctx: Rc<HttpCtx>,
+) -> impl std::future::Future<Output = ()> {
+    async move {
+        let Some(Opened { conn, peer, sess }) = Box::pin(opening.open()).await else {
+            drop(guard);
+            return;
+        };
+        // `set-src` and the `sess` variables of the connection and session
+        // rules reach the HTTP transactions.
+        let peer = sess.effective_src(peer);
+        let mut sess = sess;
+        let trackers = sess.trackers.take();
+        let carry = fairlead_l7::SessCarry::new(sess.into_sess_vars(), trackers);
+        fairlead_l7::serve_http_with(conn, peer, ctx, carry).await;
+        drop(guard);
+    }
+}
+
+/// A TCP connection's task.
+async fn tcp_session(opening: Box<Opening>, guard: ConnGuard) {
+    let _guard = guard;
+    let fe = opening.fe.clone();
+    let Some(Opened { conn, peer, sess }) = Box::pin(opening.open()).await else {
+        return;
+    };
+    let accepted = std::time::SystemTime::now();
+    let _ = fairlead_l4::serve_tcp(conn, peer, &fe.front, accepted, sess).await;
 }
 
 /// Counts one accepted connection against the global and frontend limits
