@@ -575,8 +575,9 @@ fn a_check_that_cannot_connect_resolves_again() {
         moved.elapsed()
     );
     assert!(
-        p.stderr()
-            .contains(&format!("bk/s1 changed its IP from {ip_a} to {ip_b} by mydns/dns1.")),
+        p.stderr().contains(&format!(
+            "bk/s1 changed its IP from {ip_a} to {ip_b} by mydns/dns1."
+        )),
         "{}",
         p.stderr()
     );

@@ -758,7 +758,10 @@ fn connect_failures_call_the_connect_failure_hook() {
         n
     };
     // Nothing listens: L4CON.
-    let gone = TcpListener::bind("127.0.0.6:0").unwrap().local_addr().unwrap();
+    let gone = TcpListener::bind("127.0.0.6:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let mut refused = target(gone, HealthCheck::Tcp, true);
     let on_refused = counter(&mut refused);
     let h_refused = refused.health.clone();

@@ -28,8 +28,8 @@ use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
 use fairlead_log::{Phase, TermState, Who};
 use fairlead_net::Conn;
 use fairlead_rules::exec::{run, run_from, Stream, Verdict};
-use fairlead_rules::resolve::Resolved;
 use fairlead_rules::proxy::ProxyRules;
+use fairlead_rules::resolve::Resolved;
 use fairlead_rules::sticking::Sticking;
 use std::io::Result;
 use std::sync::Arc;
@@ -215,9 +215,7 @@ async fn content(
         let Some((r, at)) = paused else {
             return o;
         };
-        let waits = rules
-            .inspect_delay
-            .is_some_and(|d| started.elapsed() < d);
+        let waits = rules.inspect_delay.is_some_and(|d| started.elapsed() < d);
         if waits {
             if let Some(ip) = fairlead_rules::resolve::resolve(&r).await {
                 TcpTxn::new(&cx.facts, sess).set_var(&r.var, Resolved::sample(ip));

@@ -347,10 +347,14 @@ fn follows(
         }
     }
     for t in &plan.templates {
-        let Some(res) = section(&t.opts) else { continue };
+        let Some(res) = section(&t.opts) else {
+            continue;
+        };
         let tp = &t.template;
         let kind = NameKind::for_name(&tp.fqdn, t.opts.prefer);
-        let Some(be) = cfg.backends.get(t.be) else { continue };
+        let Some(be) = cfg.backends.get(t.be) else {
+            continue;
+        };
         for (si, s) in be.servers.iter().enumerate() {
             let mine = s.template.as_ref().is_some_and(|st| {
                 st.prefix == tp.prefix && st.range == tp.range && st.fqdn == tp.fqdn
