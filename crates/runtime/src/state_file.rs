@@ -150,7 +150,7 @@ pub(crate) fn apply_one(
     if s.iweight == scfg.weight {
         let _ = be.apply(id, ServerCommand::Weight(s.uweight));
     }
-    if let Some(note) = restore_op_state(be, &srv, s, &name) {
+    if let Some(note) = restore_op_state(be, scfg, &srv, s, &name) {
         notes.push(note);
     }
     if srv.conf.unix.is_none() {
@@ -174,12 +174,24 @@ pub(crate) fn apply_one(
 /// checked one needs `rise` successful checks. The time since its last
 /// change carries over. Returns HAProxy's notice for a server that
 /// starts DOWN.
+///
+/// A server in maintenance is saved with `srv_op_state` 0 too: for an
+/// unchecked one that is not a DOWN state (HAProxy makes it UP when it
+/// leaves maintenance, which Fairlead's unchecked servers cannot be
+/// brought back from), so it is not restored DOWN.
 fn restore_op_state(
     be: &Backend,
+    scfg: &fairlead_config::Server,
     srv: &fairlead_backend::Server,
     s: &SavedServer,
     name: &str,
 ) -> Option<String> {
+    // FMAINT, IMAINT, CMAINT, RMAINT (DNS), HMAINT.
+    const ANY_MAINT: u8 = 0x01 | 0x02 | 0x04 | 0x20 | 0x40;
+    let checked = scfg.check || scfg.agent.is_some();
+    if !checked && s.admin_state & ANY_MAINT != 0 {
+        return None;
+    }
     let up = s.op_state != 0;
     srv.health.restore(up, s.since_change);
     if up {
@@ -383,5 +395,15 @@ mod tests {
         // Saved UP: up, no notice.
         assert!(apply_one(&cfg, &be, &saved("s2", 2)).is_empty());
         assert!(be.server_by_name("s2").unwrap().is_up());
+        // Saved in maintenance (op state 0 as well): not DOWN once it
+        // leaves maintenance.
+        let mut maint = saved("s2", 0);
+        maint.admin_state = 0x01;
+        let notes = apply_one(&cfg, &be, &maint);
+        assert_eq!(notes, ["Server bk/s2 remains in forced maintenance mode."]);
+        let s2 = be.server_by_name("s2").unwrap();
+        assert!(s2.health.is_up());
+        let _ = be.apply(s2.conf.id, ServerCommand::State(AdminState::Ready));
+        assert!(s2.is_up());
     }
 }
