@@ -444,7 +444,7 @@ fn runtime_api_show_resolvers_and_set_fqdn() {
     let out = ask(&sock, "set server bk/s2 fqdn two.test");
     assert_eq!(
         out,
-        "set server bk/s2 fqdn failed because no resolution is configured.\n\n"
+        "set server <b>/<s> fqdn failed because no resolution is configured.\n\n"
     );
 }
 
@@ -534,6 +534,53 @@ fn health_checks_follow_the_new_address() {
         assert_eq!(served_by(bind), Ok("B".to_string()), "{}", p.stderr());
     }
     assert!(!p.stderr().contains("is DOWN"), "{}", p.stderr());
+}
+
+/// HAProxy 2.6 resolves a server's name again when its health check
+/// cannot connect (L4CON, L4TOUT), once the last answer is older than
+/// `hold valid`: with `timeout resolve 30s` and `hold valid 1s`, the
+/// server moved from A to B is found within about a second of A going
+/// away (HAProxy 2.6.12 took 0.7 s here), not after 30 s.
+#[test]
+fn a_check_that_cannot_connect_resolves_again() {
+    let Some(bin) = require_dnsmasq("a_check_that_cannot_connect_resolves_again") else {
+        return;
+    };
+    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
+    let (mut ta, a) = origin(ip_a, 0, "A");
+    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let dns = Dnsmasq::start(
+        &bin,
+        &test_ip().to_string(),
+        &format!("{ip_a} app.test\n"),
+        &[],
+    );
+    let bind = free_addr(ip);
+    let sock = sock_path("l4-trigger");
+    let servers = format!(
+        "    server s1 app.test:{} resolvers mydns resolve-prefer ipv4 init-addr none check inter 100ms fall 2 rise 1",
+        a.port()
+    );
+    let extra = "    timeout resolve 30s\n    hold valid 1s";
+    let p = start(&dns_cfg(&dns, &sock, extra, bind, &servers), bind, &sock);
+    wait_served_by(bind, "A", &p);
+    dns.set_hosts(&format!("{ip_b} app.test\n"));
+    // A goes away: its checks are refused (L4CON), which asks the DNS.
+    ta.stop();
+    let moved = std::time::Instant::now();
+    wait_served_by(bind, "B", &p);
+    assert!(
+        moved.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        moved.elapsed()
+    );
+    assert!(
+        p.stderr().contains(&format!(
+            "bk/s1 changed its IP from {ip_a} to {ip_b} by mydns/dns1."
+        )),
+        "{}",
+        p.stderr()
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! `http-request do-resolve` and the DNS events sent to the `log`
-//! targets, against the real binary and a real dnsmasq on loopback.
+//! `do-resolve` (`http-request`, `tcp-request content`) and the DNS
+//! events sent to the `log` targets, against the real binary and a real
+//! dnsmasq on loopback.
 //!
 //! - do-resolve: the request waits for the answer and its rules go on
 //!   with the address in the variable (frontend and backend rules); an
@@ -119,6 +120,99 @@ fn do_resolve_stores_the_address_and_the_rules_go_on() {
         "{:?}",
         t.elapsed()
     );
+}
+
+/// A TCP origin that sends `tag` and closes.
+fn tag_origin(ip: std::net::IpAddr, tag: &'static str) -> SocketAddr {
+    raw_origin(ip, move |mut s| {
+        let _ = std::io::Write::write_all(&mut s, tag.as_bytes());
+    })
+    .0
+}
+
+/// Sends `parts` (one write each) and reads the reply until the close.
+fn tcp_exchange(bind: SocketAddr, parts: &[&str]) -> String {
+    use std::io::{Read, Write};
+    let mut c = connect(bind);
+    c.set_nodelay(true).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            // Two segments: the rules see the first one alone.
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        c.write_all(p.as_bytes()).unwrap();
+    }
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    out
+}
+
+/// `tcp-request content do-resolve` in a TCP frontend (with an
+/// inspect-delay) and in an HTTP one, frontend and backend rules. The
+/// replies are HAProxy 2.6.12's for the same configuration against
+/// dnsmasq: "A", "B", "A"; `t=10.20.30.40 after=yes` and `t=10.20.30.40
+/// b=10.20.30.41 after=yes`; without an inspect-delay the action cannot
+/// wait and the variables stay unset (`t= b= after=yes`).
+#[test]
+fn tcp_request_content_do_resolve() {
+    let Some(bin) = require_dnsmasq("tcp_request_content_do_resolve") else {
+        return;
+    };
+    let ip = test_ip();
+    let dns = Dnsmasq::start(
+        &bin,
+        &test_ip().to_string(),
+        "10.20.30.40 app.test\n10.20.30.41 other.test\n",
+        &[],
+    );
+    let (a, b) = (tag_origin(ip, "A"), tag_origin(ip, "B"));
+    let (tcp, http, nodelay) = (free_addr(ip), free_addr(ip), free_addr(ip));
+    let http_section = |name: &str, bind: SocketAddr, delay: &str| {
+        format!(
+            "frontend {name}\n    mode http\n    bind {bind}\n{delay}\
+    tcp-request content do-resolve(txn.t,mydns,ipv4) str(app.test)\n\
+    tcp-request content set-var(txn.after) str(yes)\n\
+    http-request return status 200 content-type text/plain lf-string \"t=%[var(txn.t)] after=%[var(txn.after)]\" if {{ path /fe }}\n\
+    default_backend {name}_bk\n\
+backend {name}_bk\n    mode http\n{delay}\
+    tcp-request content do-resolve(txn.b,mydns) str(other.test)\n\
+    http-request return status 200 content-type text/plain lf-string \"t=%[var(txn.t)] b=%[var(txn.b)] after=%[var(txn.after)]\"\n"
+        )
+    };
+    let cfg = format!(
+        "global\n    nbthread 2\n\
+resolvers mydns\n    nameserver dns1 {}\n    timeout retry 300ms\n    resolve_retries 2\n\
+defaults\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend ft\n    mode tcp\n    bind {tcp}\n    tcp-request inspect-delay 5s\n\
+    tcp-request content do-resolve(sess.ip,mydns,ipv4) req.payload(0,8) if {{ req.len ge 8 }}\n\
+    tcp-request content set-var(sess.after) str(yes)\n\
+    tcp-request content reject if !{{ var(sess.after) -m found }}\n\
+    use_backend bk_a if {{ var(sess.ip) -m ip 10.20.30.40 }}\n\
+    default_backend bk_b\n\
+backend bk_a\n    mode tcp\n    server a {a}\n\
+backend bk_b\n    mode tcp\n    server b {b}\n\
+{}{}",
+        dns.addr,
+        http_section("fh", http, "    tcp-request inspect-delay 5s\n"),
+        http_section("fn", nodelay, ""),
+    );
+    let p = Proxy::start(&cfg, &[tcp, http, nodelay]);
+    assert_eq!(tcp_exchange(tcp, &["app.test"]), "A", "{}", p.stderr());
+    assert_eq!(tcp_exchange(tcp, &["zzz.test"]), "B");
+    assert_eq!(tcp_exchange(tcp, &["app", ".test"]), "A");
+    let body = |bind: SocketAddr, path: &str| {
+        let r = request(
+            bind,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(r.status, 200, "{}", r.body_str());
+        r.body_str()
+    };
+    assert_eq!(body(http, "/fe"), "t=10.20.30.40 after=yes");
+    assert_eq!(body(http, "/x"), "t=10.20.30.40 b=10.20.30.41 after=yes");
+    assert_eq!(body(nodelay, "/fe"), "t= after=yes");
+    assert_eq!(body(nodelay, "/x"), "t= b= after=yes");
 }
 
 #[test]

@@ -595,3 +595,127 @@ backend bk\n    retries 0\n",
     assert_eq!(get(bind, "/").status, 503);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `add server` with a host name, as HAProxy 2.6.12 answers it: the name
+/// is kept (`srv_fqdn`), never resolved (no address: `srv_addr` `-`), the
+/// server starts in maintenance and `enable server` makes it UP; traffic
+/// to it fails (503, nothing reaches the address the name would give),
+/// its checks fail, and `set server addr` / `fqdn` are refused with
+/// HAProxy's words.
+#[test]
+fn added_server_by_name_keeps_the_name_and_has_no_address() {
+    let ip = test_ip();
+    let (_t1, a1) = term(ip, "s1");
+    // What `localhost` would resolve to: never reached.
+    let (local, reached) = raw_origin("127.0.0.1".parse().unwrap(), |_| {});
+    let bind = free_addr(ip);
+    let dir = sock_dir("byname");
+    let sock = dir.join("admin.sock");
+    let p = start(
+        &http_cfg(bind, "    retries 1\n", &format!("    server s1 {a1}")),
+        &[bind],
+        &sock,
+    );
+    let port = local.port();
+    assert_eq!(
+        ask(&sock, &format!("add server bk/d1 localhost:{port}")).trim(),
+        "New server registered."
+    );
+    let d1 = state_line(&sock, "bk", "d1").unwrap();
+    // srv_addr, op_state, admin_state (FMAINT), srv_fqdn, srv_port.
+    let fields = |l: &[String]| [4, 5, 6, 17, 18].map(|i| l[i].clone());
+    assert_eq!(
+        fields(&d1),
+        ["-", "0", "1", "localhost", &port.to_string()].map(String::from),
+        "{d1:?}"
+    );
+    ask(&sock, "enable server bk/d1");
+    ask(&sock, "disable server bk/s1");
+    let d1 = state_line(&sock, "bk", "d1").unwrap();
+    assert_eq!(
+        fields(&d1),
+        ["-", "2", "0", "localhost", &port.to_string()].map(String::from),
+        "{d1:?}"
+    );
+    assert_eq!(get(bind, "/").status, 503, "{}", p.stderr());
+    assert_eq!(
+        ask(&sock, "set server bk/d1 addr 127.0.0.1 port 80").trim(),
+        "Update for the current server address family is only supported through configuration file by 'stats socket command'"
+    );
+    assert_eq!(
+        ask(&sock, "set server bk/d1 fqdn other.example").trim(),
+        "set server <b>/<s> fqdn failed because no resolution is configured."
+    );
+    // Checked: its checks fail, it goes DOWN.
+    ask(
+        &sock,
+        &format!("add server bk/d2 localhost:{port} check inter 100 fall 1"),
+    );
+    ask(&sock, "enable health bk/d2");
+    ask(&sock, "enable server bk/d2");
+    wait_until("d2 down", || {
+        state_line(&sock, "bk", "d2").is_some_and(|l| l[5] == "0" && l[6] == "0")
+    });
+    assert_eq!(reached.load(Ordering::SeqCst), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server without checks saved DOWN stays DOWN after a reload, as in
+/// HAProxy 2.6.12 (`set server bk/s1 health down`, `show servers state`
+/// into the file, restart: `Server bk/s1 is DOWN, changed from
+/// server-state after a reload. 1 active and 0 backup servers left. ...`
+/// and `show stat` says DOWN). The file is the one HAProxy wrote, with
+/// this test's addresses.
+#[test]
+fn unchecked_server_saved_down_stays_down() {
+    let ip = test_ip();
+    let (_t1, a1) = term(ip, "s1");
+    let (_t2, a2) = term(ip, "s2");
+    let bind = free_addr(ip);
+    let dir = sock_dir("unchecked-down");
+    let sock = dir.join("admin.sock");
+    let state = dir.join("servers.state");
+    std::fs::write(
+        &state,
+        format!(
+            "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port srvrecord srv_use_ssl srv_check_port srv_check_addr srv_agent_addr srv_agent_port\n\
+3 bk 1 s1 {} 0 0 1 1 0 1 0 0 0 0 0 0 - {} - 0 0 - - 0\n\
+3 bk 2 s2 {} 2 0 1 1 0 1 0 2 0 0 0 0 - {} - 0 0 - - 0\n",
+            a1.ip(),
+            a1.port(),
+            a2.ip(),
+            a2.port()
+        ),
+    )
+    .unwrap();
+    let cfg = http_cfg(
+        bind,
+        "    load-server-state-from-file global\n",
+        &format!("    server s1 {a1}\n    server s2 {a2}"),
+    )
+    .replacen(
+        "global\n",
+        &format!("global\n    server-state-file {}\n", state.display()),
+        1,
+    );
+    let p = start(&cfg, &[bind], &sock);
+    assert!(
+        p.stderr().contains(
+            "Server bk/s1 is DOWN, changed from server-state after a reload. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."
+        ),
+        "{}",
+        p.stderr()
+    );
+    assert_eq!(state_line(&sock, "bk", "s1").unwrap()[5], "0");
+    assert_eq!(state_line(&sock, "bk", "s2").unwrap()[5], "2");
+    let stat = ask(&sock, "show stat");
+    let status = |srv: &str| {
+        stat.lines()
+            .find(|l| l.starts_with(&format!("bk,{srv},")))
+            .and_then(|l| l.split(',').nth(17).map(str::to_string))
+    };
+    assert_eq!(status("s1").as_deref(), Some("DOWN"), "{stat}");
+    let seen: Vec<String> = (0..8).map(|_| served_by(bind)).collect();
+    assert!(seen.iter().all(|s| s == "s2"), "{seen:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

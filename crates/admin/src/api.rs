@@ -504,11 +504,9 @@ pub trait AdminApi: Send + Sync {
     /// `set server be/s fqdn NAME`: the server resolves NAME from now on.
     /// `Ok` holds the reply. Default is an error: no resolution.
     fn set_server_fqdn(&self, target: &ServerRef, fqdn: &str) -> Result<String, String> {
-        let _ = fqdn;
-        Err(format!(
-            "set server {}/{} fqdn failed because no resolution is configured.",
-            target.backend, target.server
-        ))
+        let _ = (target, fqdn);
+        // HAProxy 2.6.12 prints `<b>/<s>` as is.
+        Err("set server <b>/<s> fqdn failed because no resolution is configured.".into())
     }
 
     /// `add server <backend>/<server> <addr>[:<port>] [options]`: adds a

@@ -633,6 +633,10 @@ fn set_addr(s: &Session, f: &Found, w: &[String]) -> String {
         None
     };
     let srv = f.server();
+    if srv.addr.is_none() {
+        // A UNIX socket, or a dynamic server added by name (no address).
+        return "Update for the current server address family is only supported through configuration file by 'stats socket command'\n".into();
+    }
     let mut msg = String::new();
     if srv.addr != Some(ip) {
         let old = srv.addr.map_or_else(|| "(none)".into(), |a| a.to_string());

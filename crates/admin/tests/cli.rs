@@ -630,7 +630,7 @@ fn disable_enable_and_set_server() {
         ("set server app/app1 state up", "'set server <srv> state' expects 'ready', 'drain' and 'maint'.\n"),
         ("set server app/app1 health sick", "'set server <srv> health' expects 'up', 'stopping', or 'down'.\n"),
         ("set server app/app1 agent up", "agent checks are not enabled on this server.\n"),
-        ("set server app/app1 fqdn a.example", "set server app/app1 fqdn failed because no resolution is configured.\n"),
+        ("set server app/app1 fqdn a.example", "set server <b>/<s> fqdn failed because no resolution is configured.\n"),
         ("set server app/app1 fqdn", "set server <b>/<s> fqdn requires a FQDN.\n"),
         ("set server app/app1 ssl on", "'set server <srv> ssl' is not supported by Fairlead.\n"),
         ("set server app/app1 frob", "usage: set server <backend>/<server> addr | agent | health | state | weight\n"),

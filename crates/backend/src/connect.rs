@@ -128,6 +128,14 @@ pub async fn open(
     names: TlsNames<'_>,
 ) -> std::io::Result<Conn> {
     let addr = **server.admin.addr.load();
+    if server.conf.unresolved.is_some() {
+        // No address (a dynamic server added by name): HAProxy 2.6 fails
+        // the connection at once, and retries as for any failure.
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrNotAvailable,
+            "server has no address",
+        ));
+    }
     let tcp = match (&server.conf.unix, server.conf.socks4) {
         (None, None) => fairlead_net::connect(addr, timeout).await?,
         (None, Some(proxy)) => {

@@ -244,6 +244,9 @@ impl Backend {
         let mut server = Server::new(cfg, idx, set::fresh_server_id(), addr, tls);
         server.conf.puid = puid;
         server.conf.dynamic = true;
+        if let config::ServerAddr::Name(host, _) = &cfg.addr {
+            server.conf.unresolved = Some(host.clone());
+        }
         server.admin.maint.store(true, Ordering::Relaxed);
         let server = Arc::new(server);
         let mut list = cur.to_vec();

@@ -94,6 +94,11 @@ pub struct ServerConf {
     /// Added at run time (`add server`): HAProxy's dynamic server, which
     /// a reload does not keep. Default is false.
     pub dynamic: bool,
+    /// Added at run time with a host name (`add server be/s NAME:PORT`):
+    /// as in HAProxy 2.6, the name is kept and never resolved, and the
+    /// server has no address: connecting to it fails at once (this is the
+    /// name). Default is none.
+    pub unresolved: Option<String>,
     /// `socks4 <addr>`: connections go through this SOCKS4 proxy, which
     /// is asked for the server's address. Default is none.
     pub socks4: Option<SocketAddr>,
@@ -219,6 +224,7 @@ impl Server {
                     _ => None,
                 },
                 dynamic: false,
+                unresolved: None,
             },
             admin: ServerAdmin {
                 addr: arc_swap::ArcSwap::from_pointee(addr),

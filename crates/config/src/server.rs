@@ -686,8 +686,10 @@ const DYNAMIC_OPTIONS: &[&str] = &[
 /// <addr>[:<port>] [options]` into a [`Server`], as HAProxy does for a
 /// dynamic server: no `default-server` settings apply, only the options
 /// of HAProxy's list are accepted (others give its "'X' option is not
-/// accepted for dynamic server"), and the address must be an IP address
-/// or a UNIX socket (no name resolution at run time). The TLS options
+/// accepted for dynamic server"). The address is an IP address, a UNIX
+/// socket, or a host name that is kept as the server's FQDN and never
+/// resolved (HAProxy 2.6 leaves such a server without an address:
+/// dynamic servers support no `resolvers`). The TLS options
 /// (`ssl`, `verify`, `ca-file`, `sni`, `alpn`, `crt`, ...) take the
 /// global defaults of `defaults` ([`crate::Config::dynamic_server_defaults`])
 /// as on a configuration line. Returns the error text to print.
@@ -729,18 +731,10 @@ pub fn parse_dynamic_server(
         (Some(_), Some(e)) | (None, Some(e)) => Err(e),
         (None, None) => Err("invalid server".into()),
         (Some((mut s, draft)), None) => {
-            match s.addr {
-                ServerAddr::Name(ref host, _) => {
-                    return Err(format!(
-                        "'{host}': servers added at run time need an IP address or a UNIX socket in Fairlead (no resolution at run time)"
-                    ))
-                }
-                ServerAddr::SockPair(n) => {
-                    return Err(format!(
-                        "'sockpair@{n}': servers added at run time cannot use an inherited descriptor"
-                    ))
-                }
-                _ => {}
+            if let ServerAddr::SockPair(n) = s.addr {
+                return Err(format!(
+                    "'sockpair@{n}': servers added at run time cannot use an inherited descriptor"
+                ));
             }
             let mut out = Vec::new();
             s.tls = draft.resolve(&defaults.global, &defaults.tls, &mut out);
@@ -816,7 +810,10 @@ mod tests {
         assert_eq!(tls.verify, crate::Verify::None);
         assert_eq!(tls.protocol.alpn, ["h2", "http/1.1"]);
         assert!(tls.sni.is_some());
-        assert!(e("app.example:80").contains("IP address"));
+        // A host name is kept, never resolved (HAProxy 2.6).
+        let named = parse_dynamic_server("n", &words("app.example:80 check"), &d).unwrap();
+        assert_eq!(named.addr, ServerAddr::Name("app.example".into(), 80));
+        assert!(named.check);
         assert_eq!(
             parse_dynamic_server("d", &[], &d).unwrap_err(),
             "'server' expects <name> and <addr>[:<port>] as arguments."

@@ -165,18 +165,23 @@ impl Resolvers {
     }
 
     /// Resolves a registered name again now instead of at its next
-    /// `timeout resolve` (HAProxy does so when a health check times out,
-    /// as the server may have moved). Returns false when the name is not
-    /// registered.
+    /// `timeout resolve`, as HAProxy 2.6 does when a server's health check
+    /// cannot connect (the server may have moved): only when the last
+    /// answer is not a valid one, or is older than `hold valid`; a valid
+    /// answer younger than that is used as it is. Returns whether a
+    /// resolution starts (false too when the name is not registered).
     pub fn trigger(&self, name: &str, kind: NameKind) -> bool {
         let entries = lock(&self.inner.entries);
-        match entries.get(&(normalize_name(name), kind)) {
-            Some(entry) => {
-                entry.wake.notify_one();
-                true
-            }
-            None => false,
+        let Some(entry) = entries.get(&(normalize_name(name), kind)) else {
+            return false;
+        };
+        let state = entry.resolution.state();
+        let fresh = state.status == Status::Valid
+            && state.last_valid.elapsed() < self.inner.section.hold.valid;
+        if !fresh {
+            entry.wake.notify_one();
         }
+        !fresh
     }
 
     /// The names being resolved (registered and still subscribed to),

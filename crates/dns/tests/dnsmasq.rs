@@ -571,8 +571,13 @@ fn trigger_resolves_at_once() {
     };
     let dns = Dnsmasq::start(&bin, "127.0.0.160", "10.7.0.1 app.test\n", &[]);
     runtime().block_on(async {
-        // resolved once a minute: only a trigger can show the change in time
-        let r = Resolvers::new(section(&dns, &[&["timeout", "resolve", "60s"]])).unwrap();
+        // resolved once a minute: only a trigger can show the change in
+        // time; a valid answer is kept for `hold valid` (1s) first.
+        let r = Resolvers::new(section(
+            &dns,
+            &[&["timeout", "resolve", "60s"], &["hold", "valid", "1s"]],
+        ))
+        .unwrap();
         let mut rx = r
             .subscribe("app.test", NameKind::Addr(Family::Ipv4))
             .unwrap();
@@ -585,10 +590,15 @@ fn trigger_resolves_at_once() {
         rx.borrow_and_update();
         dns.set_hosts("10.7.0.9 app.test\n");
         assert!(!r.trigger("other.test", NameKind::Addr(Family::Ipv4)));
+        // Within `hold valid` of the answer, a trigger does nothing.
+        assert!(!r.trigger("app.test", NameKind::Addr(Family::Ipv4)));
         // SIGHUP is handled asynchronously by dnsmasq: trigger until it shows
         let state = tokio::time::timeout(Duration::from_secs(5), async {
             loop {
-                assert!(r.trigger("App.test", NameKind::Addr(Family::Ipv4)));
+                if !r.trigger("App.test", NameKind::Addr(Family::Ipv4)) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
                 rx.changed().await.unwrap();
                 let s = rx.borrow_and_update().clone();
                 if s.records.first().and_then(Record::ip) == Some(ip("10.7.0.9")) {

@@ -218,6 +218,11 @@ pub struct CheckTarget {
     /// whose address changes at run time (DNS, the runtime API). Default
     /// is none: `addr`.
     pub addr_source: Option<Arc<dyn Fn() -> SocketAddr + Send + Sync>>,
+    /// Called from the checker thread each time an active check cannot
+    /// connect (`L4CON`, `L4TOUT`): HAProxy 2.6 asks its DNS to resolve
+    /// the server's name again then, as the server may have moved.
+    /// Default is none.
+    pub on_connect_failure: Option<Arc<dyn Fn() + Send + Sync>>,
     /// `option log-health-checks`: an event ([`HealthEvent::report`]) for
     /// every active check whose status or health counter changed, and
     /// state-change lines without the reason. Default is false.
@@ -282,6 +287,7 @@ impl CheckTarget {
             tls: None,
             rule_tls: None,
             addr_source: None,
+            on_connect_failure: None,
             log_checks: false,
             backup: false,
             send_proxy: 0,
@@ -341,6 +347,7 @@ impl CheckTarget {
             tls: None,
             rule_tls: None,
             addr_source: None,
+            on_connect_failure: None,
             log_checks: options.log.health_checks,
             backup: server.backup,
             send_proxy: server.check_proxy_header(),

@@ -197,6 +197,11 @@ impl Task {
                 alpn_proto: self.t.alpn_proto,
             };
             let mut o = probe.run(addr, &self.limits, &opts).await;
+            if let (CheckStatus::L4Con | CheckStatus::L4Tout, Some(f)) =
+                (o.status, &self.t.on_connect_failure)
+            {
+                f();
+            }
             // `disable-on-404`: a 404 from an UP server is a conditional
             // pass (NOLB); a DOWN server stays down on 404s.
             if probe.disable_404() && o.code == Some(404) && self.core.borrow().published_up {

@@ -744,3 +744,43 @@ fn stop_ends_the_thread() {
     }
     assert!(count.load(Ordering::Relaxed) <= n + 1);
 }
+
+/// HAProxy 2.6 asks the DNS again when a check cannot connect (L4CON,
+/// L4TOUT), not when a connected check times out (L7TOUT).
+#[test]
+fn connect_failures_call_the_connect_failure_hook() {
+    let counter = |t: &mut CheckTarget| {
+        let n = Arc::new(AtomicUsize::new(0));
+        let c = n.clone();
+        t.on_connect_failure = Some(Arc::new(move || {
+            c.fetch_add(1, Ordering::Relaxed);
+        }));
+        n
+    };
+    // Nothing listens: L4CON.
+    let gone = TcpListener::bind("127.0.0.6:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut refused = target(gone, HealthCheck::Tcp, true);
+    let on_refused = counter(&mut refused);
+    let h_refused = refused.health.clone();
+    // Accepts and never answers: L7TOUT.
+    let server = Fake::start("127.0.0.6:0", |c| {
+        let mut buf = [0u8; 64];
+        let _ = (&c).read(&mut buf);
+        thread::sleep(Duration::from_secs(2));
+    });
+    let mut silent = target(server.addr, HealthCheck::Http(HttpCheck::default()), true);
+    silent.server = "s2".into();
+    silent.check_timeout = Some(100 * MS);
+    let on_silent = counter(&mut silent);
+    let h_silent = silent.health.clone();
+    let (_checker, _events) = run(vec![refused, silent], 0);
+    assert!(wait_for(3000 * MS, || on_refused.load(Ordering::Relaxed) >= 2));
+    assert!(h_refused.status_text().starts_with("L4CON"));
+    assert!(wait_for(3000 * MS, || h_silent
+        .status_text()
+        .starts_with("L7TOUT")));
+    assert_eq!(on_silent.load(Ordering::Relaxed), 0);
+}

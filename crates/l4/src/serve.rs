@@ -27,8 +27,9 @@ use fairlead_backend::counters::C;
 use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
 use fairlead_log::{Phase, TermState, Who};
 use fairlead_net::Conn;
-use fairlead_rules::exec::run;
+use fairlead_rules::exec::{run, run_from, Stream, Verdict};
 use fairlead_rules::proxy::ProxyRules;
+use fairlead_rules::resolve::Resolved;
 use fairlead_rules::sticking::Sticking;
 use std::io::Result;
 use std::sync::Arc;
@@ -177,6 +178,11 @@ pub async fn serve_tcp(
 }
 
 /// Runs one section's `tcp-request content` rules with its inspect-delay.
+/// A `do-resolve` stops them: the stream waits for the answer, stores it
+/// in the variable and the rules go on after the action (HAProxy 2.6),
+/// within what is left of the inspect-delay. Without an inspect-delay,
+/// or once it has passed, the action cannot wait and leaves its variable
+/// unset, as in HAProxy.
 async fn content(
     cx: &Ctx<'_>,
     input: &mut Input<'_>,
@@ -184,21 +190,39 @@ async fn content(
     sess: &mut SessState,
     backend: &str,
 ) -> Outcome {
-    let mut eval = |buf: &[u8], done: bool| -> Step {
-        let mut tx = TcpTxn::new(&cx.facts, sess);
-        tx.payload = Some(buf);
-        tx.done = done;
-        tx.backend = Some(backend);
-        tx.routes = Some(cx.routes);
-        classify(run(&rules.tcp_content, &rules.acls, &mut tx, false))
-    };
-    inspect(
-        input,
-        rules.inspect_delay,
-        cx.front.timeouts.client,
-        &mut eval,
-    )
-    .await
+    let started = Instant::now();
+    let mut from = 0;
+    loop {
+        let mut paused = None;
+        let mut eval = |buf: &[u8], done: bool| -> Step {
+            let mut tx = TcpTxn::new(&cx.facts, sess);
+            tx.payload = Some(buf);
+            tx.done = done;
+            tx.backend = Some(backend);
+            tx.routes = Some(cx.routes);
+            match run_from(&rules.tcp_content, &rules.acls, &mut tx, false, from) {
+                (Verdict::Resolve(r), at) => {
+                    paused = Some((r, at));
+                    Step::Done(Outcome::Accept)
+                }
+                (v, _) => classify(v),
+            }
+        };
+        let delay = rules
+            .inspect_delay
+            .map(|d| d.saturating_sub(started.elapsed()));
+        let o = inspect(input, delay, cx.front.timeouts.client, &mut eval).await;
+        let Some((r, at)) = paused else {
+            return o;
+        };
+        let waits = rules.inspect_delay.is_some_and(|d| started.elapsed() < d);
+        if waits {
+            if let Some(ip) = fairlead_rules::resolve::resolve(&r).await {
+                TcpTxn::new(&cx.facts, sess).set_var(&r.var, Resolved::sample(ip));
+            }
+        }
+        from = at.saturating_add(1);
+    }
 }
 
 /// Ends a stream the request rules refused (or whose client failed or

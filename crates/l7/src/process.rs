@@ -14,7 +14,7 @@ use fairlead_backend::Backend;
 use fairlead_http::msg::Head;
 use fairlead_rules::acl::Tri;
 use fairlead_rules::answer::Answer;
-use fairlead_rules::exec::{run, run_from, Verdict};
+use fairlead_rules::exec::{run_from, Verdict};
 use fairlead_rules::proxy::{BackendTarget, ProxyRules};
 use fairlead_rules::resolve::Resolved;
 use fairlead_rules::txn::TlsFacts;
@@ -64,12 +64,27 @@ pub(crate) struct TxnState {
 }
 
 /// The request rule after a `do-resolve` action: in the frontend's or
-/// the backend's `http-request` rules, and its index.
+/// the backend's rules, in its `tcp-request content` or `http-request`
+/// rules, and its index.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Resume {
     be_stage: bool,
+    at: RulePos,
+}
+
+/// A place in one section's request rules: its `tcp-request content`
+/// rules (`content`), then its `http-request` rules, from index `next`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RulePos {
+    content: bool,
     next: usize,
 }
+
+/// The first of a section's request rules.
+const FIRST_RULE: RulePos = RulePos {
+    content: true,
+    next: 0,
+};
 
 /// The server a `stick match` rule designated (by its `id`), when the
 /// backend has it.
@@ -259,11 +274,11 @@ fn decide<'a>(
     let routes = &ctx.front.routes;
     let fe = &routes.fe_rules;
     let (fe_from, be_from) = match resume {
-        None => (Some(0), 0),
-        Some(r) if !r.be_stage => (Some(r.next), 0),
-        Some(r) => (None, r.next),
+        None => (Some(FIRST_RULE), FIRST_RULE),
+        Some(r) if !r.be_stage => (Some(r.at), FIRST_RULE),
+        Some(r) => (None, r.at),
     };
-    if fe_from == Some(0) {
+    if fe_from == Some(FIRST_RULE) {
         capture_headers(fe, tx);
         if let Some(d) = monitor(fe, tx, close) {
             return Ok(d);
@@ -429,15 +444,15 @@ fn monitor(fe: &ProxyRules, tx: &HttpTxn<'_>, close: bool) -> Option<Decision> {
     }))
 }
 
-/// One section's `http-request` rules from the one at index `from`, then
-/// its `redirect` rules.
+/// One section's `tcp-request content` and `http-request` rules from
+/// `from` on, then its `redirect` rules.
 fn section_rules(
     ctx: &HttpCtx,
     rules: &ProxyRules,
     be: Option<usize>,
     tx: &mut HttpTxn<'_>,
     close: bool,
-    from: usize,
+    from: RulePos,
 ) -> Result<Option<Decision>, Pause> {
     let fe_stage = std::ptr::eq(rules, &*ctx.front.routes.fe_rules);
     // `tcp-request content` rules of an HTTP proxy run once per request,
@@ -448,11 +463,29 @@ fn section_rules(
     } else {
         backend(ctx, be).name.as_str()
     };
-    if from == 0 {
-        if let v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close) =
-            run(&rules.tcp_content, &rules.acls, tx, false)
-        {
-            return Ok(local_of(ctx, be, realm, v, tx, close).map(Decision::Local));
+    let pause = |r: Resolved, content: bool, at: usize| -> Result<Option<Decision>, Pause> {
+        let at = RulePos {
+            content,
+            next: at.saturating_add(1),
+        };
+        let be_stage = !fe_stage;
+        Err((r, Resume { be_stage, at }))
+    };
+    if from.content {
+        // `do-resolve` waits for its answer only with an inspect-delay
+        // (HAProxy 2.6: without one the action cannot yield and leaves
+        // its variable unset).
+        let waits = rules.inspect_delay.is_some_and(|d| !d.is_zero());
+        let mut next = from.next;
+        loop {
+            match run_from(&rules.tcp_content, &rules.acls, tx, false, next) {
+                (Verdict::Resolve(r), at) if waits => return pause(r, true, at),
+                (Verdict::Resolve(_), at) => next = at.saturating_add(1),
+                (v @ (Verdict::Reject | Verdict::SilentDrop | Verdict::Close), _) => {
+                    return Ok(local_of(ctx, be, realm, v, tx, close).map(Decision::Local));
+                }
+                _ => break,
+            }
         }
         if fe_stage {
             // The request counts on the stick counters once the
@@ -461,16 +494,10 @@ fn section_rules(
             tx.fx.count_request();
         }
     }
-    let (v, at) = run_from(&rules.http_request, &rules.acls, tx, false, from);
+    let http_from = if from.content { 0 } else { from.next };
+    let (v, at) = run_from(&rules.http_request, &rules.acls, tx, false, http_from);
     if let Verdict::Resolve(r) = v {
-        let next = at.saturating_add(1);
-        return Err((
-            r,
-            Resume {
-                be_stage: !fe_stage,
-                next,
-            },
-        ));
+        return pause(r, false, at);
     }
     if let Some(l) = local_of(ctx, be, realm, v, tx, close) {
         return Ok(Some(Decision::Local(l)));

@@ -280,13 +280,15 @@ pub const TCP_ACTIONS: &[&str] = &[
 
 /// `set-src` in `tcp-request connection|session|content` (not in
 /// `tcp-response`): the address later rules, the HTTP transactions and
-/// the logs see.
+/// the logs see. `do-resolve` in `tcp-request content` (HAProxy 2.6 has
+/// it there too, in TCP and HTTP mode): the rules wait for the answer.
 pub(crate) fn tcp_request_set_src(set: RuleSet, name: &str) -> bool {
-    name == "set-src"
+    (name == "set-src"
         && matches!(
             set,
             RuleSet::TcpConnection | RuleSet::TcpSession | RuleSet::TcpContent
-        )
+        ))
+        || (name == "do-resolve" && set == RuleSet::TcpContent)
 }
 
 fn allowed(set: RuleSet) -> &'static [&'static str] {

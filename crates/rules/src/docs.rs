@@ -435,8 +435,18 @@ pub fn actions_table() -> String {
     for name in action_names() {
         let _ = write!(out, "| `{name}` |");
         for (_, sets) in &cols {
-            let yes = sets.iter().all(|s| accepted(name, *s));
-            let _ = write!(out, " {} |", if yes { "✓" } else { "" });
+            // All the sets of the column, or the ones that take it.
+            let some: Vec<&str> = sets
+                .iter()
+                .filter(|s| accepted(name, **s))
+                .filter_map(|s| s.keyword().rsplit(' ').next())
+                .collect();
+            let mark = if some.len() == sets.len() {
+                "✓".to_string()
+            } else {
+                some.join(", ")
+            };
+            let _ = write!(out, " {mark} |");
         }
         let _ = writeln!(out, " {} |", if is_final(name) { "final" } else { "" });
     }
@@ -574,7 +584,7 @@ mod tests {
             "expect-proxy" => vec![name.into(), "layer4".into()],
             "redirect" => vec![name.into(), "location".into(), "/".into()],
             "use-service" => vec![name.into(), "prometheus-exporter".into()],
-            "do-resolve" => vec!["do-resolve(txn.ip,dns)".into(), "hdr(host)".into()],
+            "do-resolve" => vec!["do-resolve(txn.ip,dns)".into(), "str(app.test)".into()],
             "set-map" => vec![format!("set-map({map})"), "k".into(), "v".into()],
             "del-map" | "add-acl" | "del-acl" => {
                 let file = if name == "del-map" {

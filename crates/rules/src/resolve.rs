@@ -1,5 +1,5 @@
-//! `http-request do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`
-//! (HAProxy 2.6 `configuration.txt` section 4.2): resolves the name
+//! `http-request|tcp-request content do-resolve(<var>,<resolvers>[,ipv4|ipv6]) <expr>`
+//! (HAProxy 2.6 `configuration.txt` sections 4.2): resolves the name
 //! `<expr>` gives with a `resolvers` section and stores the address in
 //! `<var>`.
 //!
@@ -9,11 +9,42 @@
 //! resolves the name (the request waits, as in HAProxy), stores the
 //! address with [`Resolved::store`] and runs the rules again from the
 //! next one. On any failure the variable is left as it was (unset).
+//!
+//! The resolution itself belongs to the process: it installs a
+//! [`Resolver`] once with [`set_resolver`] (the runtime wires its
+//! `resolvers` sections); the proxies call [`resolve`]. Without one the
+//! variable stays unset.
 
 use crate::expr::{split_call, Expr};
 use crate::sample::Sample;
 use crate::txn::{Scope, VarRef};
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+
+/// The answer of one resolution: an address, or none on any failure.
+pub type ResolveFuture = Pin<Box<dyn Future<Output = Option<IpAddr>> + Send>>;
+
+/// Resolves `name` with the `resolvers` section called `resolvers`,
+/// asking `family` first. It must end on its own (the section's retries
+/// and timeouts bound it).
+pub type Resolver = Arc<dyn Fn(&str, &str, ResolveFamily) -> ResolveFuture + Send + Sync>;
+
+static RESOLVER: OnceLock<Resolver> = OnceLock::new();
+
+/// Installs the process's resolver (once; later calls are ignored).
+/// Default is none: `do-resolve` leaves its variable unset.
+pub fn set_resolver(r: Resolver) {
+    let _ = RESOLVER.set(r);
+}
+
+/// Resolves what a `do-resolve` left ([`Resolved`]) with the installed
+/// [`Resolver`]: the address, or none (no resolver, any failure).
+pub async fn resolve(r: &Resolved) -> Option<IpAddr> {
+    let resolver = RESOLVER.get()?;
+    resolver(&r.resolvers, &r.name, r.family).await
+}
 
 /// The address family a `do-resolve` asks first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

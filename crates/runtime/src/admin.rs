@@ -142,8 +142,9 @@ fn server_info(s: &fairlead_backend::Server) -> ServerInfo {
         id: s.conf.puid,
         name: s.conf.name.clone(),
         forced_id: false,
-        // A UNIX socket server has no IP address (HAProxy prints `-`).
-        addr: s.conf.unix.is_none().then(|| addr.ip()),
+        // A UNIX socket server, or one added by name, has no IP address
+        // (HAProxy prints `-`).
+        addr: (s.conf.unix.is_none() && s.conf.unresolved.is_none()).then(|| addr.ip()),
         port: addr.port(),
         // HAProxy's operational state is STOPPED in maintenance.
         op_state: if !maint && !dns_maint && s.health.is_up() {
@@ -160,7 +161,7 @@ fn server_info(s: &fairlead_backend::Server) -> ServerInfo {
         check_health: s.health.check_health(),
         check_state,
         agent_state: 0,
-        fqdn: crate::dns::fqdn_of(s.conf.id),
+        fqdn: crate::dns::fqdn_of(s.conf.id).or_else(|| s.conf.unresolved.clone()),
         use_ssl: false,
         check_port: 0,
         check_addr: None,

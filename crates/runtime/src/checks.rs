@@ -139,9 +139,18 @@ fn target_for(
     t.addr_source = Some(Arc::new(move || {
         srv_weak.upgrade().map_or(fixed, |s| {
             let a = **s.admin.addr.load();
+            if s.conf.unresolved.is_some() {
+                // No address (added by name): port 0 refuses at once, so
+                // the checks fail as HAProxy's do, never reaching a local
+                // listener.
+                return std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+            }
             std::net::SocketAddr::new(check_ip.unwrap_or(a.ip()), check_port.unwrap_or(a.port()))
         })
     }));
+    // A check that cannot connect asks the DNS again (HAProxy 2.6).
+    let id = srv.conf.id;
+    t.on_connect_failure = Some(Arc::new(move || crate::dns::check_cannot_connect(id)));
     let weak = Arc::downgrade(be);
     t.on_change = Arc::new(move || {
         if let Some(b) = weak.upgrade() {

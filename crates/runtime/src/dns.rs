@@ -155,11 +155,18 @@ fn warn(quiet: bool, at: &str, warning: Option<String>) {
 /// to change it.
 type Names = HashMap<SrvId, (String, watch::Sender<String>)>;
 
+/// Where a followed server's name is resolved: its section, the kind of
+/// name, and the name itself for a template slot (a `server` line's name
+/// is in [`Names`], as `set server fqdn` changes it).
+type Follow = (Resolvers, NameKind, Option<String>);
+
 /// The DNS state the runtime API reads.
 struct DnsState {
     resolvers: Vec<Resolvers>,
     /// The name each followed server resolves, and how to change it.
     names: Mutex<Names>,
+    /// Where each followed server (template slots included) resolves.
+    follows: HashMap<SrvId, Follow>,
 }
 
 static STATE: OnceLock<Arc<DnsState>> = OnceLock::new();
@@ -181,6 +188,24 @@ pub(crate) fn fqdn_of(id: SrvId) -> Option<String> {
     let state = STATE.get()?;
     let names = lock(&state.names);
     names.get(&id).map(|(name, _)| name.clone())
+}
+
+/// A health check of server `id` could not connect (`L4CON`, `L4TOUT`):
+/// as HAProxy 2.6, its name is resolved again at once unless the last
+/// answer is valid and younger than `hold valid`
+/// ([`Resolvers::trigger`]). Nothing for a server DNS does not follow.
+pub(crate) fn check_cannot_connect(id: SrvId) {
+    let Some(state) = STATE.get() else { return };
+    let Some((res, kind, fixed)) = state.follows.get(&id) else {
+        return;
+    };
+    let name = match fixed {
+        Some(n) => Some(n.clone()),
+        None => lock(&state.names).get(&id).map(|(n, _)| n.clone()),
+    };
+    if let Some(name) = name {
+        res.trigger(&name, *kind);
+    }
 }
 
 /// `set server be/s fqdn NAME`: the server resolves `fqdn` from now on.
@@ -205,10 +230,8 @@ pub(crate) fn set_fqdn(
     }
     let mut names = lock(&state.names);
     let Some((name, tx)) = names.get_mut(&srv.conf.id) else {
-        return Err(format!(
-            "set server {}/{} fqdn failed because no resolution is configured.",
-            b.name, srv.conf.name
-        ));
+        // HAProxy 2.6.12 prints `<b>/<s>` as is.
+        return Err("set server <b>/<s> fqdn failed because no resolution is configured.".into());
     };
     let msg = format!(
         "{}/{} changed its FQDN from {name} to {fqdn}",
@@ -257,9 +280,11 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
             (id, rx)
         }));
     }
+    let follows = follows(cfg, &plan, &resolvers, id_at);
     let state = Arc::new(DnsState {
         resolvers: resolvers.clone(),
         names: Mutex::new(names),
+        follows,
     });
     if STATE.set(state.clone()).is_err() {
         return Err(Error::other("DNS runtime started twice"));
@@ -303,11 +328,51 @@ pub(crate) fn start(cfg: &Config, shared: &Arc<Shared>, plan: Plan) -> Result<()
     Ok(())
 }
 
-/// `http-request do-resolve`: the request's own worker resolves the
-/// name with the section's nameservers (its retries and timeouts bound
-/// the wait); any failure leaves the variable unset.
+/// Where each followed server resolves: the servers of the plan, and
+/// each slot of its templates (found by the template's name).
+fn follows(
+    cfg: &Config,
+    plan: &Plan,
+    sections: &[Resolvers],
+    id_at: impl Fn(usize, usize) -> Option<SrvId>,
+) -> HashMap<SrvId, Follow> {
+    let section = |opts: &ServerDnsOptions| {
+        let name = opts.resolvers.as_deref()?;
+        sections.iter().find(|r| r.name() == name).cloned()
+    };
+    let mut out = HashMap::new();
+    for s in &plan.servers {
+        if let (Some(id), Some(res)) = (id_at(s.be, s.idx), section(&s.opts)) {
+            out.insert(id, (res, NameKind::Addr(s.opts.prefer), None));
+        }
+    }
+    for t in &plan.templates {
+        let Some(res) = section(&t.opts) else {
+            continue;
+        };
+        let tp = &t.template;
+        let kind = NameKind::for_name(&tp.fqdn, t.opts.prefer);
+        let Some(be) = cfg.backends.get(t.be) else {
+            continue;
+        };
+        for (si, s) in be.servers.iter().enumerate() {
+            let mine = s.template.as_ref().is_some_and(|st| {
+                st.prefix == tp.prefix && st.range == tp.range && st.fqdn == tp.fqdn
+            });
+            if let (true, Some(id)) = (mine, id_at(t.be, si)) {
+                out.insert(id, (res.clone(), kind, Some(tp.fqdn.clone())));
+            }
+        }
+    }
+    out
+}
+
+/// `do-resolve` (`http-request`, `tcp-request content`): the stream's
+/// own worker resolves the name with the section's nameservers (its
+/// retries and timeouts bound the wait); any failure leaves the variable
+/// unset.
 fn install_do_resolve(sections: Vec<Resolvers>) {
-    fairlead_l7::resolve::set_resolver(Arc::new(move |section, name, family| {
+    fairlead_rules::resolve::set_resolver(Arc::new(move |section, name, family| {
         let res = sections.iter().find(|r| r.name() == section).cloned();
         let name = name.to_string();
         let family = match family {

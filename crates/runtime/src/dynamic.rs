@@ -4,6 +4,11 @@
 //! `fairlead_backend::set`), and this module keeps what the backend does
 //! not: each added server's configuration and its health checker.
 //!
+//! A server added with a host name keeps the name (`srv_fqdn` in `show
+//! servers state`) and gets no address, as in HAProxy 2.6, whose dynamic
+//! servers cannot use `resolvers`: once enabled it is UP, and connections
+//! to it fail (`set server addr` is refused for it).
+//!
 //! As in HAProxy 2.6, a server added here is not kept across a reload
 //! (nor written to a server-state file the next process could restore
 //! it from): it must also go into the configuration.
@@ -51,6 +56,9 @@ pub(crate) fn add(
     let cfg = config::parse_dynamic_server(name, args, &defaults)?;
     let addr = match &cfg.addr {
         config::ServerAddr::Ip(a) => *a,
+        // A name is kept, never resolved (HAProxy 2.6): the server has
+        // no address, only the port.
+        config::ServerAddr::Name(_, port) => SocketAddr::from(([0, 0, 0, 0], *port)),
         // Connections go to the socket; the IP address is a placeholder.
         _ => SocketAddr::from(([0, 0, 0, 0], 0)),
     };

@@ -14,10 +14,10 @@
 //! - servers the new configuration does not have (those added at run time
 //!   included) are ignored: HAProxy does not re-create them either.
 //!
-//! - the operational state of checked servers: one saved DOWN starts
-//!   DOWN and needs `rise` successful checks (HAProxy also restores DOWN
-//!   on unchecked servers, which then stay DOWN; Fairlead does not), and
-//!   the time since the last state change.
+//! - the operational state: a server saved DOWN starts DOWN; a checked
+//!   one then needs `rise` successful checks, an unchecked one stays DOWN
+//!   (nothing brings it back but a reload with another state file, as in
+//!   HAProxy 2.6.12), and the time since the last state change.
 //!
 //! In master-worker mode Fairlead also writes the files itself before a
 //! reload ([`dump_for_reload`]): the master asks the running worker for
@@ -168,10 +168,17 @@ pub(crate) fn apply_one(
     notes
 }
 
-/// The operational state of a checked server, as HAProxy restores it: a
-/// server saved DOWN (`srv_op_state` 0) starts DOWN and needs `rise`
-/// successful checks; the time since its last change carries over.
-/// Returns HAProxy's notice for a server that starts DOWN.
+/// The operational state of a server, as HAProxy restores it: a server
+/// saved DOWN (`srv_op_state` 0) starts DOWN, checked or not (HAProxy
+/// 2.6.12 keeps an unchecked one DOWN: no check brings it back); a
+/// checked one needs `rise` successful checks. The time since its last
+/// change carries over. Returns HAProxy's notice for a server that
+/// starts DOWN.
+///
+/// A server in maintenance is saved with `srv_op_state` 0 too: for an
+/// unchecked one that is not a DOWN state (HAProxy makes it UP when it
+/// leaves maintenance, which Fairlead's unchecked servers cannot be
+/// brought back from), so it is not restored DOWN.
 fn restore_op_state(
     be: &Backend,
     scfg: &fairlead_config::Server,
@@ -179,8 +186,10 @@ fn restore_op_state(
     s: &SavedServer,
     name: &str,
 ) -> Option<String> {
-    if !(scfg.check || scfg.agent.is_some()) {
-        // Nothing would ever bring an unchecked server back up.
+    // FMAINT, IMAINT, CMAINT, RMAINT (DNS), HMAINT.
+    const ANY_MAINT: u8 = 0x01 | 0x02 | 0x04 | 0x20 | 0x40;
+    let checked = scfg.check || scfg.agent.is_some();
+    if !checked && s.admin_state & ANY_MAINT != 0 {
         return None;
     }
     let up = s.op_state != 0;
@@ -347,5 +356,54 @@ mod tests {
         assert!(c.admin.maint.load(Ordering::Relaxed));
         // Unknown servers are ignored.
         assert!(apply_one(&cfg, &be, &saved("zz", "10.0.0.1", 1, 1, 1, 1)).is_empty());
+    }
+
+    /// HAProxy 2.6.12 restores DOWN on a server without checks too, which
+    /// then stays DOWN (`set server bk/s1 health down`, saved, reloaded:
+    /// `show stat` says DOWN, traffic goes to the other servers).
+    #[test]
+    fn unchecked_server_saved_down_stays_down() {
+        let mut cfg = fairlead_config::Backend {
+            name: "bk".into(),
+            ..Default::default()
+        };
+        let ip = |p: u16| ServerAddr::Ip(([127, 0, 0, 1], p).into());
+        cfg.servers = vec![
+            fairlead_config::Server::new("s1", ip(8001)),
+            fairlead_config::Server::new("s2", ip(8002)),
+        ];
+        let be = backend(&cfg);
+        let saved = |srv: &str, op_state: u8| SavedServer {
+            backend: "bk".into(),
+            server: srv.into(),
+            addr: None,
+            op_state,
+            since_change: 7,
+            admin_state: 0,
+            uweight: 1,
+            iweight: 1,
+            port: 0,
+        };
+        let notes = apply_one(&cfg, &be, &saved("s1", 0));
+        assert_eq!(
+            notes,
+            ["Server bk/s1 is DOWN, changed from server-state after a reload. 1 active and 0 backup servers left. 0 sessions active, 0 requeued, 0 remaining in queue."]
+        );
+        let s1 = be.server_by_name("s1").unwrap();
+        assert!(!s1.is_up());
+        assert_eq!(be.usable_counts(), (1, 0));
+        // Saved UP: up, no notice.
+        assert!(apply_one(&cfg, &be, &saved("s2", 2)).is_empty());
+        assert!(be.server_by_name("s2").unwrap().is_up());
+        // Saved in maintenance (op state 0 as well): not DOWN once it
+        // leaves maintenance.
+        let mut maint = saved("s2", 0);
+        maint.admin_state = 0x01;
+        let notes = apply_one(&cfg, &be, &maint);
+        assert_eq!(notes, ["Server bk/s2 remains in forced maintenance mode."]);
+        let s2 = be.server_by_name("s2").unwrap();
+        assert!(s2.health.is_up());
+        let _ = be.apply(s2.conf.id, ServerCommand::State(AdminState::Ready));
+        assert!(s2.is_up());
     }
 }

@@ -89,7 +89,8 @@ fn server_stats(be: &Backend, s: &Server) -> ServerStats {
         ServerState::NoLb
     } else if s.admin.drain.load(Ordering::Relaxed) || s.health.is_drain() {
         ServerState::Drain
-    } else if !checked {
+    } else if !checked && s.health.is_up() {
+        // An unchecked server is DOWN only as a state file restored it.
         ServerState::NoCheck
     } else if s.health.is_up() {
         ServerState::Up
@@ -119,11 +120,13 @@ fn server_stats(be: &Backend, s: &Server) -> ServerStats {
         lastchg_secs: s.health.last_change_secs(),
         slim: (maxconn > 0).then_some(u64::from(maxconn)),
         qlimit: (s.conf.maxqueue > 0).then_some(u64::from(s.conf.maxqueue)),
-        // HAProxy shows `unix` for a UNIX socket server.
-        addr: Some(match s.conf.unix {
-            Some(_) => "unix".to_string(),
-            None => s.admin.addr.load().to_string(),
-        }),
+        // HAProxy shows `unix` for a UNIX socket server, nothing for one
+        // without an address (added by name).
+        addr: match (&s.conf.unix, &s.conf.unresolved) {
+            (Some(_), _) => Some("unix".to_string()),
+            (None, Some(_)) => None,
+            (None, None) => Some(s.admin.addr.load().to_string()),
+        },
         cookie: s.conf.cookie.clone(),
         counters: c,
         ..Default::default()
