@@ -14,6 +14,14 @@ pub struct ProxyV2Options {
     pub cert_cn: bool,
     /// `ssl-cipher`: the cipher in the SSL TLV. Default is off.
     pub ssl_cipher: bool,
+    /// `cert-sig`: the signature algorithm of the certificate the
+    /// frontend presented to the client (`RSA-SHA256`), in the SSL TLV;
+    /// implies `ssl`, as in HAProxy. Default is off.
+    pub cert_sig: bool,
+    /// `cert-key`: the key algorithm and size of that certificate
+    /// (`RSA2048`, `EC256`), in the SSL TLV; implies `ssl`. Default is
+    /// off.
+    pub cert_key: bool,
     /// `authority`: the AUTHORITY TLV received from the client's own
     /// PROXY header, else the client's SNI. Default is off.
     pub authority: bool,
@@ -35,10 +43,13 @@ impl ProxyV2Options {
                 "authority" => self.authority = true,
                 "unique-id" => self.unique_id = true,
                 "crc32c" => self.crc32c = true,
-                "cert-sig" | "cert-key" => {
-                    return Err(format!(
-                        "'proxy-v2-options {opt}' (the algorithms of the frontend's certificate) is not implemented yet in Fairlead; the other options are"
-                    ))
+                "cert-sig" => {
+                    self.ssl = true;
+                    self.cert_sig = true;
+                }
+                "cert-key" => {
+                    self.ssl = true;
+                    self.cert_key = true;
                 }
                 _ => {
                     return Err(format!(
@@ -65,9 +76,11 @@ mod tests {
             .parse_into("ssl,bogus")
             .unwrap_err();
         assert!(e.contains("'bogus' is not a valid option"), "{e}");
-        let e = ProxyV2Options::default()
-            .parse_into("cert-sig")
-            .unwrap_err();
-        assert!(e.contains("not implemented"), "{e}");
+        let mut o = ProxyV2Options::default();
+        o.parse_into("cert-sig").unwrap();
+        assert!(o.ssl && o.cert_sig && !o.cert_key);
+        let mut o = ProxyV2Options::default();
+        o.parse_into("cert-key").unwrap();
+        assert!(o.ssl && o.cert_key && !o.cert_sig);
     }
 }
