@@ -411,3 +411,139 @@ backend b\n    server s {hap_inner} send-proxy-v2 proxy-v2-options authority,uni
         assert_eq!(r.stdout, want, "through {edge}");
     }
 }
+
+/// The SSL TLV's client flags and its `cert-sig` (0x24) and `cert-key`
+/// (0x25) sub-TLVs from a header an origin received.
+fn cert_algs_seen(hdr: &[u8]) -> (u8, Option<String>, Option<String>) {
+    let h = match fairlead_proxyproto::parse(hdr).unwrap() {
+        fairlead_proxyproto::Parsed::Done(h, _) => h,
+        other => panic!("{other:?}"),
+    };
+    let ssl = h
+        .ssl()
+        .expect("an SSL TLV (cert-sig and cert-key imply ssl)");
+    let sub = |k: u8| {
+        ssl.subs
+            .iter()
+            .find(|t| t.kind == k)
+            .map(|t| String::from_utf8_lossy(&t.value).into_owned())
+    };
+    (ssl.client, sub(0x24), sub(0x25))
+}
+
+/// `proxy-v2-options cert-sig,cert-key` name the certificate the frontend
+/// presented (not the client's): an EC key signed by an ECDSA CA, and a
+/// self-signed RSA key. With HAProxy installed, its header carries the
+/// same values.
+#[test]
+fn send_proxy_v2_cert_sig_and_cert_key_name_the_frontend_certificate() {
+    use common::tls::*;
+    let ip = test_ip();
+    let pki = Pki::new("pp2algs");
+    let ca = pki.ca("ca");
+    let ec = pki.server(&ca, "ec", "www.example");
+    let rsa_key = pki.path("rsa.key");
+    let rsa_crt = pki.path("rsa.crt");
+    pki.openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-sha256",
+        "-nodes",
+        "-keyout",
+        p(&rsa_key),
+        "-out",
+        p(&rsa_crt),
+        "-days",
+        "30",
+        "-subj",
+        "/CN=www.example",
+        "-addext",
+        "subjectAltName=DNS:www.example",
+    ]);
+    let rsa = pki.path("rsa.pem");
+    concat(&rsa, &[&rsa_crt, &rsa_key]);
+    let hap = haproxy_bin();
+    for (pem, want_sig, want_key) in [
+        (&ec, "ecdsa-with-SHA256", "EC256"),
+        (&rsa, "RSA-SHA256", "RSA2048"),
+    ] {
+        let (o, seen) = pp_origin(ip);
+        let cfg = |edge: SocketAddr| {
+            format!(
+                "{}frontend edge\n    bind {edge} ssl crt {}\n    default_backend b\n\
+backend b\n    server s {o} send-proxy-v2 proxy-v2-options cert-sig,cert-key\n",
+                defaults(),
+                p(pem)
+            )
+        };
+        let fl_edge = free_addr(ip);
+        let _p = Proxy::start(&cfg(fl_edge), &[fl_edge]);
+        let mut edges = vec![fl_edge];
+        let _h = hap.as_ref().map(|bin| {
+            let e = free_addr(ip);
+            edges.push(e);
+            Haproxy::start(bin, &cfg(e), &[], e)
+        });
+        let mut got = Vec::new();
+        for edge in edges {
+            let r = curl(&[
+                "--insecure",
+                "--resolve",
+                &resolve("www.example", edge),
+                &https_url("www.example", edge, "/"),
+            ]);
+            assert!(r.ok(), "{r:?}");
+            let hdr = seen.lock().unwrap().pop().expect("a header");
+            got.push(cert_algs_seen(&hdr));
+        }
+        let want = (0x01, Some(want_sig.to_string()), Some(want_key.to_string()));
+        assert_eq!(got[0], want, "Fairlead, {want_sig}");
+        if let Some(h) = got.get(1) {
+            assert_eq!(h, &want, "HAProxy, {want_sig}");
+        }
+    }
+}
+
+/// `proxy-v2-options unique-id` for an HTTP/2 client's stream: the
+/// stream's unique id, as for HTTP/1 clients.
+#[test]
+fn send_proxy_v2_unique_id_for_http2_streams() {
+    use common::tls::*;
+    let ip = test_ip();
+    let (o, seen) = pp_origin(ip);
+    let edge = free_addr(ip);
+    let pki = Pki::new("pp2h2uid");
+    let ca = pki.ca("ca");
+    let pem = pki.server(&ca, "www", "www.example");
+    let cfg = format!(
+        "{}frontend edge\n    bind {edge} ssl crt {} alpn h2,http/1.1\n\
+    unique-id-format h2-%[path]\n    default_backend b\n\
+backend b\n    server s {o} send-proxy-v2 proxy-v2-options unique-id\n",
+        defaults(),
+        p(&pem)
+    );
+    let _p = Proxy::start(&cfg, &[edge]);
+    let r = curl(&[
+        "--http2",
+        "-w",
+        "%{http_version}",
+        "-o",
+        "/dev/null",
+        "--cacert",
+        p(&ca.cert),
+        "--resolve",
+        &resolve("www.example", edge),
+        &https_url("www.example", edge, "/stream7"),
+    ]);
+    assert!(r.ok(), "{r:?}");
+    assert_eq!(r.stdout, "2", "an HTTP/2 exchange");
+    let hdr = seen.lock().unwrap().pop().expect("a header");
+    let h = match fairlead_proxyproto::parse(&hdr).unwrap() {
+        fairlead_proxyproto::Parsed::Done(h, _) => h,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(h.unique_id(), Some(&b"h2-/stream7"[..]));
+    assert_eq!(h.alpn(), Some(&b"h2"[..]));
+}

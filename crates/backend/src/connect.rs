@@ -76,8 +76,14 @@ pub fn proxy_v2_tlvs(
                 .filter(|_| o.cert_cn)
                 .and_then(|i| i.peer_cn.as_deref())
                 .map(str::to_string),
-            key_alg: None,
-            sig_alg: None,
+            key_alg: info
+                .filter(|_| o.cert_key)
+                .and_then(|i| i.local_key_alg.as_deref())
+                .map(str::to_string),
+            sig_alg: info
+                .filter(|_| o.cert_sig)
+                .and_then(|i| i.local_sig_alg.as_deref())
+                .map(str::to_string),
             cipher: info.filter(|_| o.ssl_cipher).map(|i| i.cipher.to_string()),
         });
     }

@@ -498,6 +498,23 @@ impl Backend {
             .map(|s| s.conf.id)
     }
 
+    /// The server `persist rdp-cookie` designates: the first one whose
+    /// IPv4 address and port are `addr` (see `fairlead_rules::rdp`) and
+    /// that is up, or any state with `option persist`, as HAProxy's
+    /// `tcp_persist_rdp_cookie`. UNIX-socket servers never match.
+    pub fn server_by_rdp_addr(&self, addr: std::net::SocketAddrV4) -> Option<ServerId> {
+        let want = std::net::SocketAddr::V4(addr);
+        self.set
+            .load()
+            .iter()
+            .find(|s| {
+                s.conf.unix.is_none()
+                    && **s.admin.addr.load() == want
+                    && (s.is_up() || self.options.persist)
+            })
+            .map(|s| s.conf.id)
+    }
+
     /// Number of usable active and backup servers, for state-change logs.
     pub fn usable_counts(&self) -> (usize, usize) {
         let set = self.set.load();

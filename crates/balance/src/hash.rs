@@ -27,6 +27,8 @@
 //!   `whole`, and before the `(depth+1)`-th `/` when `depth` is set (so
 //!   `depth 2` hashes `/a/b` of `/a/b/c`).
 //! * `url_param`: the value as given (an empty value is hashed as such).
+//! * `rdp-cookie`: the cookie's value; an empty value means "absent"
+//!   (round robin).
 //! * `hdr`: the value; an empty value means "absent" (round robin). With
 //!   `use_domain_only`, only the label before the last dot is hashed
 //!   (`1wt` of `haproxy.1wt.eu`, `example` of `www.example.com:8080`); a

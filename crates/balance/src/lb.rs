@@ -33,6 +33,7 @@ enum Key {
     Hdr {
         domain_only: bool,
     },
+    RdpCookie,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +174,10 @@ impl Lb {
                 hashed(Key::Hdr {
                     domain_only: *use_domain_only,
                 })
+            }
+            Balance::RdpCookie { name } => {
+                needs.rdp_cookie = Some(name.clone());
+                hashed(Key::RdpCookie)
             }
         };
         let mut seen = std::collections::HashSet::new();
@@ -387,6 +392,7 @@ impl Lb {
             }),
             Key::Uri { whole, len, depth } => key.uri.map(|u| h(uri_part(u, whole, len, depth))),
             Key::UrlParam => key.url_param.map(h),
+            Key::RdpCookie => key.rdp_cookie.filter(|v| !v.is_empty()).map(h),
             Key::Hdr { domain_only } => key.header.filter(|v| !v.is_empty()).map(|v| {
                 if domain_only {
                     h(domain_part(v))

@@ -9,7 +9,8 @@
 //!
 //! Each algorithm lives in its own module, as HAProxy keeps one file per
 //! algorithm: [`roundrobin`], [`static_rr`], [`leastconn`], [`first`],
-//! [`random`], and the hashing ones over [`hash`] with [`map`]
+//! [`random`], and the hashing ones (`source`, `uri`, `url_param`,
+//! `hdr`, `rdp-cookie`) over [`hash`] with [`map`]
 //! (`hash-type map-based`) or [`chash`] (`hash-type consistent`).
 //!
 //! # Which servers are balanced
@@ -119,6 +120,11 @@ pub struct RequestKey<'a> {
     /// Value of the query parameter named in [`Needs::url_param`]
     /// (`balance url_param`), i.e. what follows `name=` up to the next `&`.
     pub url_param: Option<&'a [u8]>,
+    /// Value of the RDP cookie named in [`Needs::rdp_cookie`]
+    /// (`balance rdp-cookie`), read from the client's first message (see
+    /// `fairlead_rules::rdp`); an empty value counts as absent, as in
+    /// HAProxy.
+    pub rdp_cookie: Option<&'a [u8]>,
 }
 
 /// What the configured algorithm reads from each request.
@@ -132,6 +138,8 @@ pub struct Needs {
     pub header: Option<String>,
     /// The value of this query parameter.
     pub url_param: Option<String>,
+    /// The value of this RDP cookie (`balance rdp-cookie`, TCP mode).
+    pub rdp_cookie: Option<String>,
     /// Informational: `hdr(...) use_domain_only` is set (the balancer
     /// extracts the domain itself from the full header value).
     pub use_domain_only: bool,

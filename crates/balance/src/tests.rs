@@ -747,3 +747,46 @@ fn timings() {
         }
     }
 }
+
+#[test]
+fn rdp_cookie_hashes_the_value_like_the_other_keys() {
+    let rdp = hashed(
+        Balance::RdpCookie {
+            name: "mstshash".into(),
+        },
+        HashMethod::MapBased,
+        &[1; 5],
+    );
+    assert_eq!(rdp.needs().rdp_cookie.as_deref(), Some("mstshash"));
+    let url = hashed(
+        Balance::UrlParam { name: "u".into() },
+        HashMethod::MapBased,
+        &[1; 5],
+    );
+    let view = View::new(5);
+    for user in [&b"alice"[..], b"bob", b"carol", b"dave", b"eve", b"x"] {
+        let k = RequestKey {
+            rdp_cookie: Some(user),
+            ..RequestKey::default()
+        };
+        let s = server(rdp.pick(&k, &view));
+        assert!((0..10).all(|_| rdp.pick(&k, &view) == Pick::Server(s)));
+        // The same hash function and map as every hashing key.
+        let u = RequestKey {
+            url_param: Some(user),
+            ..RequestKey::default()
+        };
+        assert_eq!(s, server(url.pick(&u, &view)), "{user:?}");
+    }
+    // An empty value or none: round robin.
+    let empty = RequestKey {
+        rdp_cookie: Some(b""),
+        ..RequestKey::default()
+    };
+    let c = (0..50).fold([0usize; 5], |mut c, _| {
+        c[server(rdp.pick(&empty, &view))] += 1;
+        c
+    });
+    assert_eq!(c, [10; 5]);
+    assert_eq!(count(&rdp, &view, 50, 5), [10; 5]);
+}

@@ -422,6 +422,11 @@ pub struct ProxyOptions {
     /// `option persist`: keep sending a persistent request to its server
     /// even when that server is down. Default is off.
     pub persist: bool,
+    /// `persist rdp-cookie[(<name>)]`: the name of the RDP cookie whose
+    /// `<address>.<port>.` value designates the server (TCP mode). The
+    /// name defaults to `msts` when the keyword has none. Default is
+    /// `None` (no RDP cookie persistence).
+    pub rdp_persist: Option<String>,
     /// `option http-no-delay`: body data goes out at once, never held
     /// with `MSG_MORE` for the rest of a body of known length (for
     /// interactive protocols over HTTP/1). Default is off.

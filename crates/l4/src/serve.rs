@@ -278,12 +278,18 @@ async fn forward(
     be_idx: Option<usize>,
     sess: &mut SessState,
 ) {
-    // TCP mode can only hash the source address.
+    // TCP mode hashes the source address or the RDP cookie.
+    let inspected = input.buf.filled();
     let key = RequestKey {
         src: be
             .lb_needs()
             .src
             .then_some(sess.effective_src(cx.facts.src).ip()),
+        rdp_cookie: be
+            .lb_needs()
+            .rdp_cookie
+            .as_deref()
+            .and_then(|n| rdp_cookie(inspected, n)),
         ..Default::default()
     };
     let mut t = [cx.ms(), None, None];
@@ -309,7 +315,12 @@ async fn forward(
     let bytes = (input.read, 0);
     let stick_rules = cx.routes.res_rules(be_idx);
     let (mut stick, force) = stick_request(cx, &input, stick_rules, sess, be);
-    let prefer = stick_server(be, &stick);
+    // `persist rdp-cookie` comes first (HAProxy's analyser order); only
+    // `option persist` lets it designate a down server.
+    let (prefer, force) = match rdp_persist(be, inspected) {
+        Some(id) => (Some(id), false),
+        None => (stick_server(be, &stick), force),
+    };
     let slot = match be.assign_with(&key, prefer, None, force).await {
         Ok(s) => s,
         Err(e) => {
@@ -421,6 +432,22 @@ fn stick_request(
         st.run_request(&r.stick_req, &r.acls, &tx, false, now);
     }
     (st, force)
+}
+
+/// The value of the RDP cookie `name` in the inspected bytes; an empty
+/// value counts as none.
+fn rdp_cookie<'a>(buf: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    match fairlead_rules::rdp::cookie(buf, name.as_bytes()) {
+        fairlead_rules::rdp::RdpCookie::Found(v) if !v.is_empty() => Some(v),
+        _ => None,
+    }
+}
+
+/// The server `persist rdp-cookie` designates, when it is usable.
+fn rdp_persist(be: &Backend, buf: &[u8]) -> Option<fairlead_backend::ServerId> {
+    let name = be.options.rdp_persist.as_deref()?;
+    let addr = fairlead_rules::rdp::persist_addr(rdp_cookie(buf, name)?)?;
+    be.server_by_rdp_addr(addr)
 }
 
 /// The server a `stick match` rule designated (by its `id`).

@@ -71,6 +71,7 @@ impl KeyData {
             uri: slice(self.uri),
             header: slice(self.header),
             url_param: slice(self.param),
+            rdp_cookie: None,
         }
     }
 }

@@ -42,6 +42,15 @@ pub struct TlsInfo {
     /// The client certificate's first common name (`PP2_SUBTYPE_SSL_CN`
     /// of `send-proxy-v2-ssl-cn`). Default is none.
     pub peer_cn: Option<Box<str>>,
+    /// The signature algorithm of the certificate this side presented
+    /// (accepted connections: the frontend's), in OpenSSL's short names
+    /// as HAProxy sends them in `PP2_SUBTYPE_SSL_SIG_ALG` (`RSA-SHA256`,
+    /// `ecdsa-with-SHA256`). Default is none.
+    pub local_sig_alg: Option<std::sync::Arc<str>>,
+    /// The key algorithm and size of that certificate, as HAProxy sends
+    /// them in `PP2_SUBTYPE_SSL_KEY_ALG` (`RSA2048`, `EC256`); none for
+    /// other key types. Default is none.
+    pub local_key_alg: Option<std::sync::Arc<str>>,
 }
 
 /// What a PROXY protocol header received on a connection carried

@@ -223,6 +223,7 @@ pub const PREDEFINED: &[(&str, &[&str])] = &[
     ("METH_POST", &["method", "POST"]),
     ("METH_PUT", &["method", "PUT"]),
     ("METH_TRACE", &["method", "TRACE"]),
+    ("RDP_COOKIE", &["req.rdp_cookie_cnt", "gt", "0"]),
     ("REQ_CONTENT", &["req.len", "gt", "0"]),
     ("WAIT_END", &["wait_end"]),
 ];

@@ -89,6 +89,10 @@ enum Kind {
     ReqPayload(usize, usize),
     ReqSslSni,
     ReqSslHelloType,
+    /// `req.rdp_cookie([name])`; an empty name is any cookie.
+    RdpCookie(Vec<u8>),
+    /// `req.rdp_cookie_cnt([name])`.
+    RdpCookieCnt(Vec<u8>),
     ResLen,
     ResPayload(usize, usize),
     WaitEnd,
@@ -261,6 +265,15 @@ impl Fetch {
                     Kind::Cook(n)
                 } else {
                     Kind::ResCook(n)
+                }
+            }
+            "req.rdp_cookie" | "req.rdp_cookie_cnt" => {
+                arg_count(name, args, 0, 1)?;
+                let n = a(0).unwrap_or("").as_bytes().to_vec();
+                if canon == "req.rdp_cookie" {
+                    Kind::RdpCookie(n)
+                } else {
+                    Kind::RdpCookieCnt(n)
                 }
             }
             "req.cook_cnt" => {
@@ -527,6 +540,7 @@ impl Fetch {
                     _ => None,
                 }
             }
+            Kind::RdpCookie(n) | Kind::RdpCookieCnt(n) => return rdp_cookie(&self.kind, n, txn),
             Kind::Status => txn.res().map(|m| Sample::Sint(m.status() as i64)),
             // A UNIX socket client's address is 0.0.0.0 (see
             // `fairlead_net::unix`): no sample, as in HAProxy.
@@ -605,6 +619,25 @@ impl Fetch {
         };
         Ok(s)
     }
+}
+
+/// `req.rdp_cookie` and `req.rdp_cookie_cnt`: the value (or 1) when the
+/// cookie is there, no value (or 0) when the buffer is not such an RDP
+/// request, a wait while it is too short to tell (no value once final).
+fn rdp_cookie<'a>(kind: &Kind, name: &[u8], txn: &'a dyn Txn) -> Result<Option<Sample<'a>>, Wait> {
+    use crate::rdp::RdpCookie;
+    let Some(p) = txn.payload() else {
+        return Ok(None);
+    };
+    let count = matches!(kind, Kind::RdpCookieCnt(_));
+    Ok(match crate::rdp::cookie(p, name) {
+        RdpCookie::Incomplete if !txn.payload_final() => return Err(Wait),
+        RdpCookie::Incomplete => None,
+        RdpCookie::Found(_) if count => Some(Sample::Sint(1)),
+        RdpCookie::Found(v) => Some(Sample::str(v)),
+        RdpCookie::Absent if count => Some(Sample::Sint(0)),
+        RdpCookie::Absent => None,
+    })
 }
 
 fn simple_kind(canon: &str) -> Kind {

@@ -38,6 +38,7 @@ pub mod map;
 pub mod pattern;
 pub mod proxy;
 mod rand;
+pub mod rdp;
 pub mod redirect;
 pub mod reply;
 pub mod resolve;

@@ -68,6 +68,9 @@ pub struct LoadedCert {
     pub not_before: i64,
     /// The leaf's `notAfter`, in seconds since the Unix epoch.
     pub not_after: i64,
+    /// The leaf's signature and key algorithms, as the PROXY v2
+    /// `cert-sig` and `cert-key` sub-TLVs name them.
+    pub algs: crate::cert_algs::CertAlgs,
 }
 
 /// What `show ssl cert <file>` prints about a certificate, HAProxy's
@@ -309,6 +312,7 @@ struct LeafInfo {
     names: Vec<String>,
     not_before: i64,
     not_after: i64,
+    algs: crate::cert_algs::CertAlgs,
 }
 
 fn leaf_info(file: &str, der: &[u8]) -> Result<LeafInfo, TlsError> {
@@ -338,6 +342,7 @@ fn leaf_info(file: &str, der: &[u8]) -> Result<LeafInfo, TlsError> {
         names,
         not_before: v.not_before.timestamp(),
         not_after: v.not_after.timestamp(),
+        algs: crate::cert_algs::of(&cert),
     })
 }
 
@@ -397,6 +402,7 @@ pub fn load_pem(
         key_type,
         not_before: info.not_before,
         not_after: info.not_after,
+        algs: info.algs,
     })
 }
 

@@ -10,6 +10,7 @@
 //! - [`stream`]: the per-connection driver over rustls' unbuffered API.
 
 pub mod bind;
+pub mod cert_algs;
 pub mod certs;
 pub mod origin;
 pub mod resolver;

@@ -169,8 +169,10 @@ impl ResolvesServerCert for CertResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         // For logs: rustls' unbuffered connection does not expose the SNI.
         crate::stream::note_sni(hello.server_name());
-        self.select(hello.server_name(), hello.signature_schemes())
-            .map(|e| e.cert.key.clone())
+        let e = self.select(hello.server_name(), hello.signature_schemes())?;
+        // For the PROXY v2 `cert-sig` / `cert-key` sub-TLVs.
+        crate::stream::note_cert(&e.cert.algs);
+        Some(e.cert.key.clone())
     }
 }
 

@@ -462,7 +462,12 @@ impl<C: Side> Session<C> {
         let fut = async {
             loop {
                 let mut got = 0;
-                let stop = match self.advance(&mut [], &mut got, Enc::Nothing) {
+                let step = self.advance(&mut [], &mut got, Enc::Nothing);
+                if let Some(a) = LAST_CERT.with(|c| c.borrow_mut().take()) {
+                    self.info.local_sig_alg = Some(a.sig);
+                    self.info.local_key_alg = a.key;
+                }
+                let stop = match step {
                     Ok(s) => s,
                     Err(e) => {
                         // Send the alert (queued by `advance`), best effort.
@@ -518,6 +523,8 @@ impl<C: Side> Session<C> {
             peer_cert: self.conn.common().peer_certificates().is_some(),
             peer_subject: None,
             peer_cn: None,
+            local_sig_alg: self.info.local_sig_alg.take(),
+            local_key_alg: self.info.local_key_alg.take(),
         };
         if C::PEER_NAMES {
             if let Some(leaf) = self
@@ -628,6 +635,19 @@ thread_local! {
     /// the certificate resolver (rustls' unbuffered server connection does
     /// not expose it afterwards).
     static LAST_SNI: RefCell<Option<Box<str>>> = const { RefCell::new(None) };
+}
+
+thread_local! {
+    /// The algorithms of the certificate the resolver just chose, taken
+    /// by the handshake right after the step that called the resolver
+    /// (no other connection runs in between).
+    static LAST_CERT: RefCell<Option<crate::cert_algs::CertAlgs>> = const { RefCell::new(None) };
+}
+
+/// Called by the certificate resolver with the chosen certificate's
+/// algorithms.
+pub fn note_cert(algs: &crate::cert_algs::CertAlgs) {
+    LAST_CERT.with(|c| *c.borrow_mut() = Some(algs.clone()));
 }
 
 /// Called by the certificate resolver with the ClientHello's SNI.

@@ -29,6 +29,10 @@ pub enum Balance {
     Hdr { name: String, use_domain_only: bool },
     /// `random[(<draws>)]`. Default draws is 2.
     Random { draws: u32 },
+    /// `rdp-cookie[(<name>)]`: hash of the RDP cookie `name` of the
+    /// client's first message (TCP mode, after `tcp-request content`
+    /// inspection); round robin without it. Default name is `mstshash`.
+    RdpCookie { name: String },
 }
 
 /// `hash-type <method> <function> [avalanche]`.

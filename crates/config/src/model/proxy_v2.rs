@@ -10,10 +10,19 @@ pub struct ProxyV2Options {
     /// client connection's TLS flags and version. Default is off.
     pub ssl: bool,
     /// `cert-cn` (also `send-proxy-v2-ssl-cn`): the client certificate's
-    /// common name in the SSL TLV. Default is off.
+    /// common name in the SSL TLV; implies `ssl`. Default is off.
     pub cert_cn: bool,
-    /// `ssl-cipher`: the cipher in the SSL TLV. Default is off.
+    /// `ssl-cipher`: the cipher in the SSL TLV; implies `ssl`. Default is
+    /// off.
     pub ssl_cipher: bool,
+    /// `cert-sig`: the signature algorithm of the certificate the
+    /// frontend presented to the client (`RSA-SHA256`), in the SSL TLV;
+    /// implies `ssl`, as in HAProxy. Default is off.
+    pub cert_sig: bool,
+    /// `cert-key`: the key algorithm and size of that certificate
+    /// (`RSA2048`, `EC256`), in the SSL TLV; implies `ssl`. Default is
+    /// off.
+    pub cert_key: bool,
     /// `authority`: the AUTHORITY TLV received from the client's own
     /// PROXY header, else the client's SNI. Default is off.
     pub authority: bool,
@@ -30,15 +39,26 @@ impl ProxyV2Options {
         for opt in list.split(',') {
             match opt {
                 "ssl" => self.ssl = true,
-                "cert-cn" => self.cert_cn = true,
-                "ssl-cipher" => self.ssl_cipher = true,
+                // The SSL sub-TLV options imply the SSL TLV, as in HAProxy
+                // (checked with 2.6.12: `ssl-cipher` alone sends it).
+                "cert-cn" => {
+                    self.ssl = true;
+                    self.cert_cn = true;
+                }
+                "ssl-cipher" => {
+                    self.ssl = true;
+                    self.ssl_cipher = true;
+                }
                 "authority" => self.authority = true,
                 "unique-id" => self.unique_id = true,
                 "crc32c" => self.crc32c = true,
-                "cert-sig" | "cert-key" => {
-                    return Err(format!(
-                        "'proxy-v2-options {opt}' (the algorithms of the frontend's certificate) is not implemented yet in Fairlead; the other options are"
-                    ))
+                "cert-sig" => {
+                    self.ssl = true;
+                    self.cert_sig = true;
+                }
+                "cert-key" => {
+                    self.ssl = true;
+                    self.cert_key = true;
                 }
                 _ => {
                     return Err(format!(
@@ -65,9 +85,16 @@ mod tests {
             .parse_into("ssl,bogus")
             .unwrap_err();
         assert!(e.contains("'bogus' is not a valid option"), "{e}");
-        let e = ProxyV2Options::default()
-            .parse_into("cert-sig")
-            .unwrap_err();
-        assert!(e.contains("not implemented"), "{e}");
+        for opt in ["cert-cn", "ssl-cipher"] {
+            let mut o = ProxyV2Options::default();
+            o.parse_into(opt).unwrap();
+            assert!(o.ssl, "{opt} implies ssl");
+        }
+        let mut o = ProxyV2Options::default();
+        o.parse_into("cert-sig").unwrap();
+        assert!(o.ssl && o.cert_sig && !o.cert_key);
+        let mut o = ProxyV2Options::default();
+        o.parse_into("cert-key").unwrap();
+        assert!(o.ssl && o.cert_key && !o.cert_sig);
     }
 }

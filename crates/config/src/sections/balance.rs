@@ -111,12 +111,12 @@ pub(crate) fn parse_balance(words: &[String], warns: &mut Warnings) -> Result<Ba
             };
             Balance::Random { draws }
         }
-        a if a == "hash" || a.starts_with("rdp-cookie") => {
-            return Err(format!(
-                "balance {} is not implemented yet in Fairlead",
-                if a == "hash" { "hash" } else { "rdp-cookie" }
-            ))
+        a if a.starts_with("rdp-cookie") => {
+            let name = rdp_cookie_name(&a["rdp-cookie".len()..], "mstshash")
+                .ok_or_else(|| "rdp-cookie : missing cookie name.".to_string())?;
+            Balance::RdpCookie { name }
         }
+        "hash" => return Err("balance hash is not implemented yet in Fairlead".into()),
         a => {
             return Err(format!(
                 "unknown load balancing algorithm '{a}'; supported: 'roundrobin', 'static-rr', 'leastconn', 'first', 'source', 'uri', 'url_param', 'hdr(name)', 'random', 'rdp-cookie(name)' and 'hash'"
@@ -124,6 +124,31 @@ pub(crate) fn parse_balance(words: &[String], warns: &mut Warnings) -> Result<Ba
         }
     };
     Ok(b)
+}
+
+/// The cookie name of `rdp-cookie<tail>`: `default` for an empty tail,
+/// the text up to the first `)` of `(<name>)` (what follows is ignored,
+/// as HAProxy does), `None` when the name is missing.
+fn rdp_cookie_name(tail: &str, default: &str) -> Option<String> {
+    if tail.is_empty() {
+        return Some(default.to_string());
+    }
+    let inner = tail.strip_prefix('(')?;
+    let end = inner.find(')').filter(|&e| e > 0)?;
+    Some(inner[..end].to_string())
+}
+
+/// `persist rdp-cookie[(<name>)]` (`words[0]` is `persist`): the cookie
+/// name, `msts` by default.
+pub(crate) fn parse_persist(words: &[String]) -> Result<String, String> {
+    let Some(method) = words.get(1).filter(|m| !m.is_empty()) else {
+        return Err("missing persist method.".into());
+    };
+    let Some(tail) = method.strip_prefix("rdp-cookie") else {
+        return Err("unknown persist method.".into());
+    };
+    rdp_cookie_name(tail, "msts")
+        .ok_or_else(|| "persist rdp-cookie(name)' requires an rdp cookie name.".into())
 }
 
 fn parse_uri(args: &[String], warns: &mut Warnings) -> Result<Balance, String> {
@@ -430,9 +455,30 @@ mod tests {
             .unwrap_err()
             .contains("closing parenthesis"));
         assert!(bal("balance random(3x)").unwrap_err().contains("'x'"));
-        assert!(bal("balance rdp-cookie")
-            .unwrap_err()
-            .contains("not implemented yet"));
+        let rdp = |n: &str| Ok(Balance::RdpCookie { name: n.into() });
+        assert_eq!(bal("balance rdp-cookie"), rdp("mstshash"));
+        assert_eq!(bal("balance rdp-cookie(user)"), rdp("user"));
+        // HAProxy keeps the text up to the first ')'.
+        assert_eq!(bal("balance rdp-cookie(a)b"), rdp("a"));
+        for bad in ["rdp-cookie()", "rdp-cookie(x", "rdp-cookiex"] {
+            assert_eq!(
+                bal(&format!("balance {bad}")),
+                Err("rdp-cookie : missing cookie name.".to_string()),
+                "{bad}"
+            );
+        }
+        let persist = |l: &str| parse_persist(&w(l));
+        assert_eq!(persist("persist rdp-cookie"), Ok("msts".into()));
+        assert_eq!(persist("persist rdp-cookie(tok)"), Ok("tok".into()));
+        assert_eq!(persist("persist"), Err("missing persist method.".into()));
+        assert_eq!(
+            persist("persist rdp-cookie("),
+            Err("persist rdp-cookie(name)' requires an rdp cookie name.".into())
+        );
+        assert_eq!(
+            persist("persist cookie"),
+            Err("unknown persist method.".into())
+        );
         assert!(bal("balance hash req.cookie(x)")
             .unwrap_err()
             .contains("not implemented yet"));

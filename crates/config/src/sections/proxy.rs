@@ -255,6 +255,7 @@ fn implemented(
             }
         }
         "hash-type" => o.hash_type = balance::parse_hash_type(words)?,
+        "persist" => o.rdp_persist = Some(balance::parse_persist(words)?),
         "load-server-state-from-file" => {
             o.load_server_state = match args(words, 1, 1)?[0].as_str() {
                 "global" => crate::model::ServerStateLoad::Global,

@@ -368,6 +368,8 @@ struct Prepared<'a> {
     tunnel: Tunnel,
     /// `force-persist` matched: `prefer` is used even when down.
     force_persist: bool,
+    /// The stream's unique id, for `proxy-v2-options unique-id`.
+    unique_id: Option<Vec<u8>>,
 }
 
 /// Forward to a server and relay its response.
@@ -409,6 +411,10 @@ async fn forward(
         .or_else(|| process::stick_server(&be, &st.fx));
     let mut prep = prepared(head, out, &be, ip, end, tunnel);
     prep.force_persist = mode == Some(PersistMode::Force);
+    prep.unique_id = be
+        .proxy_v2_unique_id
+        .then(|| st.fx.unique_id.get().cloned())
+        .flatten();
     let link = Link::default();
     link.done.set(end);
     let pump_timeout = if prep.tunnel.kind == TunnelKind::No {
@@ -431,7 +437,12 @@ async fn forward(
         }
     };
     let names = mux::Names::of(prep.names);
-    let Prepared { out, tunnel, .. } = prep;
+    let Prepared {
+        out,
+        tunnel,
+        unique_id,
+        ..
+    } = prep;
     pool::give_out(out);
     let (conn, slot, resp, sbuf) = match answered {
         Ok(Answered::H1(conn, slot, resp, sbuf)) => (conn, slot, resp, sbuf),
@@ -443,7 +454,11 @@ async fn forward(
             if slot.server().conf.send_proxy != 0 {
                 names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
                 if slot.server().conf.send_proxy == 2 {
-                    let tlvs = fairlead_backend::proxy_v2_tlvs(slot.server(), &cx.client, None);
+                    let tlvs = fairlead_backend::proxy_v2_tlvs(
+                        slot.server(),
+                        &cx.client,
+                        unique_id.as_deref(),
+                    );
                     names.proxy_v2 = Some(tlvs);
                 }
             }
@@ -606,6 +621,7 @@ fn prepared<'h>(
                 .url_param
                 .as_ref()
                 .and_then(|p| crate::key::url_param(v.target(), p)),
+            rdp_cookie: None,
         },
         names: TlsNames {
             client_sni: None,
@@ -618,6 +634,7 @@ fn prepared<'h>(
         is_head: v.method() == b"HEAD",
         tunnel,
         force_persist: false,
+        unique_id: None,
     }
 }
 
@@ -714,7 +731,11 @@ async fn attempts(
                     // `send-proxy`: the server learns the client's addresses.
                     names.client_addrs = cx.client.local_addr().ok().map(|d| (cx.peer, d));
                     if chosen.conf.send_proxy == 2 {
-                        tlvs = fairlead_backend::proxy_v2_tlvs(&chosen, &cx.client, None);
+                        tlvs = fairlead_backend::proxy_v2_tlvs(
+                            &chosen,
+                            &cx.client,
+                            prep.unique_id.as_deref(),
+                        );
                         names.proxy_v2 = Some(&tlvs);
                     }
                 }
