@@ -823,3 +823,40 @@ backend bk\n    server s1 {o}\n",
         }
     }
 }
+
+/// Two handshakes interleaved on one worker: client A's ClientHello is
+/// answered, then client B connects and makes a request before A sends
+/// its Finished. Each connection's `ssl_fc_sni` is its own SNI (it used to
+/// be read from a per-thread note after the whole handshake, so A got
+/// nothing or B's name).
+#[test]
+fn interleaved_handshakes_keep_their_own_sni() {
+    let ip = test_ip();
+    let (_t, o) = term(ip, "o");
+    let bind = free_addr(ip);
+    let pki = Pki::new("interleave");
+    let ca = pki.ca("ca");
+    let a = pki.server(&ca, "a", "a.example");
+    let b = pki.server(&ca, "b", "b.example");
+    // One worker, so that both handshakes run on the same thread.
+    let _p = Proxy::start(
+        &format!(
+            "global\n    nbthread 1\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind} ssl crt {} crt {} alpn http/1.1\n\
+    http-response set-header x-sni %[ssl_fc_sni]\n    default_backend bk\n\
+backend bk\n    server s1 {o}\n",
+            p(&a),
+            p(&b)
+        ),
+        &[bind],
+    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tls/interleave.py");
+    let r = run_limited(
+        "/usr/bin/python3",
+        &[script, &bind.ip().to_string(), &bind.port().to_string(), p(&ca.cert)],
+        b"",
+        None,
+    );
+    assert_eq!(r.stdout, "B b.example\nA a.example\n", "{r:?}");
+}

@@ -463,9 +463,15 @@ impl<C: Side> Session<C> {
             loop {
                 let mut got = 0;
                 let step = self.advance(&mut [], &mut got, Enc::Nothing);
+                // What the certificate resolver noted during this step:
+                // taken at once, before another connection's handshake on
+                // this thread can run and note its own.
                 if let Some(a) = LAST_CERT.with(|c| c.borrow_mut().take()) {
                     self.info.local_sig_alg = Some(a.sig);
                     self.info.local_key_alg = a.key;
+                }
+                if let Some(sni) = LAST_SNI.with(|l| l.borrow_mut().take()) {
+                    self.info.sni = Some(sni);
                 }
                 let stop = match step {
                     Ok(s) => s,
@@ -633,7 +639,8 @@ impl<C: Side> TlsLayer for Session<C> {
 thread_local! {
     /// The SNI of the ClientHello being processed on this thread, noted by
     /// the certificate resolver (rustls' unbuffered server connection does
-    /// not expose it afterwards).
+    /// not expose it afterwards) and taken by the handshake right after the
+    /// step that called the resolver, as [`LAST_CERT`] is.
     static LAST_SNI: RefCell<Option<Box<str>>> = const { RefCell::new(None) };
 }
 
@@ -686,15 +693,12 @@ pub async fn accept(
         error: tls_err(e),
     })?;
     let mut s = Session::new(conn);
-    note_sni(None);
-    let r = s.handshake(&tcp, timeout).await;
-    let sni = LAST_SNI.with(|l| l.borrow_mut().take());
-    match r {
-        Ok(()) => {
-            s.info.sni = sni;
-            Ok(Conn::with_tls(tcp, Box::new(s)))
-        }
-        Err(error) => Err(HandshakeError { sni, error }),
+    match s.handshake(&tcp, timeout).await {
+        Ok(()) => Ok(Conn::with_tls(tcp, Box::new(s))),
+        Err(error) => Err(HandshakeError {
+            sni: s.info.sni.take(),
+            error,
+        }),
     }
 }
 
