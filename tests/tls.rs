@@ -854,7 +854,12 @@ backend bk\n    server s1 {o}\n",
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/tls/interleave.py");
     let r = run_limited(
         "/usr/bin/python3",
-        &[script, &bind.ip().to_string(), &bind.port().to_string(), p(&ca.cert)],
+        &[
+            script,
+            &bind.ip().to_string(),
+            &bind.port().to_string(),
+            p(&ca.cert),
+        ],
         b"",
         None,
     );
