@@ -100,7 +100,7 @@ def measure(pid, host, port, duration, conns):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bin", required=True, help="the fairlead binary (release build)")
+    ap.add_argument("--bin", help="the fairlead binary (release build)")
     ap.add_argument("--size", type=int, default=16, help="object size in MiB (default 16)")
     ap.add_argument("--rounds", type=int, default=4, help="A/B rounds (default 4)")
     ap.add_argument("--duration", type=float, default=3.0, help="seconds per measure (default 3)")
@@ -112,6 +112,8 @@ def main():
     if a.origin:
         origin_main(a.host, a.port, a.size << 20)
         return
+    if not a.bin:
+        ap.error("--bin is required")
     origin = subprocess.Popen([sys.executable, __file__, "--origin", "--host", a.host,
                                "--port", str(a.port), "--size", str(a.size)],
                               stdout=subprocess.PIPE, text=True)

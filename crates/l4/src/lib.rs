@@ -28,7 +28,8 @@
 //!   when the bytes are written;
 //! - with `option splice-*` ([`TunnelSplice`]), a clear-text direction
 //!   moves its bytes socket to pipe to socket with `splice(2)`, a pipe
-//!   taken from the pool for the occasion in the same way ([`splice`]).
+//!   taken from the pool for the occasion in the same way
+//!   ([`fairlead_net::splice`]).
 #![forbid(unsafe_code)]
 
 pub mod front;
