@@ -114,9 +114,8 @@ pub fn take() -> Option<Pipe> {
     let p = LOCAL
         .with(|l| l.borrow_mut().pop())
         .or_else(take_shared)
-        .map(|p| {
+        .inspect(|_| {
             FREE.fetch_sub(1, Ordering::Relaxed);
-            p
         });
     match p {
         Some(p) => {
