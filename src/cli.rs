@@ -11,6 +11,7 @@ Options:
                  lexical order; may be repeated
   -c             check the configuration and exit (0: valid, 1: errors)
   -db            stay in the foreground (the default)
+  -dS            disable kernel splicing (as global 'nosplice')
   -D             run as a daemon
   -W             master-worker mode: SIGUSR2 (or systemctl reload) reloads
                  the configuration without dropping connections
@@ -45,6 +46,8 @@ pub struct Options {
     /// `-L <name>`: the local peer name (wins over `localpeer`). Default
     /// is none: `localpeer`, else the host name.
     pub localpeer: Option<String>,
+    /// `-dS`: never splice (as `nosplice`). Default is off.
+    pub nosplice: bool,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -62,6 +65,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             "-f" => o.files.push(value("-f")?),
             "-c" => o.check = true,
             "-db" => o.foreground = true,
+            "-dS" => o.nosplice = true,
             "-D" => o.daemon = true,
             "-W" => o.master_worker = true,
             "-Ws" => {
@@ -183,6 +187,9 @@ pub fn execute(o: Options) -> ExitCode {
     if let Some(l) = &o.localpeer {
         cfg.global.localpeer = Some(l.clone());
     }
+    if o.nosplice {
+        cfg.global.nosplice = true;
+    }
     // `master-worker` in `global` is `-W` (a worker started by a master
     // reads the same configuration and stays a worker).
     let is_worker = std::env::var_os(fairlead_runtime::inherit::WORKER_ENV).is_some();
@@ -247,6 +254,9 @@ fn run_master_with(o: Options, cfg: fairlead_config::Config, sources: Vec<Source
     if let Some(l) = &o.localpeer {
         worker_args.push("-L".into());
         worker_args.push(l.clone());
+    }
+    if o.nosplice {
+        worker_args.push("-dS".into());
     }
     let files = o.files.clone();
     let quiet = o.quiet;

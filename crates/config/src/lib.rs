@@ -76,6 +76,8 @@ mod tests_log;
 #[cfg(test)]
 mod tests_peers;
 #[cfg(test)]
+mod tests_splice;
+#[cfg(test)]
 mod tests_stats;
 #[cfg(test)]
 mod tests_tls;

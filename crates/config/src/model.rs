@@ -190,6 +190,15 @@ pub struct Global {
     pub ssl_cachesize: Option<usize>,
     /// `tune.h2.*`: HTTP/2 settings. Default is [`H2Tune::default`].
     pub h2: H2Tune,
+    /// `nosplice` (or `-dS` on the command line): never splice. Default
+    /// is false.
+    pub nosplice: bool,
+    /// `maxpipes`: pipes that may exist at once for splicing. Default is
+    /// none: a quarter of the global maxconn.
+    pub maxpipes: Option<u32>,
+    /// `tune.pipesize`: the size of the pipes, in bytes. Default is none:
+    /// the kernel's (64 KiB on Linux).
+    pub pipesize: Option<usize>,
 }
 
 impl Default for Global {
@@ -225,6 +234,9 @@ impl Default for Global {
             ssl_server_verify: Verify::Required,
             ssl_cachesize: None,
             h2: H2Tune::default(),
+            nosplice: false,
+            maxpipes: None,
+            pipesize: None,
         }
     }
 }
@@ -452,6 +464,40 @@ pub struct ProxyOptions {
     /// <p> }]` in a frontend or listen section. Default is none. Dropped
     /// with a warning when the proxy is not in `mode http`.
     pub prometheus: Option<PrometheusService>,
+    /// `option splice-auto|splice-request|splice-response`. Default is
+    /// all off.
+    pub splice: Splice,
+}
+
+/// Kernel splicing asked for by a proxy. A stream splices a direction
+/// when its frontend or its backend asks for it (HAProxy ORs the two).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Splice {
+    /// `option splice-auto`: splice a direction once it carries bulk
+    /// data (reads fill the buffer). Default is off.
+    pub auto: bool,
+    /// `option splice-request`: always splice client to server. Default
+    /// is off.
+    pub request: bool,
+    /// `option splice-response`: always splice server to client. Default
+    /// is off.
+    pub response: bool,
+}
+
+impl Splice {
+    /// Any of the three options.
+    pub fn any(&self) -> bool {
+        self.auto || self.request || self.response
+    }
+
+    /// The options of a frontend and its backend together.
+    pub fn or(self, other: Splice) -> Splice {
+        Splice {
+            auto: self.auto || other.auto,
+            request: self.request || other.request,
+            response: self.response || other.response,
+        }
+    }
 }
 
 /// `stats ...` in a frontend/backend/listen/defaults section.

@@ -56,6 +56,9 @@ pub struct Frontend {
     pub h2_only: Vec<std::net::SocketAddr>,
     /// `tune.h2.*` (global). Default is HAProxy's settings.
     pub h2: fairlead_config::H2Tune,
+    /// `option splice-*` of the frontend; a stream splices what its
+    /// frontend or its backend asks for. Default is none.
+    pub splice: fairlead_config::Splice,
 }
 
 /// The last invalid request a frontend received, for `show errors`.

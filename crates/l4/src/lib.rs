@@ -25,7 +25,11 @@
 //!   replace the client and server timeouts when set;
 //! - no buffer is held while a direction waits for data: a buffer is taken
 //!   from the thread pool when the socket becomes readable and given back
-//!   when the bytes are written.
+//!   when the bytes are written;
+//! - with `option splice-*` ([`TunnelSplice`]), a clear-text direction
+//!   moves its bytes socket to pipe to socket with `splice(2)`, a pipe
+//!   taken from the pool for the occasion in the same way
+//!   ([`fairlead_net::splice`]).
 #![forbid(unsafe_code)]
 
 pub mod front;
@@ -33,12 +37,14 @@ mod inspect;
 mod log;
 pub mod routes;
 mod serve;
+mod splice;
 pub mod txn;
 
 pub use front::{CapturedRequest, ErrorCapture, Frontend};
 pub use log::{LogSetup, ServerAddrs};
 pub use routes::{connection_rules, session_rules, Gate, Routes};
 pub use serve::serve_tcp;
+pub use splice::{SpliceMode, TunnelSplice};
 pub use txn::{ConnFacts, SessState};
 
 use fairlead_net::Conn;
@@ -135,21 +141,26 @@ pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// One direction of a tunnel: where bytes come from and go, its
+/// timeouts, its byte counter and whether it may splice.
+pub(crate) struct Dir<'a> {
+    pub src: &'a Conn,
+    pub dst: &'a Conn,
+    /// Inactivity timeout before and after the other direction closed.
+    pub read_idle: Option<Duration>,
+    pub read_fin: Option<Duration>,
+    /// How long a write may wait for room.
+    pub write_idle: Option<Duration>,
+    pub count: &'a Cell<u64>,
+    pub splice: SpliceMode,
+}
+
 /// Forwards `src` to `dst` until EOF, then shuts `dst`'s write side
-/// (half-close) and tells the other direction. `read_idle` and `read_fin`
-/// pick the inactivity timeout before and after the other direction closed.
-async fn pump(
-    src: &Conn,
-    dst: &Conn,
-    read_idle: Option<Duration>,
-    read_fin: Option<Duration>,
-    write_idle: Option<Duration>,
-    shared: &Shared,
-    count: &Cell<u64>,
-) -> PumpEnd {
-    let end = copy(src, dst, read_idle, read_fin, write_idle, shared, count).await;
+/// (half-close) and tells the other direction.
+async fn pump(dir: Dir<'_>, shared: &Shared) -> PumpEnd {
+    let end = copy(&dir, shared).await;
     if matches!(end, PumpEnd::Eof) {
-        dst.shutdown_write();
+        dir.dst.shutdown_write();
         shared.close_one();
     }
     end
@@ -163,33 +174,30 @@ async fn pump(
 /// timeout. No timer, `Notify` future or selection state is built per chunk
 /// (HAProxy's expiry dates work the same way: updated on activity, checked
 /// when the task wakes).
-async fn copy(
-    src: &Conn,
-    dst: &Conn,
-    read_idle: Option<Duration>,
-    read_fin: Option<Duration>,
-    write_idle: Option<Duration>,
-    shared: &Shared,
-    count: &Cell<u64>,
-) -> PumpEnd {
+///
+/// Each time the source is readable, the bytes go through a pipe when the
+/// direction splices and a pipe is free ([`splice::forward_spliced`]),
+/// else through a pooled buffer ([`forward_ready`]).
+async fn copy(dir: &Dir<'_>, shared: &Shared) -> PumpEnd {
     // Created before the flag is read: a close of the other direction from
     // here on wakes it even before its first poll.
     let mut half_close = std::pin::pin!(shared.closed_one.notified());
     let mut fin = shared.half_closed.get();
     let idle_for = |fin: bool| {
         if fin {
-            read_fin.or(read_idle)
+            dir.read_fin.or(dir.read_idle)
         } else {
-            read_idle
+            dir.read_idle
         }
     };
     let mut idle = idle_for(fin);
     let first = shared.last_activity.get() + idle.unwrap_or_default();
     let mut deadline = std::pin::pin!(tokio::time::sleep_until(first));
+    let mut streamer = splice::Streamer::new(dir.splice);
     loop {
         let ready = tokio::select! {
             biased;
-            r = src.readable() => r.map(|_| true),
+            r = dir.src.readable() => r.map(|_| true),
             _ = deadline.as_mut(), if idle.is_some() => Ok(false),
             // The other direction closed: re-arm with the -fin timeout.
             _ = half_close.as_mut(), if !fin => {
@@ -215,7 +223,19 @@ async fn copy(
             }
             Ok(true) => {}
         }
-        if let Some(end) = forward_ready(src, dst, write_idle, shared, count).await {
+        let pipe = streamer
+            .splicing()
+            .then(fairlead_net::splice::take)
+            .flatten();
+        let end = match pipe {
+            Some(mut p) => {
+                let end = splice::forward_spliced(dir, shared, &mut p).await;
+                fairlead_net::splice::give(p);
+                end
+            }
+            None => forward_ready(dir, shared, &mut streamer).await,
+        };
+        if let Some(end) = end {
             return end;
         }
     }
@@ -224,12 +244,11 @@ async fn copy(
 /// Reads what `src` holds and writes it to `dst`, through one pooled
 /// buffer taken for the occasion. `Some(end)` when the direction ended.
 async fn forward_ready(
-    src: &Conn,
-    dst: &Conn,
-    write_idle: Option<Duration>,
+    dir: &Dir<'_>,
     shared: &Shared,
-    count: &Cell<u64>,
+    streamer: &mut splice::Streamer,
 ) -> Option<PumpEnd> {
+    let (src, dst, count) = (dir.src, dir.dst, dir.count);
     let mut buf = fairlead_net::pool::take();
     let end = loop {
         match src.try_read(&mut buf) {
@@ -238,11 +257,16 @@ async fn forward_ready(
                 shared.last_activity.set(Instant::now());
                 count.set(count.get() + n as u64);
                 let data = buf.get(..n).unwrap_or_default();
-                if dst.write_all(data, write_idle).await.is_err() {
+                if dst.write_all(data, dir.write_idle).await.is_err() {
                     break Some(PumpEnd::WriteError);
                 }
                 shared.last_activity.set(Instant::now());
+                streamer.record_read(n == buf.len());
                 if n < buf.len() {
+                    break None;
+                }
+                if streamer.splicing() {
+                    // Bulk data: the next bytes go through a pipe.
                     break None;
                 }
             }
@@ -258,7 +282,20 @@ async fn forward_ready(
 /// Forwards both directions between `client` and `server` until both are
 /// closed, an error occurs, or the inactivity timeout fires.
 pub async fn tunnel(client: &Conn, server: &Conn, t: &TunnelTimeouts) -> TunnelStats {
-    tunnel_with(client, server, t, None::<std::future::Ready<ResPrelude>>).await
+    let none = None::<std::future::Ready<ResPrelude>>;
+    tunnel_with(client, server, t, TunnelSplice::default(), none).await
+}
+
+/// [`tunnel`], splicing the directions `sp` asks for (when splicing is on
+/// for the process and both connections are clear text).
+pub async fn tunnel_spliced(
+    client: &Conn,
+    server: &Conn,
+    t: &TunnelTimeouts,
+    sp: TunnelSplice,
+) -> TunnelStats {
+    let none = None::<std::future::Ready<ResPrelude>>;
+    tunnel_with(client, server, t, sp, none).await
 }
 
 /// What the server→client direction did before forwarding
@@ -272,6 +309,7 @@ pub(crate) async fn tunnel_with<P: Future<Output = ResPrelude>>(
     client: &Conn,
     server: &Conn,
     t: &TunnelTimeouts,
+    sp: TunnelSplice,
     prelude: Option<P>,
 ) -> TunnelStats {
     let shared = Shared {
@@ -281,14 +319,23 @@ pub(crate) async fn tunnel_with<P: Future<Output = ResPrelude>>(
     };
     let up = Cell::new(0u64);
     let down = Cell::new(0u64);
+    // Never splice TLS: the kernel would move ciphertext.
+    let sp = if client.is_tls() || server.is_tls() {
+        TunnelSplice::default()
+    } else {
+        sp
+    };
     let c2s = pump(
-        client,
-        server,
-        t.client,
-        t.client_fin,
-        t.server,
+        Dir {
+            src: client,
+            dst: server,
+            read_idle: t.client,
+            read_fin: t.client_fin,
+            write_idle: t.server,
+            count: &up,
+            splice: sp.request,
+        },
         &shared,
-        &up,
     );
     let s2c = async {
         if let Some(p) = prelude {
@@ -299,16 +346,16 @@ pub(crate) async fn tunnel_with<P: Future<Output = ResPrelude>>(
                 return PumpEnd::Stop(e);
             }
         }
-        pump(
-            server,
-            client,
-            t.server,
-            t.server_fin,
-            t.client,
-            &shared,
-            &down,
-        )
-        .await
+        let dir = Dir {
+            src: server,
+            dst: client,
+            read_idle: t.server,
+            read_fin: t.server_fin,
+            write_idle: t.client,
+            count: &down,
+            splice: sp.response,
+        };
+        pump(dir, &shared).await
     };
     // Both directions run until each finishes; an error on one side ends
     // the whole tunnel at once.

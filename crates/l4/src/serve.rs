@@ -22,7 +22,7 @@ use crate::inspect::{classify, inspect, Input, Outcome, Step};
 use crate::log::{ServerAddrs, StreamEnd, StreamLog};
 use crate::routes::Routes;
 use crate::txn::{ConnFacts, SessState, TcpTxn};
-use crate::{tunnel_with, ResPrelude, TunnelEnd, TunnelTimeouts};
+use crate::{tunnel_with, ResPrelude, TunnelEnd, TunnelSplice, TunnelTimeouts};
 use fairlead_backend::counters::C;
 use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
 use fairlead_log::{Phase, TermState, Who};
@@ -386,8 +386,9 @@ async fn forward(
         .routes
         .res_rules(be_idx)
         .filter(|r| !r.tcp_response.is_empty());
+    let sp = TunnelSplice::from_options(cx.front.splice.or(be.options.splice));
     let stats = match res_rules {
-        None => crate::tunnel(client, &conn.stream, &tt).await,
+        None => crate::tunnel_spliced(client, &conn.stream, &tt, sp).await,
         Some(r) => {
             // Boxed: only streams with response rules pay for its state.
             let pre = response(
@@ -400,7 +401,7 @@ async fn forward(
                 &srv.conf.name,
                 &tt,
             );
-            Box::pin(tunnel_with(client, &conn.stream, &tt, Some(pre))).await
+            Box::pin(tunnel_with(client, &conn.stream, &tt, sp, Some(pre))).await
         }
     };
     let term = tunnel_done(cx, client, &conn.stream, be, srv, &stats);

@@ -49,6 +49,7 @@ fn idle_connection_state_is_small() {
                 denied_sess: Default::default(),
                 h2_only: Vec::new(),
                 h2: Default::default(),
+                splice: Default::default(),
             }),
             stop: std::rc::Rc::new(fairlead_net::Stop::new()),
         });

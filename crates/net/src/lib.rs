@@ -14,6 +14,7 @@ pub mod io;
 pub mod pool;
 pub mod profile;
 pub mod reuse;
+pub mod splice;
 pub mod stop;
 pub mod unix;
 pub mod wait;

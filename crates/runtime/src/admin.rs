@@ -203,6 +203,9 @@ impl AdminApi for Admin {
             ("CurrConns", p.curr_conns.to_string()),
             ("CumConns", p.cum_conns.to_string()),
             ("CumReq", p.cum_req.to_string()),
+            ("Maxpipes", p.maxpipes.to_string()),
+            ("PipesUsed", p.pipes_used.to_string()),
+            ("PipesFree", p.pipes_free.to_string()),
             (
                 "Stopping",
                 u8::from(self.hub.shared.stopping.load(Ordering::Relaxed)).to_string(),

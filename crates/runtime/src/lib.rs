@@ -402,6 +402,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
                 .flat_map(|b| b.addrs.iter().copied())
                 .collect(),
             h2: cfg.global.h2,
+            splice: f.options.splice,
         });
         frontends.push(Arc::new(FrontendRt {
             front,
@@ -710,6 +711,7 @@ pub fn setup_limits(cfg: &Config) -> Result<u32> {
             0 => 0,
             n => n + u64::from(cfg.global.stats_maxconn.unwrap_or(10)),
         },
+        pipes: pipe_budget(cfg),
     };
     let g = &cfg.global;
     let d = limits::plan(
@@ -729,10 +731,33 @@ pub fn setup_limits(cfg: &Config) -> Result<u32> {
     Ok(d.maxconn)
 }
 
+/// The pipes splicing may open: `maxpipes` when set, else a quarter of
+/// maxconn when some proxy splices, else none (HAProxy 2.6's `Maxpipes`).
+fn pipe_budget(cfg: &Config) -> limits::PipeBudget {
+    if let Some(n) = cfg.global.maxpipes {
+        return limits::PipeBudget::Fixed(u64::from(n));
+    }
+    if cfg.global.nosplice || !splices(cfg) {
+        return limits::PipeBudget::None;
+    }
+    limits::PipeBudget::Quarter
+}
+
+/// Some proxy has an `option splice-*`.
+fn splices(cfg: &Config) -> bool {
+    let fe = cfg.frontends.iter().map(|f| &f.options.splice);
+    let mut all = fe.chain(cfg.backends.iter().map(|b| &b.options.splice));
+    all.any(|s| s.any())
+}
+
 /// Runs the proxy until it is stopped. Returns when a soft stop completed;
 /// SIGTERM exits the process directly.
 pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     let maxconn = setup_limits(&cfg)?;
+    let pipes = pipe_budget(&cfg).pipes(maxconn);
+    let pipes = usize::try_from(pipes).unwrap_or(usize::MAX);
+    let on = !cfg.global.nosplice && splices(&cfg);
+    fairlead_net::splice::configure(on, pipes, cfg.global.pipesize);
     // `init-addr` and server-template slots: the start-up addresses.
     let dns_plan = dns::prepare(&mut cfg, opts.quiet)?;
     let mut shared = build(&cfg, opts.quiet, maxconn)?;

@@ -5,7 +5,9 @@
 //! address + one per server with health checks + three per thread (the
 //! poller and a wake-up pipe) + the stats sockets (one each, plus `stats
 //! maxconn`, 10 by default, for their connections) + 2 per pipe
-//! (`maxpipes`; Fairlead does not splice, so none) + a reserve of 10. The
+//! (`maxpipes`: by default a quarter of maxconn when some proxy splices,
+//! none otherwise; HAProxy 2.6.12 asks 25014 for maxconn 10000 with
+//! `option splice-auto`) + a reserve of 10. The
 //! formula was measured on HAProxy 2.6.12 (`Cannot raise FD limit to N`:
 //! 20014 for maxconn 10000, one listener, one thread; +1 per listener, +1
 //! per checked server, +3 per thread; the derived maxconn under a 1024
@@ -30,6 +32,30 @@ pub struct FdPlan {
     /// Stats sockets: one each plus their shared `stats maxconn` (none
     /// without a socket).
     pub stats: u64,
+    /// Pipes for splicing (two descriptors each).
+    pub pipes: PipeBudget,
+}
+
+/// How many pipes the process may open (`maxpipes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipeBudget {
+    /// No proxy splices, or `nosplice`.
+    None,
+    /// `maxpipes <n>`.
+    Fixed(u64),
+    /// The default when a proxy splices: a quarter of maxconn.
+    Quarter,
+}
+
+impl PipeBudget {
+    /// The pipes allowed for a global maxconn.
+    pub fn pipes(self, maxconn: u32) -> u64 {
+        match self {
+            PipeBudget::None => 0,
+            PipeBudget::Fixed(n) => n,
+            PipeBudget::Quarter => u64::from(maxconn / 4),
+        }
+    }
 }
 
 /// Descriptors HAProxy keeps besides connections (standard streams,
@@ -44,12 +70,18 @@ impl FdPlan {
 
     /// Descriptors needed for `maxconn` connections (HAProxy's maxsock).
     pub fn need(&self, maxconn: u32) -> u64 {
-        2 * u64::from(maxconn) + self.overhead()
+        2 * u64::from(maxconn) + self.overhead() + 2 * self.pipes.pipes(maxconn)
     }
 
     /// The maxconn a limit of `limit` descriptors allows (at least 1).
     pub fn maxconn_for(&self, limit: u64) -> u32 {
-        let n = limit.saturating_sub(self.overhead()) / 2;
+        let room = limit.saturating_sub(self.overhead());
+        let n = match self.pipes {
+            PipeBudget::None => room / 2,
+            PipeBudget::Fixed(p) => room.saturating_sub(2 * p) / 2,
+            // 2 per connection and 2 per pipe, a pipe per 4 connections.
+            PipeBudget::Quarter => room * 2 / 5,
+        };
         u32::try_from(n).unwrap_or(u32::MAX).max(1)
     }
 }
@@ -127,6 +159,7 @@ mod tests {
         checks: 0,
         threads: 1,
         stats: 0,
+        pipes: PipeBudget::None,
     };
 
     #[test]
@@ -147,6 +180,19 @@ mod tests {
         assert_eq!(socket.maxconn_for(1024), 499);
         let sockets = FdPlan { stats: 22, ..ONE };
         assert_eq!(sockets.maxconn_for(1024), 494);
+        // HAProxy 2.6.12 with `option splice-auto`: 25014 for 10000.
+        let quarter = FdPlan {
+            pipes: PipeBudget::Quarter,
+            ..ONE
+        };
+        assert_eq!(quarter.need(10000), 25014);
+        assert!(quarter.need(quarter.maxconn_for(25014)) <= 25014);
+        let fixed = FdPlan {
+            pipes: PipeBudget::Fixed(100),
+            ..ONE
+        };
+        assert_eq!(fixed.need(10000), 20214);
+        assert_eq!(fixed.maxconn_for(20214), 10000);
     }
 
     #[test]

@@ -214,6 +214,7 @@ pub fn snapshot(shared: &Shared, facts: &ProcessFacts, rates: &Rates) -> Snapsho
         });
     }
     let up = facts.started.elapsed().as_secs();
+    let pipes = fairlead_net::splice::stats();
     Snapshot {
         process: ProcessInfo {
             name: "Fairlead".into(),
@@ -233,6 +234,9 @@ pub fn snapshot(shared: &Shared, facts: &ProcessFacts, rates: &Rates) -> Snapsho
             cum_conns,
             cum_req,
             cum_ssl_conns: ssl_hs,
+            maxpipes: pipes.max as u64,
+            pipes_used: pipes.used as u64,
+            pipes_free: pipes.free as u64,
             ssl_reuse_pct: (ssl_resumed * 100).checked_div(ssl_hs).unwrap_or(0),
             ssl_failed_handshakes: ssl_failed,
             ..Default::default()

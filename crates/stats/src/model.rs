@@ -89,6 +89,12 @@ pub struct ProcessInfo {
     /// TLS handshakes that failed on frontends since start (Fairlead
     /// extension: `fairlead_process_ssl_failed_handshakes_total`).
     pub ssl_failed_handshakes: u64,
+    /// `maxpipes` in force (`Maxpipes`). Default is 0.
+    pub maxpipes: u64,
+    /// Pipes held by streams now (`PipesUsed`). Default is 0.
+    pub pipes_used: u64,
+    /// Pipes that exist and wait in the pools (`PipesFree`). Default is 0.
+    pub pipes_free: u64,
     /// Connections accepted over the last second.
     pub conn_rate: u64,
     /// Global `maxconnrate`; 0 when unset. Default is 0.
@@ -143,6 +149,9 @@ impl Default for ProcessInfo {
             cum_conns: 0,
             cum_req: 0,
             cum_ssl_conns: 0,
+            maxpipes: 0,
+            pipes_used: 0,
+            pipes_free: 0,
             ssl_reuse_pct: 0,
             ssl_failed_handshakes: 0,
             conn_rate: 0,

@@ -180,9 +180,9 @@ pub fn info(snap: &Snapshot, out: &mut Vec<u8>) {
         kv(k, &0);
     }
     kv("CumSslConns", &p.cum_ssl_conns);
-    for k in ["Maxpipes", "PipesUsed", "PipesFree"] {
-        kv(k, &0);
-    }
+    kv("Maxpipes", &p.maxpipes);
+    kv("PipesUsed", &p.pipes_used);
+    kv("PipesFree", &p.pipes_free);
     kv("ConnRate", &p.conn_rate);
     kv("ConnRateLimit", &p.conn_rate_limit);
     kv("MaxConnRate", &p.conn_rate_max);

@@ -179,6 +179,14 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             g.strict_limits = true;
         }
         k if k.starts_with("tune.h2.") => tune_h2(&mut g.h2, k, words)?,
+        "nosplice" => {
+            if words.len() > 1 {
+                return Err("takes no argument".into());
+            }
+            g.nosplice = true;
+        }
+        "maxpipes" => g.maxpipes = Some(parse_uint(one_arg(words)?, kw)?),
+        "tune.pipesize" => g.pipesize = Some(parse_uint(one_arg(words)?, kw)?),
         "tune.bufsize" => {
             let n: usize = parse_uint(one_arg(words)?, kw)?;
             if !(1024..=1 << 30).contains(&n) {

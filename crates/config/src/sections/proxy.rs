@@ -278,6 +278,15 @@ fn implemented(
             let n: u32 = parse_uint(&args(words, 1, 1)?[0], "fullconn")?;
             o.fullconn = (n > 0).then_some(n);
         }
+        "option splice-auto" | "option splice-request" | "option splice-response" => {
+            args(words, 2, 0)?;
+            let on = prefix.is_none();
+            match name {
+                "option splice-auto" => o.splice.auto = on,
+                "option splice-request" => o.splice.request = on,
+                _ => o.splice.response = on,
+            }
+        }
         "option allbackups" | "option persist" | "option http-no-delay" => {
             args(words, 2, 0)?;
             let on = prefix.is_none();
