@@ -12,8 +12,14 @@ fn base() -> Instant {
     *BASE.get_or_init(Instant::now)
 }
 
+/// Where the clock starts: far enough from zero that a change restored
+/// from a state file (`now - seconds since the change`) is still a
+/// positive time, as it is in the previous process. 2^40 ms is about 35
+/// years.
+const ORIGIN_MS: u64 = 1 << 40;
+
 fn now_ms() -> u64 {
-    base().elapsed().as_millis() as u64
+    ORIGIN_MS + base().elapsed().as_millis() as u64
 }
 
 /// Shared per-server health state, used as `Arc<ServerHealth>`.
@@ -206,6 +212,18 @@ mod tests {
         for s in [500, 502, 503, 504, 599, 600, 99] {
             assert!(is_http_error_status(s), "{s}");
         }
+    }
+
+    /// A change restored from a state file keeps its age even when the
+    /// process has just started (the clock used to start at zero, so the
+    /// age was cut to the process's uptime).
+    #[test]
+    fn restored_change_keeps_its_age() {
+        let h = ServerHealth::new(true);
+        h.restore(false, 3600);
+        assert!(!h.is_up());
+        let age = h.last_change_secs();
+        assert!((3600..3610).contains(&age), "{age}");
     }
 
     #[test]
