@@ -391,6 +391,8 @@ mod tests {
         );
         let s1 = be.server_by_name("s1").unwrap();
         assert!(!s1.is_up());
+        // The saved time since the change carries over.
+        assert!(s1.health.last_change_secs() >= 7);
         assert_eq!(be.usable_counts(), (1, 0));
         // Saved UP: up, no notice.
         assert!(apply_one(&cfg, &be, &saved("s2", 2)).is_empty());
