@@ -70,9 +70,13 @@ impl ServerHealth {
     /// Restores what a previous process saved in a server-state file
     /// (`load-server-state-from-file`), before the checker starts: the
     /// operational state (a server saved DOWN starts down and needs `rise`
-    /// successful checks) and the seconds since its last change.
-    pub fn restore(&self, up: bool, secs_since_change: u64) {
+    /// successful checks; one saved stopping starts NOLB, drained until a
+    /// check passes plainly) and the seconds since its last change.
+    pub fn restore(&self, up: bool, stopping: bool, secs_since_change: u64) {
         self.up.store(up, Ordering::Relaxed);
+        let nolb = up && stopping;
+        self.nolb.store(nolb, Ordering::Relaxed);
+        self.drain.store(nolb, Ordering::Relaxed);
         let ms = now_ms().saturating_sub(secs_since_change.saturating_mul(1000));
         self.last_change_ms.store(ms, Ordering::Relaxed);
     }
@@ -220,7 +224,7 @@ mod tests {
     #[test]
     fn restored_change_keeps_its_age() {
         let h = ServerHealth::new(true);
-        h.restore(false, 3600);
+        h.restore(false, false, 3600);
         assert!(!h.is_up());
         let age = h.last_change_secs();
         assert!((3600..3610).contains(&age), "{age}");

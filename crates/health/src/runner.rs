@@ -70,7 +70,7 @@ pub(crate) struct Task {
 
 impl Task {
     pub(crate) fn new(t: CheckTarget, log: LogFn, spread: u32, rng: Rc<Rng>) -> Rc<Task> {
-        let core = Core::new(
+        let mut core = Core::new(
             t.health.is_up(),
             t.check.is_some(),
             t.agent.is_some(),
@@ -78,6 +78,9 @@ impl Task {
             t.fall,
             t.slowstart,
         );
+        // A server restored as stopping stays NOLB until a check says
+        // otherwise, as HAProxy restores it.
+        core.nolb = t.health.is_nolb();
         let limits = Limits {
             inter: t.inter,
             connect: t.connect_timeout,

@@ -193,8 +193,14 @@ fn restore_op_state(
         return None;
     }
     let up = s.op_state != 0;
-    srv.health.restore(up, s.since_change);
+    // SRV_ST_STOPPING: restored NOLB (up, no new balanced traffic), as
+    // HAProxy does.
+    let stopping = s.op_state == 3;
+    srv.health.restore(up, stopping, s.since_change);
     if up {
+        if stopping {
+            be.refresh_weights();
+        }
         return None;
     }
     be.refresh_weights();
@@ -407,5 +413,11 @@ mod tests {
         assert!(s2.health.is_up());
         let _ = be.apply(s2.conf.id, ServerCommand::State(AdminState::Ready));
         assert!(s2.is_up());
+        // Saved stopping (op state 3): up but NOLB, out of the balancing.
+        assert!(apply_one(&cfg, &be, &saved("s1", 3)).is_empty());
+        let s1 = be.server_by_name("s1").unwrap();
+        assert!(s1.is_up() && s1.health.is_nolb());
+        assert_eq!(s1.eweight(), 0);
+        assert_eq!(be.usable_counts(), (1, 0));
     }
 }
