@@ -656,6 +656,14 @@ fn added_server_by_name_keeps_the_name_and_has_no_address() {
     wait_until("d2 down", || {
         state_line(&sock, "bk", "d2").is_some_and(|l| l[5] == "0" && l[6] == "0")
     });
+    // Without an address the check fails without connecting: SOCKERR, as
+    // HAProxy reports it.
+    let stat = ask(&sock, "show stat");
+    let d2 = stat
+        .lines()
+        .find(|l| l.starts_with("bk,d2,"))
+        .unwrap_or_default();
+    assert!(d2.contains(",SOCKERR,"), "{d2}");
     assert_eq!(reached.load(Ordering::SeqCst), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -215,9 +215,11 @@ pub struct CheckTarget {
     /// a context that does not verify the server.
     pub rule_tls: Option<CheckTls>,
     /// Where active checks connect, asked before each check, for a server
-    /// whose address changes at run time (DNS, the runtime API). Default
-    /// is none: `addr`.
-    pub addr_source: Option<Arc<dyn Fn() -> SocketAddr + Send + Sync>>,
+    /// whose address changes at run time (DNS, the runtime API); `None`
+    /// from it means the server has no address (added by name), and the
+    /// check fails as `SOCKERR` without connecting, as HAProxy's does.
+    /// Default is none: `addr`.
+    pub addr_source: Option<Arc<dyn Fn() -> Option<SocketAddr> + Send + Sync>>,
     /// Called from the checker thread each time an active check cannot
     /// connect (`L4CON`, `L4TOUT`): HAProxy 2.6 asks its DNS to resolve
     /// the server's name again then, as the server may have moved.

@@ -187,7 +187,11 @@ impl Task {
                     _ = self.wake.notified() => {}
                 }
             }
-            let addr = self.t.addr_source.as_ref().map_or(self.t.addr, |f| f());
+            let addr = self
+                .t
+                .addr_source
+                .as_ref()
+                .map_or(Some(self.t.addr), |f| f());
             let opts = ConnOpts {
                 tls: self.t.tls.clone(),
                 rule_tls: self.t.rule_tls.clone(),
@@ -199,7 +203,10 @@ impl Task {
                 proto: self.t.check_proto,
                 alpn_proto: self.t.alpn_proto,
             };
-            let mut o = probe.run(addr, &self.limits, &opts).await;
+            let mut o = match addr {
+                Some(addr) => probe.run(addr, &self.limits, &opts).await,
+                None => Outcome::new(CheckStatus::SockErr, Duration::ZERO),
+            };
             if let (CheckStatus::L4Con | CheckStatus::L4Tout, Some(f)) =
                 (o.status, &self.t.on_connect_failure)
             {

@@ -184,7 +184,7 @@ fn checks_follow_an_address_that_changes() {
     let current = Arc::new(Mutex::new(first.addr));
     let mut t = target(first.addr, HealthCheck::Tcp, true);
     let cur = current.clone();
-    t.addr_source = Some(Arc::new(move || *cur.lock().unwrap()));
+    t.addr_source = Some(Arc::new(move || Some(*cur.lock().unwrap())));
     let h = t.health.clone();
     let (_checker, _events) = run(vec![t], 0);
     assert!(wait_for(2000 * MS, || h

@@ -137,15 +137,16 @@ fn target_for(
     let (srv_weak, check_ip, check_port) = (Arc::downgrade(srv), scfg.check_addr, scfg.check_port);
     let fixed = t.addr;
     t.addr_source = Some(Arc::new(move || {
-        srv_weak.upgrade().map_or(fixed, |s| {
-            let a = **s.admin.addr.load();
-            if s.conf.unresolved.is_some() {
-                // No address (added by name): port 0 refuses at once, so
-                // the checks fail as HAProxy's do, never reaching a local
-                // listener.
-                return std::net::SocketAddr::from(([0, 0, 0, 0], 0));
-            }
-            std::net::SocketAddr::new(check_ip.unwrap_or(a.ip()), check_port.unwrap_or(a.port()))
+        srv_weak.upgrade().map_or(Some(fixed), |s| {
+            // No address (added by name): the check fails as `SOCKERR`
+            // without connecting, as HAProxy's does.
+            s.conf.unresolved.is_none().then(|| {
+                let a = **s.admin.addr.load();
+                std::net::SocketAddr::new(
+                    check_ip.unwrap_or(a.ip()),
+                    check_port.unwrap_or(a.port()),
+                )
+            })
         })
     }));
     // A check that cannot connect asks the DNS again (HAProxy 2.6).
