@@ -282,6 +282,10 @@ fn h2_checks_match_haproxy() {
     let hsock = sock_path("haproxy");
     let hbind = free_addr("127.0.0.238".parse().unwrap());
     let _h = Haproxy::start(&bin, &checker_cfg(hbind, &hsock, &servers), &[], hbind);
+    // HAProxy may listen on its TCP bind before its stats socket.
+    wait_until("haproxy cli socket", || {
+        std::os::unix::net::UnixStream::connect(&hsock).is_ok()
+    });
     let haproxy = wait_all(&hsock, true, String::new);
     // Same results but where HAProxy times out over TLS (see WANT).
     let differ: Vec<&str> = WANT
