@@ -339,8 +339,17 @@ pub fn read_all(s: &mut TcpStream) -> String {
 }
 
 /// One runtime API command on a unix socket; returns the whole answer.
+/// The socket may not exist yet right after a start (HAProxy can listen on
+/// its TCP binds first): connecting is retried until the deadline.
 pub fn ask(sock: &std::path::Path, cmd: &str) -> String {
-    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    let end = Instant::now() + DEADLINE;
+    let mut s = loop {
+        match std::os::unix::net::UnixStream::connect(sock) {
+            Ok(s) => break s,
+            Err(e) if Instant::now() >= end => panic!("connect {}: {e}", sock.display()),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    };
     s.set_read_timeout(Some(DEADLINE)).unwrap();
     s.write_all(format!("{cmd}\n").as_bytes()).unwrap();
     let mut out = String::new();
