@@ -49,10 +49,23 @@ backend bk\n{servers}\n",
     )
 }
 
+/// Origins "A" and "B" on two loopback addresses and the same port, one
+/// server whose name moves from A to B: A's handle, B's handle, A's
+/// address, B's IP.
+fn origins_a_b() -> (
+    fairlead_term::TermHandle,
+    fairlead_term::TermHandle,
+    SocketAddr,
+    IpAddr,
+) {
+    let (ip_a, ip_b) = (test_ip(), test_ip());
+    let (ta, a) = origin(ip_a, 0, "A");
+    let (tb, _) = origin(ip_b, a.port(), "B");
+    (ta, tb, a, ip_b)
+}
+
 fn sock_path(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("fairlead-dns-it-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("admin.sock")
+    admin_sock("dns-it", tag)
 }
 
 /// Who served one request (`x-served-by`), or the status when it failed.
@@ -177,9 +190,8 @@ fn a_record_change_moves_traffic_without_failed_requests() {
     let Some(bin) = require_dnsmasq("a_record_change_moves_traffic_without_failed_requests") else {
         return;
     };
-    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
-    let (_ta, a) = origin(ip_a, 0, "A");
-    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let (_ta, _tb, a, ip_b) = origins_a_b();
+    let (ip_a, ip) = (a.ip(), test_ip());
     let dns = Dnsmasq::start(
         &bin,
         &test_ip().to_string(),
@@ -254,9 +266,8 @@ fn init_addr_fixed_address_then_dns() {
     let Some(bin) = require_dnsmasq("init_addr_fixed_address_then_dns") else {
         return;
     };
-    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
-    let (_ta, a) = origin(ip_a, 0, "A");
-    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let (_ta, _tb, a, ip_b) = origins_a_b();
+    let (ip_a, ip) = (a.ip(), test_ip());
     // the name does not exist yet: the server keeps its init-addr address
     let dns = Dnsmasq::start(&bin, &test_ip().to_string(), "10.9.9.9 other.test\n", &[]);
     let bind = free_addr(ip);
@@ -358,9 +369,8 @@ fn server_template_from_a_records_follows_changes() {
     let Some(bin) = require_dnsmasq("server_template_from_a_records_follows_changes") else {
         return;
     };
-    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
-    let (_ta, a) = origin(ip_a, 0, "A");
-    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let (_ta, _tb, a, ip_b) = origins_a_b();
+    let (ip_a, ip) = (a.ip(), test_ip());
     let dns = Dnsmasq::start(
         &bin,
         &test_ip().to_string(),
@@ -392,9 +402,8 @@ fn runtime_api_show_resolvers_and_set_fqdn() {
     let Some(bin) = require_dnsmasq("runtime_api_show_resolvers_and_set_fqdn") else {
         return;
     };
-    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
-    let (_ta, a) = origin(ip_a, 0, "A");
-    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let (_ta, _tb, a, ip_b) = origins_a_b();
+    let (ip_a, ip) = (a.ip(), test_ip());
     let dns = Dnsmasq::start(
         &bin,
         &test_ip().to_string(),
@@ -508,9 +517,8 @@ fn health_checks_follow_the_new_address() {
     let Some(bin) = require_dnsmasq("health_checks_follow_the_new_address") else {
         return;
     };
-    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
-    let (mut ta, a) = origin(ip_a, 0, "A");
-    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let (mut ta, _tb, a, ip_b) = origins_a_b();
+    let (ip_a, ip) = (a.ip(), test_ip());
     let dns = Dnsmasq::start(
         &bin,
         &test_ip().to_string(),
@@ -546,9 +554,8 @@ fn a_check_that_cannot_connect_resolves_again() {
     let Some(bin) = require_dnsmasq("a_check_that_cannot_connect_resolves_again") else {
         return;
     };
-    let (ip_a, ip_b, ip) = (test_ip(), test_ip(), test_ip());
-    let (mut ta, a) = origin(ip_a, 0, "A");
-    let (_tb, _) = origin(ip_b, a.port(), "B");
+    let (mut ta, _tb, a, ip_b) = origins_a_b();
+    let (ip_a, ip) = (a.ip(), test_ip());
     let dns = Dnsmasq::start(
         &bin,
         &test_ip().to_string(),

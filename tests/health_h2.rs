@@ -18,30 +18,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 
 fn sock_path(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fairlead-hh2-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("admin.sock")
-}
-
-/// `show stat`'s `col` for `be/sv`.
-fn stat_of(sock: &Path, be: &str, sv: &str, col: &str) -> String {
-    let csv = ask(sock, "show stat");
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("# ")
-        .split(',')
-        .collect();
-    let idx = header
-        .iter()
-        .position(|c| *c == col)
-        .unwrap_or_else(|| panic!("{col} in {csv}"));
-    lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .find(|f| f.first() == Some(&be) && f.get(1) == Some(&sv))
-        .and_then(|f| f.get(idx).map(|s| s.to_string()))
-        .unwrap_or_else(|| panic!("{be}/{sv} in {csv}"))
+    admin_sock("hh2", tag)
 }
 
 /// `status check_status[/check_code]` of `be/sv`.

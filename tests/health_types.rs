@@ -17,30 +17,7 @@ use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 
 fn sock_path(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fairlead-ht-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("admin.sock")
-}
-
-/// `show stat` as (backend, server) -> column -> value.
-fn stat_of(sock: &std::path::Path, be: &str, sv: &str, col: &str) -> String {
-    let csv = ask(sock, "show stat");
-    let mut lines = csv.lines();
-    let header: Vec<&str> = lines
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches("# ")
-        .split(',')
-        .collect();
-    let idx = header
-        .iter()
-        .position(|c| *c == col)
-        .unwrap_or_else(|| panic!("{col} in {csv}"));
-    lines
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .find(|f| f.first() == Some(&be) && f.get(1) == Some(&sv))
-        .and_then(|f| f.get(idx).map(|s| s.to_string()))
-        .unwrap_or_else(|| panic!("{be}/{sv} in {csv}"))
+    admin_sock("ht", tag)
 }
 
 /// Polls `show stat` until `be/sv` has `status` and its check status

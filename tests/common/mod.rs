@@ -338,6 +338,21 @@ pub fn read_all(s: &mut TcpStream) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A runtime API socket path in a directory of its own:
+/// `<tmp>/fairlead-<prefix>-<pid>-<tag>/admin.sock`.
+pub fn admin_sock(prefix: &str, tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("fairlead-{prefix}-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("admin.sock")
+}
+
+/// `show stat`'s column `col` for `be/sv`; panics with the whole answer
+/// when the column or the line is missing.
+pub fn stat_of(sock: &std::path::Path, be: &str, sv: &str, col: &str) -> String {
+    let csv = ask(sock, "show stat");
+    tls::stat_field(&csv, be, sv, col).unwrap_or_else(|| panic!("{be}/{sv} {col} in {csv}"))
+}
+
 /// One runtime API command on a unix socket; returns the whole answer.
 /// The socket may not exist yet right after a start (HAProxy can listen on
 /// its TCP binds first): connecting is retried until the deadline.
