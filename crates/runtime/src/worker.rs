@@ -435,11 +435,12 @@ async fn accept_loop(
 /// type, so an HTTP connection's task is only as large as the HTTP state
 /// machine.
 ///
-/// Everything the opening needs travels in one box ([`Opening`]) and the
-/// opening itself (PROXY header, handshake, session rules) runs boxed: a
-/// future keeps room for everything it captured for as long as it lives,
-/// so a task that captured them directly carried them, and the handshake's
-/// state, through every idle second of the connection.
+/// The opening (PROXY header, handshake, session rules) is made a boxed
+/// future here, before the task: its inputs move into that one allocation
+/// and are freed with it once the session starts. A future keeps room for
+/// everything it captured for as long as it lives, so a task that captured
+/// them directly carried them, and the handshake's state, through every
+/// idle second of the connection.
 fn spawn_session(
     fe: &Arc<FrontendRt>,
     ctx: &Rc<HttpCtx>,
@@ -449,13 +450,7 @@ fn spawn_session(
     guard: ConnGuard,
     sess: SessState,
 ) -> tokio::task::JoinHandle<()> {
-    let opening = Box::new(Opening {
-        fe: fe.clone(),
-        tls: tls.clone(),
-        stream,
-        peer,
-        sess,
-    });
+    let opening = Box::pin(open(fe.clone(), tls.clone(), stream, peer, sess));
     match fe.front.mode {
         Mode::Http => tokio::task::spawn_local(Profiled::new(
             TaskKind::HttpSession,
@@ -463,18 +458,9 @@ fn spawn_session(
         )),
         Mode::Tcp => tokio::task::spawn_local(Profiled::new(
             TaskKind::TcpSession,
-            tcp_session(opening, guard),
+            tcp_session(opening, guard, fe.clone()),
         )),
     }
-}
-
-/// What an accepted connection needs until it is a session.
-struct Opening {
-    fe: Arc<FrontendRt>,
-    tls: Option<Arc<fairlead_tls::BindContext>>,
-    stream: tokio::net::TcpStream,
-    peer: std::net::SocketAddr,
-    sess: SessState,
 }
 
 /// An opened session: the connection after its PROXY header, handshake
@@ -485,24 +471,21 @@ struct Opened {
     sess: SessState,
 }
 
-impl Opening {
-    /// The PROXY header, the handshake, then the `tcp-request session`
-    /// rules; `None` when the connection ends there.
-    async fn open(self: Box<Self>) -> Option<Opened> {
-        let Opening {
-            fe,
-            tls,
-            stream,
-            peer,
-            mut sess,
-        } = *self;
-        let (peer, proxied) = proxy_header(&stream, peer, &fe, &sess).await?;
-        let mut conn = handshake(stream, peer, &fe, tls).await?;
-        if let Some(info) = proxied {
-            conn.set_proxy_info(info);
-        }
-        open_session(&fe, &conn, peer, &mut sess).then_some(Opened { conn, peer, sess })
+/// The PROXY header, the handshake, then the `tcp-request session` rules;
+/// `None` when the connection ends there.
+async fn open(
+    fe: Arc<FrontendRt>,
+    tls: Option<Arc<fairlead_tls::BindContext>>,
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    mut sess: SessState,
+) -> Option<Opened> {
+    let (peer, proxied) = proxy_header(&stream, peer, &fe, &sess).await?;
+    let mut conn = handshake(stream, peer, &fe, tls).await?;
+    if let Some(info) = proxied {
+        conn.set_proxy_info(info);
     }
+    open_session(&fe, &conn, peer, &mut sess).then_some(Opened { conn, peer, sess })
 }
 
 /// An HTTP connection's task (a plain fn around an `async move` block, so
@@ -510,12 +493,12 @@ impl Opening {
 // Not an `async fn`, on purpose (see above).
 #[allow(clippy::manual_async_fn)]
 fn http_session(
-    opening: Box<Opening>,
+    opening: std::pin::Pin<Box<impl std::future::Future<Output = Option<Opened>>>>,
     guard: ConnGuard,
     ctx: Rc<HttpCtx>,
 ) -> impl std::future::Future<Output = ()> {
     async move {
-        let Some(Opened { conn, peer, sess }) = Box::pin(opening.open()).await else {
+        let Some(Opened { conn, peer, sess }) = opening.await else {
             drop(guard);
             return;
         };
@@ -531,10 +514,13 @@ fn http_session(
 }
 
 /// A TCP connection's task.
-async fn tcp_session(opening: Box<Opening>, guard: ConnGuard) {
+async fn tcp_session(
+    opening: std::pin::Pin<Box<impl std::future::Future<Output = Option<Opened>>>>,
+    guard: ConnGuard,
+    fe: Arc<FrontendRt>,
+) {
     let _guard = guard;
-    let fe = opening.fe.clone();
-    let Some(Opened { conn, peer, sess }) = Box::pin(opening.open()).await else {
+    let Some(Opened { conn, peer, sess }) = opening.await else {
         return;
     };
     let accepted = std::time::SystemTime::now();
