@@ -73,6 +73,11 @@ fn tcp_stick_on_src_keeps_one_server() {
     );
     let _p = Proxy::start(&cfg, &[bind]);
     wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
+    // The readiness probe's connection must be over first: still being
+    // assigned, it raced the first connection below for the entry.
+    wait_until("the probe's session gone", || {
+        common::tls::info(&sock, "CurrConns") == 0
+    });
     let mut seen = Vec::new();
     for _ in 0..6 {
         let mut s = connect(bind);
