@@ -9,17 +9,22 @@
 //! * a new session first receives every table (the teach), and a
 //!   resynchronisation request gets the teach followed by "finished".
 //!
-//! A session received from a peer replaces an existing one with that peer
-//! (as HAProxy does); an outgoing session that completes while one exists
-//! is closed. Until a peer finished teaching its tables, every new session
-//! asks for it (a resynchronisation request), and a finished teach is
-//! confirmed.
+//! The last session established with a peer replaces an existing one, in
+//! either direction: HAProxy closes its existing session when it accepts
+//! a new one, so the session it accepted is the one that stays open.
+//!
+//! For [`RESYNC_TIMEOUT`] after start, until a peer finished teaching its
+//! tables, every new session asks for it (a resynchronisation request),
+//! and a finished teach is confirmed. The teach that answers a request
+//! may carry values older than local ones (HAProxy teaches back the
+//! entries it learned from us): while it runs, an entry updated locally
+//! since the request keeps its local value.
 //!
 //! On a soft stop ([`Handle::hand_over`]) the listener closes and the
 //! tables are taught to the new process (see [`crate::handover`]).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::mpsc::Receiver;
@@ -43,6 +48,9 @@ pub const RECV_TIMEOUT: Duration = Duration::from_secs(5);
 pub const RECONNECT: Duration = Duration::from_secs(5);
 /// How often local updates are pushed.
 pub const PUSH_EVERY: Duration = Duration::from_millis(100);
+/// How long after start new sessions ask for a resynchronisation
+/// (HAProxy's `PEER_RESYNC_TIMEOUT`: 5 s).
+pub const RESYNC_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What a peers task needs.
 pub struct Setup {
@@ -83,6 +91,37 @@ pub(crate) struct Shared {
     next_gen: std::cell::Cell<u64>,
     /// A peer finished teaching its tables (no more resync requests).
     resynced: Cell<bool>,
+    /// When the task started (resync requests stop [`RESYNC_TIMEOUT`]
+    /// later).
+    started: std::time::Instant,
+    /// Per table, the queue of locally updated entries.
+    queues: RefCell<Vec<Receiver<Pending>>>,
+    /// Sessions whose answer to our resync request is still running.
+    learning: Cell<usize>,
+    /// While `learning` is not zero: the (table index, key) of entries
+    /// pushed since, which the answering teach must not overwrite.
+    touched: RefCell<HashSet<(usize, Vec<u8>)>>,
+}
+
+/// One session's pending answer to our resync request; dropping it (when
+/// the answer ends or the session does) ends the learning window.
+struct Learning(Rc<Shared>);
+
+impl Learning {
+    fn start(shared: &Rc<Shared>) -> Learning {
+        shared.learning.set(shared.learning.get() + 1);
+        Learning(shared.clone())
+    }
+}
+
+impl Drop for Learning {
+    fn drop(&mut self) {
+        let n = self.0.learning.get().saturating_sub(1);
+        self.0.learning.set(n);
+        if n == 0 {
+            self.0.touched.borrow_mut().clear();
+        }
+    }
 }
 
 impl Shared {
@@ -123,12 +162,38 @@ impl Shared {
         (out, last)
     }
 
-    /// Encodes the queued local updates of every table.
-    fn drain(&self, queues: &[Receiver<Pending>]) -> Vec<u8> {
+    /// Whether a new session asks for a resynchronisation.
+    fn asks_resync(&self) -> bool {
+        !self.resynced.get() && self.started.elapsed() < RESYNC_TIMEOUT
+    }
+
+    /// Sends the queued local updates to every session now.
+    fn flush(&self) {
+        let out = self.drain();
+        if out.is_empty() {
+            return;
+        }
+        for (_, tx, task, queued) in self.sessions.borrow().values() {
+            if queued.get() > MAX_QUEUED {
+                self.warn("a peer does not read its updates; closing its session");
+                task.abort();
+                continue;
+            }
+            queued.set(queued.get() + out.len());
+            let _ = tx.send(out.clone());
+        }
+    }
+
+    /// Encodes the queued local updates of every table (noting their keys
+    /// while a resync answer runs).
+    fn drain(&self) -> Vec<u8> {
         let now = (self.setup.now)();
         let mut out = Vec::new();
         let mut tables = self.tables.borrow_mut();
-        for (i, (t, q)) in tables.iter_mut().zip(queues).enumerate() {
+        let queues = self.queues.borrow();
+        let learning = self.learning.get() > 0;
+        let mut touched = self.touched.borrow_mut();
+        for (i, (t, q)) in tables.iter_mut().zip(queues.iter()).enumerate() {
             let mut defined = false;
             while let Ok(p) = q.try_recv() {
                 let Some(e) = p.take() else { continue };
@@ -140,6 +205,9 @@ impl Shared {
                 t.next_update = t.next_update.wrapping_add(1);
                 let vals = e.peer_values(now);
                 wire::encode_update(&mut out, &t.schema, t.next_update, None, e.key(), &vals);
+                if learning {
+                    touched.insert((i, e.key().to_vec()));
+                }
                 e.release(now);
             }
         }
@@ -217,9 +285,13 @@ pub fn start(setup: Setup) -> Option<Handle> {
                 sessions: RefCell::new(HashMap::new()),
                 next_gen: std::cell::Cell::new(1),
                 resynced: Cell::new(false),
+                started: std::time::Instant::now(),
+                queues: RefCell::new(queues),
+                learning: Cell::new(0),
+                touched: RefCell::new(HashSet::new()),
             });
             let local = tokio::task::LocalSet::new();
-            let handed = local.block_on(&rt, run(shared, listen, queues, stop));
+            let handed = local.block_on(&rt, run(shared, listen, stop));
             let _ = done_tx.send(handed);
         })
         .ok()?;
@@ -233,11 +305,10 @@ pub fn start(setup: Setup) -> Option<Handle> {
 async fn run(
     shared: Rc<Shared>,
     listen: SocketAddr,
-    queues: Vec<Receiver<Pending>>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> bool {
     let listening = tokio::task::spawn_local(listener(shared.clone(), listen));
-    let pushing = tokio::task::spawn_local(push(shared.clone(), queues));
+    let pushing = tokio::task::spawn_local(push(shared.clone()));
     while !*stop.borrow() {
         if stop.changed().await.is_err() {
             std::future::pending::<()>().await;
@@ -252,7 +323,7 @@ async fn run(
 
 /// Connects to the remote peers and pushes local updates to every
 /// session.
-async fn push(shared: Rc<Shared>, queues: Vec<Receiver<Pending>>) {
+async fn push(shared: Rc<Shared>) {
     let remotes: Vec<(String, SocketAddr)> = shared
         .setup
         .section
@@ -265,19 +336,7 @@ async fn push(shared: Rc<Shared>, queues: Vec<Receiver<Pending>>) {
     let mut tick = tokio::time::interval(PUSH_EVERY);
     loop {
         tick.tick().await;
-        let out = shared.drain(&queues);
-        if out.is_empty() {
-            continue;
-        }
-        for (_, tx, task, queued) in shared.sessions.borrow().values() {
-            if queued.get() > MAX_QUEUED {
-                shared.warn("a peer does not read its updates; closing its session");
-                task.abort();
-                continue;
-            }
-            queued.set(queued.get() + out.len());
-            let _ = tx.send(out.clone());
-        }
+        shared.flush();
     }
 }
 
@@ -348,7 +407,7 @@ async fn accept_one(shared: Rc<Shared>, mut s: TcpStream) {
             if s.write_all(b"200\n").await.is_err() {
                 return;
             }
-            session(shared, s, name, rest, true).await;
+            session(shared, s, name, rest).await;
             return;
         }
         Ok(_) => status::ERR_PEER,
@@ -390,21 +449,20 @@ async fn connect_once(shared: &Rc<Shared>, name: &str, addr: SocketAddr) -> Resu
         ));
         return Err(());
     }
-    if shared.sessions.borrow().contains_key(name) {
-        return Ok(());
-    }
-    session(shared.clone(), s, name.to_string(), rest, false).await;
+    session(shared.clone(), s, name.to_string(), rest).await;
     Ok(())
 }
 
-/// Registers the session (replacing an older one when `incoming`) and
+/// Registers the session (replacing an older one with that peer: the
+/// peer, which accepted or opened this one last, closes the other) and
 /// runs it until it fails.
-async fn session(shared: Rc<Shared>, s: TcpStream, name: String, rest: Vec<u8>, incoming: bool) {
+async fn session(shared: Rc<Shared>, s: TcpStream, name: String, rest: Vec<u8>) {
     let (tx, rx) = unbounded_channel();
     let gen = shared.next_gen.get();
     shared.next_gen.set(gen + 1);
     let mut taught = shared.teach();
-    if !shared.resynced.get() {
+    let learning = shared.asks_resync().then(|| Learning::start(&shared));
+    if learning.is_some() {
         wire::encode_control(&mut taught, code::CTRL_RESYNC_REQ);
     }
     let queued = Rc::new(Cell::new(taught.len()));
@@ -416,15 +474,14 @@ async fn session(shared: Rc<Shared>, s: TcpStream, name: String, rest: Vec<u8>, 
         tx.clone(),
         rest,
         queued.clone(),
+        learning,
     ));
     let old = shared
         .sessions
         .borrow_mut()
         .insert(name.clone(), (gen, tx, task.abort_handle(), queued));
     if let Some((_, _, h, _)) = old {
-        if incoming {
-            h.abort();
-        }
+        h.abort();
     }
     let _ = task.await;
     let mut sessions = shared.sessions.borrow_mut();
@@ -443,6 +500,8 @@ struct Remote {
     /// Sender's table id and last update to acknowledge.
     to_ack: HashMap<u64, u32>,
     dict: DictCache,
+    /// Set until the answer to our resync request ends.
+    learning: Option<Learning>,
 }
 
 async fn run_session(
@@ -452,6 +511,7 @@ async fn run_session(
     tx: UnboundedSender<Vec<u8>>,
     mut buf: Vec<u8>,
     queued: Rc<Cell<usize>>,
+    learning: Option<Learning>,
 ) {
     let (mut rd, mut wr) = s.into_split();
     let writer = async move {
@@ -469,7 +529,10 @@ async fn run_session(
         }
     };
     let reader = async move {
-        let mut remote = Remote::default();
+        let mut remote = Remote {
+            learning,
+            ..Remote::default()
+        };
         let mut chunk = vec![0u8; 16 * 1024];
         loop {
             loop {
@@ -516,6 +579,7 @@ fn handle(shared: &Shared, r: &mut Remote, m: Message, tx: &UnboundedSender<Vec<
             if c == code::CTRL_RESYNC_FINISHED {
                 shared.resynced.set(true);
             }
+            r.learning = None;
             let mut out = Vec::new();
             wire::encode_control(&mut out, code::CTRL_RESYNC_CONFIRM);
             let _ = tx.send(out);
@@ -546,13 +610,21 @@ fn handle(shared: &Shared, r: &mut Remote, m: Message, tx: &UnboundedSender<Vec<
             let Some((Some(li), schema)) = r.defs.get(&cur) else {
                 return;
             };
+            if r.learning.is_some() {
+                // Local updates not yet pushed count as touched too.
+                shared.flush();
+            }
             let tables = shared.tables.borrow();
             let Some(t) = tables.get(*li) else { return };
             let key_len = t.table.spec().key_len;
-            if let Some((key, vals)) = wire::decode_update(schema, key_len, &body, &mut r.dict) {
-                t.table
-                    .apply_peer(&key, &vals, expire, (shared.setup.now)());
+            let Some((key, vals)) = wire::decode_update(schema, key_len, &body, &mut r.dict) else {
+                return;
+            };
+            if r.learning.is_some() && shared.touched.borrow().contains(&(*li, key.clone())) {
+                return;
             }
+            t.table
+                .apply_peer(&key, &vals, expire, (shared.setup.now)());
         }
     }
 }
