@@ -109,6 +109,50 @@ frontend fe\n    bind {bind}\n    default_backend bk\nbackend bk\n    http-reuse
     );
 }
 
+/// `http-reuse` and a client's first request, as HAProxy 2.6 defines the
+/// modes: `safe` never sends it over an idle connection, `aggressive` only
+/// over one that was reused at least once, `always` over any. Clients send
+/// `Connection: close`, so each server connection is parked before the
+/// next client is accepted (one thread).
+#[test]
+fn first_requests_and_http_reuse_modes() {
+    // (mode, connections after two one-request clients, after a client of
+    // two requests and then two more one-request clients)
+    for (mode, after_two, after_all) in [("safe", 2, 5), ("aggressive", 2, 3), ("always", 1, 1)] {
+        let ip = test_ip();
+        let (t, a) = term(ip, "o");
+        let bind = free_addr(ip);
+        let cfg = format!(
+            "global\n    nbthread 1\ndefaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+frontend fe\n    bind {bind}\n    default_backend bk\nbackend bk\n    http-reuse {mode}\n    server s1 {a}\n"
+        );
+        let _p = Proxy::start(&cfg, &[bind]);
+        for _ in 0..2 {
+            assert_eq!(get(bind, "/").status, 200);
+        }
+        assert_eq!(t.connections(), after_two, "{mode}: two first requests");
+        // A client with two requests: its second one reuses its server
+        // connection, which then parks as safe.
+        let s = connect(bind);
+        let mut w = s.try_clone().unwrap();
+        let mut r = BufReader::new(s);
+        w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+        w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+        for _ in 0..2 {
+            assert_eq!(get(bind, "/").status, 200);
+        }
+        assert_eq!(t.requests(), 6, "{mode}");
+        assert_eq!(
+            t.connections(),
+            after_all,
+            "{mode}: after a reused connection"
+        );
+    }
+}
+
 #[test]
 fn pipelined_requests_are_answered_in_order() {
     let (_t, bind, _p) = one_origin("", "s1");

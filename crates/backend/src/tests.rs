@@ -188,7 +188,7 @@ fn purge_closes_only_connections_idle_for_a_whole_period() {
         let a = l.local_addr().unwrap();
         let s1 = tokio::net::TcpStream::connect(a).await.unwrap();
         let _peer = l.accept().await.unwrap();
-        idle::put(ServerId(9001), s1.into());
+        idle::put(ServerId(9001), s1.into(), false);
         // Just parked: kept.
         assert_eq!(idle::purge(), 0);
         assert_eq!(idle::count(ServerId(9001)), 1);

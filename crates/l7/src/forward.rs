@@ -395,9 +395,10 @@ impl Session {
                 Err(m) => mark = m,
             }
         }
-        if let Some(a) = self.attached.take() {
+        if let Some(mut a) = self.attached.take() {
             if a.srv == server.conf.id && a.stream.idle_alive() && server.admin.conn_fits(&a.stream)
             {
+                a.reused = true;
                 return Ok((Found::H1(a), slot, true));
             }
             park(a, self.eff);
@@ -405,7 +406,12 @@ impl Session {
         if !server.conf.proto_h2 {
             if let Some(stream) = pooled(server, self.eff, self.first, target.names) {
                 let srv = server.conf.id;
-                return Ok((Found::H1(Attached { srv, stream }), slot, true));
+                let a = Attached {
+                    srv,
+                    stream,
+                    reused: true,
+                };
+                return Ok((Found::H1(a), slot, true));
             }
         }
         let mut names = target.names;
@@ -427,6 +433,7 @@ impl Session {
         let a = Attached {
             srv: c.slot.id(),
             stream: c.stream,
+            reused: false,
         };
         Ok((Found::H1(a), c.slot, false))
     }
@@ -621,10 +628,14 @@ pub(crate) fn pooled(
     first: bool,
     names: TlsNames<'_>,
 ) -> Option<fairlead_net::Conn> {
-    let may_pool = match eff.reuse {
-        HttpReuse::Never => false,
-        HttpReuse::Safe => !first,
-        HttpReuse::Aggressive | HttpReuse::Always => true,
+    // HAProxy: `safe` never sends a session's first request over an idle
+    // connection; `aggressive` only over one reused at least once (which
+    // proved that the server keeps connections open); `always` over any.
+    let (may_pool, safe_only) = match eff.reuse {
+        HttpReuse::Never => (false, false),
+        HttpReuse::Safe => (!first, false),
+        HttpReuse::Aggressive => (true, first),
+        HttpReuse::Always => (true, false),
     };
     if !may_pool {
         return None;
@@ -645,7 +656,9 @@ pub(crate) fn pooled(
         Some(fairlead_tls::ServerName::DnsName(d)) => Some(d.as_ref()),
         _ => None,
     };
-    idle::take_fitting(server.conf.id, sni, |c| server.admin.conn_fits(c))
+    idle::take_fitting(server.conf.id, sni, safe_only, |c| {
+        server.admin.conn_fits(c)
+    })
 }
 
 /// The request body's copy failed: the client's fault, or its framing's.

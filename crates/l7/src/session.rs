@@ -20,6 +20,10 @@ pub(crate) struct Attached {
     /// The server's stable id.
     pub(crate) srv: fairlead_backend::ServerId,
     pub(crate) stream: Conn,
+    /// The request it serves is not its first (taken from the idle pool,
+    /// or kept from the session's previous request): it parks as safe
+    /// (`http-reuse aggressive`).
+    pub(crate) reused: bool,
 }
 
 /// What the phase loop does next.
@@ -227,7 +231,7 @@ async fn request_phase(mut s: Session) -> (Session, Next) {
 /// Puts a server connection back in this thread's idle pool.
 pub(crate) fn park(a: Attached, eff: Effective) {
     if eff.reuse != HttpReuse::Never && eff.conn_mode == HttpConnMode::KeepAlive {
-        idle::put(a.srv, a.stream);
+        idle::put(a.srv, a.stream, a.reused);
     }
 }
 

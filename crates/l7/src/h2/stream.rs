@@ -444,8 +444,8 @@ async fn forward(
         ..
     } = prep;
     pool::give_out(out);
-    let (conn, slot, resp, sbuf) = match answered {
-        Ok(Answered::H1(conn, slot, resp, sbuf)) => (conn, slot, resp, sbuf),
+    let (conn, slot, resp, sbuf, reused) = match answered {
+        Ok(Answered::H1(conn, slot, resp, sbuf, reused)) => (conn, slot, resp, sbuf, reused),
         Ok(Answered::H2(_, _)) if tunnel.kind != TunnelKind::No => {
             return no_h2_tunnel(cx, id, sig, rl).await;
         }
@@ -498,7 +498,7 @@ async fn forward(
     if server_keep && body_done && eff.conn_mode == HttpConnMode::KeepAlive {
         if let Ok(c) = Rc::try_unwrap(conn) {
             if eff.reuse != HttpReuse::Never {
-                idle::put(server.conf.id, c);
+                idle::put(server.conf.id, c, reused);
             }
         }
     }
@@ -681,7 +681,9 @@ async fn fail(
 /// and the response head with the buffer it is in; or an HTTP/2
 /// connection to open the stream on (nothing sent yet).
 enum Answered {
-    H1(Rc<Conn>, ServerSlot, ResponseHead, IoBuf),
+    /// The last field: the connection came from the idle pool (this
+    /// request is not its first).
+    H1(Rc<Conn>, ServerSlot, ResponseHead, IoBuf, bool),
     H2(mux::Lease, ServerSlot),
 }
 
@@ -772,7 +774,7 @@ async fn attempts(
         return match result {
             Ok(resp) => {
                 rl.response_done = Some(Instant::now());
-                Ok(Answered::H1(conn, slot, resp, sbuf))
+                Ok(Answered::H1(conn, slot, resp, sbuf, reused))
             }
             Err(e) => {
                 count_failure(&cx.ctx.front.counters, be, &server, &e);
