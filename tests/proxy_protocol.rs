@@ -684,7 +684,11 @@ backend plain\n    server s {plain}\n",
         // Only the log line uses it.
         let port = tcp_exchange(c, logonly, b"0123456789");
         let line = log_with(&log, &format!("cp={port}"));
-        assert_eq!(field(&line, "uid"), format!("plain-0-s-\"{c}\""), "{who}: {line}");
+        assert_eq!(
+            field(&line, "uid"),
+            format!("plain-0-s-\"{c}\""),
+            "{who}: {line}"
+        );
         // No format: an empty TLV, no id in the log.
         let port = tcp_exchange(c, none, b"0123456789");
         let (h, _) = seen_from(&seen, c, port);

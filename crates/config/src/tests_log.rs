@@ -288,7 +288,9 @@ fn unique_id_format_in_tcp_mode() {
     let u = p.config.frontends[0].rules.unique_id.as_ref().unwrap();
     assert_eq!(u.format.samples(), ["src"]);
     assert_eq!(warns(&p), Vec::<String>::new());
-    let p = ok("defaults\n mode tcp\n unique-id-format %[req.hdr(host)]_%[path]\nfrontend f\n bind :1\n");
+    let p = ok(
+        "defaults\n mode tcp\n unique-id-format %[req.hdr(host)]_%[path]\nfrontend f\n bind :1\n",
+    );
     assert_eq!(warns(&p), Vec::<String>::new());
     assert_eq!(
         alerts("frontend f\n bind :1\n unique-id-format %ci_%r\n"),

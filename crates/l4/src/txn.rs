@@ -37,7 +37,7 @@ pub struct SessState {
     in_stream: bool,
     /// The stream's unique id (`unique-id-format`), made on first use.
     /// Default is none (one pointer, no allocation).
-    uid: std::cell::OnceCell<Box<Vec<u8>>>,
+    uid: std::cell::OnceCell<Box<crate::uid::Id>>,
     /// The unique id is being made.
     uid_busy: std::cell::Cell<bool>,
 }
@@ -94,9 +94,7 @@ impl SessState {
         src: Option<&crate::uid::UidSource<'_>>,
         from: &dyn Txn,
     ) -> Option<&[u8]> {
-        crate::uid::get_or_make(&self.uid, &self.uid_busy, || {
-            crate::uid::make(src, from)
-        })
+        crate::uid::get_or_make(&self.uid, &self.uid_busy, || crate::uid::make(src, from))
     }
 
     /// The client address after `set-src`.

@@ -77,12 +77,38 @@ pub fn render(src: &UidSource<'_>, u: &UniqueId, from: &dyn Txn) -> Vec<u8> {
     out
 }
 
+/// A made id, kept behind one pointer: at most [`MAX_LEN`] bytes in one
+/// allocation (as HAProxy's pool of 128-byte ids).
+pub(crate) struct Id {
+    len: u8,
+    bytes: [u8; MAX_LEN],
+}
+
+impl Id {
+    /// `v` cut to [`MAX_LEN`] bytes.
+    fn new(v: &[u8]) -> Box<Id> {
+        let n = v.len().min(MAX_LEN);
+        let mut id = Box::new(Id {
+            len: n as u8,
+            bytes: [0; MAX_LEN],
+        });
+        if let (Some(dst), Some(src)) = (id.bytes.get_mut(..n), v.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        id
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or_default()
+    }
+}
+
 /// Makes the stream's id with `make` unless it was made already; the
 /// cell and its `busy` flag live in [`crate::SessState`]. While `make`
 /// runs, a nested call (a `%[unique-id]` inside its own format) gets
 /// `None` (HAProxy 2.6 recurses until it crashes).
 pub(crate) fn get_or_make<'c>(
-    cell: &'c std::cell::OnceCell<Box<Vec<u8>>>,
+    cell: &'c std::cell::OnceCell<Box<Id>>,
     busy: &std::cell::Cell<bool>,
     make: impl FnOnce() -> Option<Vec<u8>>,
 ) -> Option<&'c [u8]> {
@@ -94,7 +120,7 @@ pub(crate) fn get_or_make<'c>(
     }
     let v = make();
     busy.set(false);
-    let _ = cell.set(Box::new(v?));
+    let _ = cell.set(Id::new(&v?));
     cell.get().map(|v| v.as_slice())
 }
 
@@ -127,10 +153,15 @@ mod tests {
     }
 
     #[test]
-    fn the_cell_is_one_pointer() {
+    fn the_cell_is_one_pointer_and_ids_are_cut() {
         assert_eq!(
-            std::mem::size_of::<OnceCell<Box<Vec<u8>>>>(),
+            std::mem::size_of::<OnceCell<Box<Id>>>(),
             std::mem::size_of::<usize>()
         );
+        let cell = OnceCell::new();
+        let busy = Cell::new(false);
+        let long = vec![b'a'; 200];
+        let got = get_or_make(&cell, &busy, || Some(long.clone()));
+        assert_eq!(got, Some(&long[..MAX_LEN]));
     }
 }
