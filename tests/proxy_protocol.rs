@@ -547,3 +547,154 @@ backend b\n    server s {o} send-proxy-v2 proxy-v2-options unique-id\n",
     assert_eq!(h.unique_id(), Some(&b"h2-/stream7"[..]));
     assert_eq!(h.alpn(), Some(&b"h2"[..]));
 }
+
+/// A TCP origin that records the PROXY header of each connection and
+/// the bytes after it (`want` of them), then says `hello` and closes.
+type Seen = Arc<Mutex<Vec<(fairlead_proxyproto::Header, Vec<u8>)>>>;
+fn tcp_pp_origin(ip: IpAddr, want: usize) -> (SocketAddr, Seen) {
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let (addr, _) = raw_origin(ip, move |mut s| {
+        let _ = s.set_read_timeout(Some(DEADLINE));
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 1024];
+        let (h, used) = loop {
+            match fairlead_proxyproto::parse(&buf) {
+                Ok(fairlead_proxyproto::Parsed::Done(h, used)) => break (h, used),
+                Ok(fairlead_proxyproto::Parsed::Incomplete) => {}
+                Err(_) => return,
+            }
+            let n = s.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let mut rest = buf[used..].to_vec();
+        while rest.len() < want {
+            let n = s.read(&mut chunk).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            rest.extend_from_slice(&chunk[..n]);
+        }
+        seen2.lock().unwrap().push((h, rest));
+        let _ = s.write_all(b"hello\n");
+    });
+    (addr, seen)
+}
+
+/// One TCP connection from `from` to `bind` sending `data`; returns the
+/// client port once the proxy closed it after the origin's `hello`.
+fn tcp_exchange(from: IpAddr, bind: SocketAddr, data: &[u8]) -> u16 {
+    let mut s = connect_from(from, bind);
+    let port = s.local_addr().unwrap().port();
+    s.write_all(data).unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert_eq!(got, b"hello\n", "through {bind}");
+    port
+}
+
+/// The header and payload the origin got from the client port `port`.
+fn seen_from(seen: &Seen, from: IpAddr, port: u16) -> (fairlead_proxyproto::Header, Vec<u8>) {
+    let src = Some(SocketAddr::new(from, port));
+    let mut found = None;
+    wait_until("the origin saw the connection", || {
+        let mut v = seen.lock().unwrap();
+        let i = v.iter().position(|(h, _)| h.src() == src);
+        found = i.map(|i| v.remove(i));
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+/// The text after `key=` up to the next space in a log line.
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    let at = line.find(&format!(" {key}=")).expect(key) + key.len() + 2;
+    line[at..].split(' ').next().unwrap()
+}
+
+/// `unique-id-format` in TCP mode, on Fairlead and on HAProxy 2.6 with
+/// the same configuration and connections: made once per stream on first
+/// use, then the same value in a `tcp-request content` rule (`unique-id`
+/// fetch, which sees the waiting bytes: `%[req.len]`), in the UNIQUE_ID
+/// TLV of `send-proxy-v2` and in the log line (`%ID`). Made by the TLV
+/// (at connect, the bytes no longer count), by the log line alone, and
+/// without a format (an empty TLV, `%ID` is `-`).
+#[test]
+fn tcp_mode_unique_id_in_rules_tlv_and_log_as_haproxy() {
+    let ip = test_ip();
+    let client_ip = test_ip();
+    let (o, seen) = tcp_pp_origin(ip, 10);
+    // Without a PROXY header: reads the 10 bytes, says hello.
+    let (plain, _) = raw_origin(ip, |mut s| {
+        let mut buf = [0u8; 10];
+        if s.read_exact(&mut buf).is_ok() {
+            let _ = s.write_all(b"hello\n");
+        }
+    });
+    let (log, log_addr) = syslog(ip);
+    let cfg = |b: [SocketAddr; 4]| {
+        format!(
+            "defaults\n    mode tcp\n    timeout connect 2s\n    timeout client 5s\n    timeout server 5s\n\
+    log {log_addr} local0\n    log-format \"fe=%f uid=%ID var=%[var(sess.x)] cp=%cp\"\n\
+frontend rule\n    bind {}\n    unique-id-format ID-%ci-%fp-x_%[req.len]\n\
+    tcp-request inspect-delay 3s\n    tcp-request content set-var(sess.x) unique-id if {{ req.len ge 10 }}\n\
+    default_backend pp\n\
+frontend tlv\n    bind {}\n    unique-id-format %b-%[req.len]-%s-%{{+Q}}ci\n    default_backend pp\n\
+frontend logonly\n    bind {}\n    unique-id-format %b-%[req.len]-%s-%{{+Q}}ci\n    default_backend plain\n\
+frontend none\n    bind {}\n    default_backend pp\n\
+backend pp\n    server s {o} send-proxy-v2 proxy-v2-options unique-id\n\
+backend plain\n    server s {plain}\n",
+            b[0], b[1], b[2], b[3]
+        )
+    };
+    let fl = [(); 4].map(|_| free_addr(ip));
+    let _p = Proxy::start(&cfg(fl), &fl);
+    let mut runs = vec![("fairlead", fl)];
+    let hap = haproxy_bin().map(|bin| {
+        let b = [(); 4].map(|_| free_addr(ip));
+        runs.push(("haproxy", b));
+        Haproxy::start(&bin, &cfg(b), &[], b[0])
+    });
+    if hap.is_none() {
+        eprintln!("haproxy not installed; only Fairlead checked");
+    }
+    for (who, [rule, tlv, logonly, none]) in runs {
+        let c = client_ip;
+        // The rule makes it while the 10 bytes wait.
+        let port = tcp_exchange(c, rule, b"0123456789");
+        let want = format!("ID-{c}-{}-x_10", rule.port());
+        let (h, rest) = seen_from(&seen, c, port);
+        assert_eq!(rest, b"0123456789", "{who}");
+        assert_eq!(h.unique_id(), Some(want.as_bytes()), "{who}");
+        let line = log_with(&log, &format!("cp={port}"));
+        assert_eq!(field(&line, "uid"), want, "{who}: {line}");
+        assert_eq!(field(&line, "var"), want, "{who}: {line}");
+        // The TLV makes it at connect: backend and server known, the
+        // bytes already forwarded.
+        let port = tcp_exchange(c, tlv, b"0123456789");
+        let want = format!("pp-0-s-\"{c}\"");
+        let (h, _) = seen_from(&seen, c, port);
+        assert_eq!(h.unique_id(), Some(want.as_bytes()), "{who}");
+        let line = log_with(&log, &format!("cp={port}"));
+        assert_eq!(field(&line, "uid"), want, "{who}: {line}");
+        assert_eq!(field(&line, "var"), "-", "{who}: {line}");
+        // Only the log line uses it.
+        let port = tcp_exchange(c, logonly, b"0123456789");
+        let line = log_with(&log, &format!("cp={port}"));
+        assert_eq!(
+            field(&line, "uid"),
+            format!("plain-0-s-\"{c}\""),
+            "{who}: {line}"
+        );
+        // No format: an empty TLV, no id in the log.
+        let port = tcp_exchange(c, none, b"0123456789");
+        let (h, _) = seen_from(&seen, c, port);
+        assert_eq!(h.unique_id(), Some(&b""[..]), "{who}");
+        let line = log_with(&log, &format!("cp={port}"));
+        assert_eq!(field(&line, "uid"), "-", "{who}: {line}");
+    }
+    drop(hap);
+}

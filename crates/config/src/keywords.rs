@@ -384,7 +384,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("server-template", LB, I),
     kw!("server-state-file-name", DLB, I),
     kw!("load-server-state-from-file", DLB, I),
-    kw!("unique-id-format", DFL, I, "HTTP mode; TCP streams have no unique id yet"),
+    kw!("unique-id-format", DFL, I, "HTTP and TCP modes"),
     kw!("unique-id-header", DFL, I),
     kw!("max-keep-alive-queue", DLB, N),
     kw!("max-session-srv-conns", DFL, N),

@@ -277,3 +277,42 @@ fn catalog_status() {
         Some(fairlead_log::HTTPSLOG_FORMAT)
     );
 }
+
+/// `unique-id-format` in TCP mode, checked as HAProxy 2.6.12 (`haproxy
+/// -c` on the same files): it loads; variables of HTTP mode are refused
+/// by the frontend's mode (not the defaults section's); TCP contents
+/// fetches are warned about in both modes; HTTP fetches load silently.
+#[test]
+fn unique_id_format_in_tcp_mode() {
+    let p = ok("defaults\n mode tcp\n unique-id-format ID-%ci-%fp-x_%[src]_%[ssl_fc_sni]\nfrontend f\n bind :1\n");
+    let u = p.config.frontends[0].rules.unique_id.as_ref().unwrap();
+    assert_eq!(u.format.samples(), ["src"]);
+    assert_eq!(warns(&p), Vec::<String>::new());
+    let p = ok(
+        "defaults\n mode tcp\n unique-id-format %[req.hdr(host)]_%[path]\nfrontend f\n bind :1\n",
+    );
+    assert_eq!(warns(&p), Vec::<String>::new());
+    assert_eq!(
+        alerts("frontend f\n bind :1\n unique-id-format %ci_%r\n"),
+        ["[ALERT] t.cfg:3: 'unique-id-format': failed to parse unique-id : format variable 'r' is reserved for HTTP mode."]
+    );
+    assert_eq!(
+        alerts("defaults\n mode http\n unique-id-format %HM\nfrontend f\n mode tcp\n bind :1\n"),
+        ["[ALERT] t.cfg:3: 'unique-id-format': failed to parse unique-id : format variable 'HM' is reserved for HTTP mode."]
+    );
+    // The defaults section's own mode does not count.
+    ok("defaults\n mode tcp\n unique-id-format %r\nfrontend f\n mode http\n bind :1\n");
+    for mode in ["tcp", "http"] {
+        let p = ok(&format!(
+            "defaults\n mode {mode}\nfrontend f\n bind :1\n unique-id-format a%[req.len]b%[src]%[req.payload(0,2)]\n"
+        ));
+        assert_eq!(
+            warns(&p),
+            [
+                "[WARNING] t.cfg:5: L6 sample fetch <req.len]b%[src]%[req.payload(0,2)]> ignored in HTTP log-format string.",
+                "[WARNING] t.cfg:5: L6 sample fetch <req.payload(0,2)]> ignored in HTTP log-format string.",
+            ],
+            "{mode}"
+        );
+    }
+}

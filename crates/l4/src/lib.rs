@@ -39,6 +39,7 @@ pub mod routes;
 mod serve;
 mod splice;
 pub mod txn;
+mod uid;
 
 pub use front::{CapturedRequest, ErrorCapture, Frontend};
 pub use log::{LogSetup, ServerAddrs};

@@ -100,6 +100,8 @@ pub(crate) struct StreamLog<'a> {
     pub silent: bool,
     /// The values of the format's `%[...]` samples.
     pub samples: &'a [Option<&'a [u8]>],
+    /// `%ID`: the stream's unique id, if one was made.
+    pub unique_id: Option<&'a str>,
 }
 
 /// How one TCP stream ended, for its log line.
@@ -171,6 +173,7 @@ impl StreamLog<'_> {
             ssl_resumed: tls.map(|t| t.resumed),
             ssl_c_used: tls.map(|t| t.peer_cert),
             samples: self.samples,
+            unique_id: self.unique_id,
             ..Default::default()
         };
         setup.send(&rec, false);

@@ -22,6 +22,7 @@ use crate::inspect::{classify, inspect, Input, Outcome, Step};
 use crate::log::{ServerAddrs, StreamEnd, StreamLog};
 use crate::routes::Routes;
 use crate::txn::{ConnFacts, SessState, TcpTxn};
+use crate::uid::UidSource;
 use crate::{tunnel_with, ResPrelude, TunnelEnd, TunnelSplice, TunnelTimeouts};
 use fairlead_backend::counters::C;
 use fairlead_backend::{connect_server, Backend, RequestKey, TlsNames};
@@ -50,20 +51,43 @@ impl Ctx<'_> {
         Some(self.start.elapsed().as_millis() as u64)
     }
 
+    /// What the stream's unique id is made from.
+    fn uid(&self) -> UidSource<'_> {
+        UidSource {
+            front: self.front,
+            accepted: self.accepted,
+        }
+    }
+
+    /// The stream as its rules see it (no buffered data yet).
+    fn txn<'s>(&'s self, sess: &'s mut SessState) -> TcpTxn<'s> {
+        let mut tx = TcpTxn::new(&self.facts, sess);
+        tx.uid = Some(self.uid());
+        tx
+    }
+
     /// Sends the stream's log line (built here, so that nothing of it is
     /// held while the stream runs).
     fn emit(&self, sess: &SessState, end: &StreamEnd<'_>) {
+        let tx = crate::txn::LogTxn {
+            conn: &self.facts,
+            sess,
+            backend: end.backend,
+            server: end.server.map(|s| s.conf.name.as_str()),
+            uid: Some(self.uid()),
+        };
+        // The unique id, made now if nothing used it yet (as HAProxy does
+        // before a log line), only when the stream is logged.
+        let logs = self.front.log.as_ref().is_some_and(|l| !l.connect_only);
+        let uid = logs
+            .then(|| fairlead_rules::txn::Txn::unique_id(&tx))
+            .flatten()
+            .map(String::from_utf8_lossy);
         // `%[...]` of the log format, evaluated now (when the frontend logs).
         let exprs = &self.routes.fe_rules.log_samples;
         let values: Vec<Option<Vec<u8>>> = if exprs.is_empty() || self.front.log.is_none() {
             Vec::new()
         } else {
-            let tx = crate::txn::LogTxn {
-                conn: &self.facts,
-                sess,
-                backend: end.backend,
-                server: end.server.map(|s| s.conf.name.as_str()),
-            };
             exprs
                 .iter()
                 .map(|e| {
@@ -95,6 +119,7 @@ impl Ctx<'_> {
             tls: self.facts.tls,
             silent: sess.log_level == Some(None),
             samples: &samples,
+            unique_id: uid.as_deref(),
         };
         log.emit(end);
     }
@@ -122,7 +147,12 @@ pub async fn serve_tcp(
         .log
         .as_ref()
         .is_some_and(|l| l.format.uses_frontend_addr());
-    let dst = if routes.has_rules() || log_dst {
+    let uid_dst = routes
+        .fe_rules
+        .unique_id
+        .as_ref()
+        .is_some_and(|u| u.format.uses_frontend_addr());
+    let dst = if routes.has_rules() || log_dst || uid_dst {
         client.local_addr().ok()
     } else {
         None
@@ -154,7 +184,7 @@ pub async fn serve_tcp(
         }
     }
     let be_idx = {
-        let mut tx = TcpTxn::new(&cx.facts, &mut sess);
+        let mut tx = cx.txn(&mut sess);
         tx.payload = Some(input.buf.filled());
         tx.backend = Some(&front.name);
         tx.routes = Some(routes);
@@ -195,7 +225,7 @@ async fn content(
     loop {
         let mut paused = None;
         let mut eval = |buf: &[u8], done: bool| -> Step {
-            let mut tx = TcpTxn::new(&cx.facts, sess);
+            let mut tx = cx.txn(sess);
             tx.payload = Some(buf);
             tx.done = done;
             tx.backend = Some(backend);
@@ -218,7 +248,7 @@ async fn content(
         let waits = rules.inspect_delay.is_some_and(|d| started.elapsed() < d);
         if waits {
             if let Some(ip) = fairlead_rules::resolve::resolve(&r).await {
-                TcpTxn::new(&cx.facts, sess).set_var(&r.var, Resolved::sample(ip));
+                cx.txn(sess).set_var(&r.var, Resolved::sample(ip));
             }
         }
         from = at.saturating_add(1);
@@ -330,8 +360,20 @@ async fn forward(
     };
     t[1] = cx.ms();
     let server = slot.server().clone();
-    let tlvs = (server.conf.send_proxy == 2)
-        .then(|| fairlead_backend::proxy_v2_tlvs(&server, client, None));
+    let tlvs = (server.conf.send_proxy == 2).then(|| {
+        // HAProxy sends the UNIQUE_ID TLV, empty without a format.
+        let uid = server.conf.proxy_v2.unique_id.then(|| {
+            let mut tx = cx.txn(sess);
+            tx.payload = Some(&[]);
+            tx.backend = Some(&be.name);
+            tx.server = Some(&server.conf.name);
+            tx.routes = Some(cx.routes);
+            fairlead_rules::txn::Txn::unique_id(&tx)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default()
+        });
+        fairlead_backend::proxy_v2_tlvs(&server, client, uid.as_deref())
+    });
     let names = TlsNames {
         client_sni: cx.facts.tls.and_then(|t| t.sni.as_deref()),
         host: None,
@@ -422,7 +464,7 @@ fn stick_request(
     let mut st = Sticking::default();
     let mut force = false;
     if let Some(r) = rules.filter(|r| !r.stick_req.is_empty() || !r.persist.is_empty()) {
-        let mut tx = TcpTxn::new(&cx.facts, sess);
+        let mut tx = cx.txn(sess);
         tx.payload = Some(input.buf.filled());
         tx.done = true;
         tx.backend = Some(&be.name);
@@ -474,7 +516,7 @@ fn stick_commit(
     backend: &str,
 ) {
     if let Some(r) = rules.filter(|r| !r.stick_res.is_empty()) {
-        let mut tx = TcpTxn::new(&cx.facts, sess);
+        let mut tx = cx.txn(sess);
         tx.backend = Some(backend);
         tx.routes = Some(cx.routes);
         st.run_response(&r.stick_res, &r.acls, &tx);
@@ -541,7 +583,7 @@ async fn response(
 ) -> ResPrelude {
     let mut input = Input::new(server, cx.routes.inspect_max);
     let mut eval = |buf: &[u8], done: bool| -> Step {
-        let mut tx = TcpTxn::new(&cx.facts, sess);
+        let mut tx = cx.txn(sess);
         tx.res_payload = Some(buf);
         tx.done = done;
         tx.backend = Some(backend);

@@ -35,6 +35,11 @@ pub struct SessState {
     strm_trackers: Option<fairlead_stick::Trackers>,
     /// Rules now run on the stream (content rules), not the session.
     in_stream: bool,
+    /// The stream's unique id (`unique-id-format`), made on first use.
+    /// Default is none (one pointer, no allocation).
+    uid: std::cell::OnceCell<Box<crate::uid::Id>>,
+    /// The unique id is being made.
+    uid_busy: std::cell::Cell<bool>,
 }
 
 impl SessState {
@@ -80,6 +85,16 @@ impl SessState {
         if let Some(mut t) = self.trackers.take() {
             t.end_connection(now);
         }
+    }
+
+    /// The stream's unique id: the one made already, else one made now
+    /// from `src`'s format for the stream `from` sees.
+    pub(crate) fn unique_id(
+        &self,
+        src: Option<&crate::uid::UidSource<'_>>,
+        from: &dyn Txn,
+    ) -> Option<&[u8]> {
+        crate::uid::get_or_make(&self.uid, &self.uid_busy, || crate::uid::make(src, from))
     }
 
     /// The client address after `set-src`.
@@ -137,6 +152,10 @@ pub struct TcpTxn<'a> {
     pub server: Option<&'a str>,
     /// The backends, for `nbsrv(name)`.
     pub routes: Option<&'a Routes>,
+    /// What making the stream's unique id needs; `None` before the
+    /// stream exists (connection and session rules: the `unique-id`
+    /// fetch finds nothing there, as in HAProxy).
+    pub uid: Option<crate::uid::UidSource<'a>>,
 }
 
 impl<'a> TcpTxn<'a> {
@@ -151,6 +170,7 @@ impl<'a> TcpTxn<'a> {
             backend: None,
             server: None,
             routes: None,
+            uid: None,
         }
     }
 }
@@ -204,6 +224,9 @@ impl Txn for TcpTxn<'_> {
     fn trackers(&self) -> Option<&fairlead_stick::Trackers> {
         self.sess.strm_trackers.as_ref()
     }
+    fn unique_id(&self) -> Option<&[u8]> {
+        self.sess.unique_id(self.uid.as_ref(), self)
+    }
     fn sess_trackers(&self) -> Option<&fairlead_stick::Trackers> {
         self.sess.trackers.as_ref()
     }
@@ -251,9 +274,19 @@ pub(crate) struct LogTxn<'a> {
     pub sess: &'a SessState,
     pub backend: &'a str,
     pub server: Option<&'a str>,
+    /// For a unique id made at log time (`%ID`, `%[unique-id]`).
+    pub uid: Option<crate::uid::UidSource<'a>>,
 }
 
 impl Txn for LogTxn<'_> {
+    /// The request's bytes were all forwarded: as in HAProxy, contents
+    /// fetches see an empty buffer (`req.len` is 0).
+    fn payload(&self) -> Option<&[u8]> {
+        Some(&[])
+    }
+    fn unique_id(&self) -> Option<&[u8]> {
+        self.sess.unique_id(self.uid.as_ref(), self)
+    }
     fn src(&self) -> Option<SocketAddr> {
         Some(self.sess.effective_src(self.conn.src))
     }

@@ -1,6 +1,7 @@
 //! `unique-id-format <fmt>` and `unique-id-header <name>`: a log-format
 //! string (HAProxy's `%` variables through `fairlead-log`, `%[...]`
-//! samples through the rule engine) rendered once per HTTP transaction,
+//! samples through the rule engine) rendered once per HTTP transaction
+//! (or TCP stream, in `fairlead-l4`),
 //! on first use: the `unique-id` fetch, the request header sent to the
 //! server, or `%ID` in the log line.
 

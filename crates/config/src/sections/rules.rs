@@ -259,6 +259,7 @@ pub(crate) fn compile(
     rules.errors = pages;
     if d.kind.is_frontend() {
         compile_log_samples(d, env, &mut rules, diags);
+        check_unique_id(d, &rules, diags);
     }
     Arc::new(rules)
 }
@@ -293,6 +294,55 @@ fn compile_log_samples(d: &Draft, env: &Env, rules: &mut ProxyRules, diags: &mut
                 at,
                 format!("'log-format': failed to parse sample expression '%[{src}]': {e}"),
             ),
+        }
+    }
+}
+
+/// HAProxy's checks of a frontend's `unique-id-format`, made with the
+/// proxy's mode (not in a `defaults` section on its own): a variable of
+/// HTTP mode in a TCP frontend is refused; a fetch of TCP request or
+/// response contents is warned about in any mode ("ignored", though
+/// HAProxy, and Fairlead, still evaluate it: it sees an empty buffer
+/// unless a `tcp-request content` rule makes the id while data waits).
+/// As HAProxy, the warning names the rest of the format from the fetch.
+fn check_unique_id(d: &Draft, rules: &ProxyRules, diags: &mut Diags) {
+    let Some(u) = &rules.unique_id else {
+        return;
+    };
+    let Some((loc, words)) = d
+        .rule_lines
+        .iter()
+        .rev()
+        .find(|(_, w)| w[0] == "unique-id-format")
+    else {
+        return;
+    };
+    if d.opts.mode != Mode::Http {
+        if let Some(v) = u.format.http_only_var() {
+            diags.alert(
+                loc,
+                format!(
+                    "'unique-id-format': failed to parse unique-id : format variable '{v}' is reserved for HTTP mode."
+                ),
+            );
+            return;
+        }
+    }
+    let fmt = words.get(1).map_or("", String::as_str);
+    let mut at = 0;
+    for (src, e) in u.format.samples().iter().zip(&u.samples) {
+        let Some(found) = fmt.get(at..).and_then(|rest| rest.find(src.as_str())) else {
+            continue;
+        };
+        let from = at + found;
+        at = from + src.len();
+        use fairlead_rules::fetch::usage;
+        if e.fetch.usage() & (usage::L6REQ | usage::L6RES) != 0 {
+            let text = fmt.get(from..).unwrap_or(src);
+            diags.warn(
+                loc,
+                format!("L6 sample fetch <{text}> ignored in HTTP log-format string."),
+            );
         }
     }
 }

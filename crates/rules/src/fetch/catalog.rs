@@ -261,7 +261,7 @@ pub const FETCHES: &[(&str, SmpType, u8, &str)] = {
             "unique-id",
             T::Str,
             INTERNAL,
-            "the transaction's unique id (`unique-id-format`)",
+            "the transaction's (HTTP) or stream's (TCP) unique id (`unique-id-format`)",
         ),
         ("uuid", T::Str, INTERNAL, "uuid([4]): a random UUID"),
         ("rand", T::Sint, INTERNAL, "rand([range]): a random integer"),
