@@ -1,10 +1,10 @@
 //! `balance leastconn`: the usable server with the lowest load for its
 //! weight gets the request; servers with equal ratios take turns.
 //!
-//! A server's key is `((load + 1) << 20) / weight` (the `+ 1` counts the
-//! request about to be assigned, so that a server of weight 2 takes two
-//! concurrent requests for each one of a server of weight 1), as in
-//! HAProxy. The load is the balancer's own count of taken minus released
+//! A server's key is `(load + 1) / weight` (the `+ 1` counts the request
+//! about to be assigned, so that a server of weight 2 takes two concurrent
+//! requests for each one of a server of weight 1), as in HAProxy, compared
+//! exactly as fractions (HAProxy's integer key rounds it). The load is the balancer's own count of taken minus released
 //! requests ([`crate::Lb::taken`], [`crate::Lb::released`]), one atomic per
 //! server, each on its own cache line: `taken` and `released` are one
 //! atomic add or subtract on the server's line and nothing else.
@@ -44,8 +44,36 @@ pub struct LeastConn {
     turn: Cursors,
 }
 
-fn key(load: u32, weight: u32) -> u64 {
-    ((u64::from(load) + 1) << 20) / u64::from(weight.max(1))
+/// A server's load ratio `(load + 1) / weight` as a fraction, compared
+/// by cross-multiplication (no division on the scan): `(load + 1, weight)`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Ratio(u64, u64);
+
+impl Ratio {
+    /// Not below any real ratio (for a server missing from the loads).
+    const WORST: Ratio = Ratio(1 << 32, 1);
+
+    fn new(load: u32, weight: u32) -> Ratio {
+        Ratio(u64::from(load) + 1, u64::from(weight.max(1)))
+    }
+
+    /// Strictly lower load for the weight. Numerators are at most 2^32
+    /// and weights below 2^32, so the products fit in a u64.
+    fn below(self, o: Ratio) -> bool {
+        self.0 * o.1 < o.0 * self.1
+    }
+}
+
+impl PartialOrd for Ratio {
+    fn partial_cmp(&self, o: &Ratio) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl Ord for Ratio {
+    fn cmp(&self, o: &Ratio) -> std::cmp::Ordering {
+        (self.0 * o.1).cmp(&(o.0 * self.1))
+    }
 }
 
 impl LeastConn {
@@ -87,10 +115,10 @@ impl LeastConn {
         }
     }
 
-    fn key_at(&self, (s, w): (u32, u32)) -> u64 {
+    fn key_at(&self, (s, w): (u32, u32)) -> Ratio {
         self.load
             .get(s as usize)
-            .map_or(u64::MAX, |l| key(l.0.load(Ordering::Relaxed), w))
+            .map_or(Ratio::WORST, |l| Ratio::new(l.0.load(Ordering::Relaxed), w))
     }
 
     /// The least loaded server accepted by `ok`.
@@ -102,11 +130,11 @@ impl LeastConn {
         }
         let start = self.turn.get(|k| stagger(k, n)) % n;
         // The first lowest key from `start` on, in turn order.
-        let mut best: Option<(u64, usize)> = None;
+        let mut best: Option<(Ratio, usize)> = None;
         for i in 0..n {
             let pos = (start + i) % n;
-            let k = group.get(pos).map_or(u64::MAX, |&e| self.key_at(e));
-            if best.is_none_or(|(bk, _)| k < bk) {
+            let k = group.get(pos).map_or(Ratio::WORST, |&e| self.key_at(e));
+            if best.is_none_or(|(bk, _)| k.below(bk)) {
                 best = Some((k, pos));
             }
         }
@@ -117,10 +145,10 @@ impl LeastConn {
             return Some(s);
         }
         // Full or avoided: the others by key, then turn order.
-        let mut rest: Vec<(u64, usize, usize)> = (1..n)
+        let mut rest: Vec<(Ratio, usize, usize)> = (1..n)
             .map(|i| {
                 let p = (pos + i) % n;
-                let k = group.get(p).map_or(u64::MAX, |&e| self.key_at(e));
+                let k = group.get(p).map_or(Ratio::WORST, |&e| self.key_at(e));
                 (k, i, p)
             })
             .collect();
@@ -187,5 +215,54 @@ mod tests {
         assert_eq!(lc.pick(&|_| true), Some(1));
         lc.rebuild(&[0, 0]);
         assert_eq!(lc.pick(&|_| true), None);
+    }
+}
+
+#[cfg(test)]
+mod thread_tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn loads_stay_exact_across_threads() {
+        let lc = Arc::new(LeastConn::new(4));
+        lc.rebuild(&[1, 2, 1, 4]);
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let lc = lc.clone();
+                std::thread::spawn(move || {
+                    let mut held = Vec::new();
+                    let mut got = [0usize; 4];
+                    for i in 0..4000 {
+                        let s = lc.pick(&|_| true).unwrap();
+                        lc.taken(s);
+                        got[s] += 1;
+                        held.push(s);
+                        if i % 3 == 2 {
+                            // Release the oldest: loads go up and down.
+                            lc.released(held.remove(0));
+                        }
+                    }
+                    for s in held {
+                        lc.released(s);
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut total = [0usize; 4];
+        for h in hs {
+            for (t, g) in total.iter_mut().zip(h.join().unwrap()) {
+                *t += g;
+            }
+        }
+        assert_eq!((0..4).map(|s| lc.load(s)).collect::<Vec<_>>(), [0; 4]);
+        assert_eq!(total.iter().sum::<usize>(), 16000);
+        // The heaviest server took the most, the light ones the least.
+        assert!(total[3] > total[1] && total[1] > total[0], "{total:?}");
+        assert!(total[1] > total[2], "{total:?}");
+        // Released below zero stays at zero.
+        lc.released(0);
+        assert_eq!(lc.load(0), 0);
     }
 }
