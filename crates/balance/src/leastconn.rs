@@ -131,9 +131,10 @@ impl LeastConn {
         let start = self.turn.get(|k| stagger(k, n)) % n;
         // The first lowest key from `start` on, in turn order.
         let mut best: Option<(Ratio, usize)> = None;
-        for i in 0..n {
-            let pos = (start + i) % n;
-            let k = group.get(pos).map_or(Ratio::WORST, |&e| self.key_at(e));
+        let (before, after) = group.split_at(start.min(n));
+        let in_turn = after.iter().zip(start..).chain(before.iter().zip(0..));
+        for (&e, pos) in in_turn {
+            let k = self.key_at(e);
             if best.is_none_or(|(bk, _)| k.below(bk)) {
                 best = Some((k, pos));
             }
