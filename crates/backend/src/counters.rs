@@ -5,11 +5,18 @@
 //! readers (stats, Prometheus, the runtime API) add the slots up. Counting
 //! a request therefore costs the same on 2 cores as on 64.
 //!
-//! Gauges that must be exact across threads (current sessions, queue
-//! lengths) live elsewhere as shared atomics.
+//! The latency histograms ([`Latencies`]) are per thread the same way.
+//!
+//! Gauges that must be exact across threads and are read on the hot path
+//! (current sessions and connections, which `maxconn`, `minconn` and the
+//! queues compare against their limits at each request, queue lengths)
+//! live elsewhere as shared atomics: summing per-thread slots at every
+//! such read would cost more than the shared update it saves, and a
+//! per-thread quota could not be exact at the limit.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// Worker slots. Workers 0 to `MAX_THREADS - 2` each own a slot; the last
 /// slot is shared, with atomic adds, by the workers beyond them and by
@@ -215,17 +222,94 @@ mod tests {
 #[derive(Default)]
 pub struct Latencies {
     /// Time in the queue (HAProxy's %Tw).
-    pub queue: fairlead_stats::LatencyHistogram,
+    pub queue: Histogram,
     /// Time to connect (or reuse) a server connection (%Tc).
-    pub connect: fairlead_stats::LatencyHistogram,
+    pub connect: Histogram,
     /// Request sent to response head received (%Tr).
-    pub response: fairlead_stats::LatencyHistogram,
+    pub response: Histogram,
     /// First request byte to last response byte (%Ta).
-    pub total: fairlead_stats::LatencyHistogram,
+    pub total: Histogram,
 }
 
 impl std::fmt::Debug for Latencies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Latencies")
+    }
+}
+
+/// One thread's histogram, alone on its cache lines.
+#[repr(align(128))]
+#[derive(Default)]
+struct Padded(fairlead_stats::LatencyHistogram);
+
+/// A latency histogram recorded per worker thread (the slots of
+/// [`set_thread_slot`]) and summed by [`Histogram::snapshot`]: recording
+/// touches only the calling thread's histogram, made on its first record
+/// (threads that never record cost one empty pointer each). The last slot
+/// is shared by the threads beyond the owned slots and by non-worker
+/// threads; its adds are atomic, so every observation counts.
+pub struct Histogram {
+    slots: Box<[OnceLock<Box<Padded>>]>,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            slots: (0..MAX_THREADS).map(|_| OnceLock::new()).collect(),
+        }
+    }
+}
+
+impl Histogram {
+    /// Counts one observation of `micros` microseconds.
+    #[inline]
+    pub fn record(&self, micros: u64) {
+        let slot = SLOT.with(Cell::get);
+        if let Some(s) = self.slots.get(slot) {
+            s.get_or_init(Box::default).0.record(micros);
+        }
+    }
+
+    /// The sum of every thread's histogram.
+    pub fn snapshot(&self) -> fairlead_stats::HistogramSnapshot {
+        let mut total = fairlead_stats::HistogramSnapshot::default();
+        for h in self.slots.iter().filter_map(OnceLock::get) {
+            total.merge(&h.0.snapshot());
+        }
+        total
+    }
+}
+
+#[cfg(test)]
+mod histogram_tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn per_thread_histograms_sum_up() {
+        let h = Arc::new(Histogram::default());
+        let workers = MAX_THREADS + 2;
+        let hs: Vec<_> = (0..workers)
+            .map(|i| {
+                let h = h.clone();
+                std::thread::spawn(move || {
+                    set_thread_slot(i);
+                    for _ in 0..100 {
+                        h.record(700);
+                    }
+                    h.record(2_000_000);
+                })
+            })
+            .collect();
+        for t in hs {
+            t.join().unwrap();
+        }
+        h.record(10);
+        let s = h.snapshot();
+        let n = workers as u64;
+        assert_eq!(s.count(), 101 * n + 1);
+        assert_eq!(s.buckets[0], 1);
+        assert_eq!(s.buckets[1], 100 * n);
+        assert_eq!(s.sum_micros, n * (70_000 + 2_000_000) + 10);
     }
 }

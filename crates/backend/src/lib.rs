@@ -318,7 +318,6 @@ impl Backend {
                 .is_ok()
         };
         if ok {
-            s.metrics.total.fetch_add(1, Ordering::Relaxed);
             s.metrics.counters.inc(counters::C::Stot);
             s.metrics.counters.inc(counters::C::Lbtot);
             self.counters.inc(counters::C::Stot);

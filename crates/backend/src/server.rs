@@ -25,7 +25,7 @@ use crate::counters;
 use fairlead_config as config;
 use fairlead_health::ServerHealth;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// A server's stable identity: unique in the process, never reused while
@@ -151,8 +151,6 @@ impl ServerAdmin {
 pub struct ServerMetrics {
     /// Requests (HTTP) or streams (TCP) currently assigned.
     pub cur: AtomicU32,
-    /// Requests or streams ever assigned.
-    pub total: AtomicU64,
     /// Traffic counters (per-thread slots).
     pub counters: counters::Counters,
     /// Latency histograms.

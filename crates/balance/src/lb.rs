@@ -4,18 +4,19 @@
 //! Writers (`set_weight`, state changes) take the model mutex, recompute
 //! the balanced group (actives, else backups) and rebuild what the
 //! algorithm needs into a new [`Snap`], published with `arc-swap`; picks
-//! only load the current snapshot (no lock) except `leastconn`, whose
-//! ordered set is updated in place under its own mutex.
+//! only load the current snapshot (no lock) and move the calling thread's
+//! own cursor; `leastconn` reads its per-server load atomics and its own
+//! published group. No pick takes a lock or writes a shared cache line.
 
 use crate::hash::{self, domain_part, fold_addr, uri_part};
 use crate::leastconn::LeastConn;
+use crate::local::Cursors;
 use crate::static_rr::static_weight;
 use crate::{chash, first, map, random, roundrobin};
 use crate::{Needs, Pick, RequestKey, ServerSpec, ServerView};
 use arc_swap::ArcSwap;
 use fairlead_config::{Balance, HashFunction, HashMethod, HashType};
 use std::cell::Cell;
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Largest weight.
@@ -122,7 +123,8 @@ pub struct Lb {
     allbackups: bool,
     model: Mutex<Model>,
     snap: ArcSwap<Snap>,
-    cursor: AtomicUsize,
+    /// Each thread's position in the round-robin schedule.
+    cursors: Cursors,
     lc: Option<LeastConn>,
 }
 
@@ -209,7 +211,7 @@ impl Lb {
                 weight: vec![0; n],
                 ..Snap::default()
             }),
-            cursor: AtomicUsize::new(0),
+            cursors: Cursors::new(),
             lc: (algo == Algo::LeastConn).then(|| LeastConn::new(n)),
         };
         {
@@ -469,7 +471,7 @@ impl Lb {
         let ring_steps = 8 * members + 16;
         match self.algo {
             Algo::RoundRobin | Algo::StaticRr => {
-                roundrobin::next(&snap.schedule, &self.cursor, steps, ok)
+                roundrobin::next(&snap.schedule, &self.cursors, steps, ok)
             }
             Algo::LeastConn => self.lc.as_ref().and_then(|lc| lc.pick(ok)),
             Algo::First => first::pick(&snap.by_id, ok),
@@ -484,7 +486,7 @@ impl Lb {
             Algo::Hash { consistent, .. } => match self.key_hash(key) {
                 Some(h) if consistent => chash::lookup(&snap.ring, h, ring_steps, ok),
                 Some(h) => map::lookup(&snap.schedule, h, steps, ok),
-                None => roundrobin::next(&snap.schedule, &self.cursor, steps, ok),
+                None => roundrobin::next(&snap.schedule, &self.cursors, steps, ok),
             },
         }
     }

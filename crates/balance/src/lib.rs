@@ -46,11 +46,14 @@
 //!
 //! # Costs
 //!
-//! * `roundrobin`, `static-rr`, map-based hashing: O(1) per pick (one
-//!   atomic `fetch_add` or one modulo, one table read) while the chosen
-//!   server is usable; each skipped server costs one more step.
-//! * `leastconn`: O(log n) per pick, `taken` and `released`, under a short
-//!   per-backend mutex (HAProxy also locks its leastconn tree).
+//! * `roundrobin`, `static-rr`, map-based hashing: O(1) per pick (the
+//!   calling thread's own cursor or one modulo, one table read) while the
+//!   chosen server is usable; each skipped server costs one more step.
+//!   Threads never share a cursor: each one follows the schedule exactly
+//!   from its own staggered start (see [`roundrobin`]).
+//! * `leastconn`: O(n) relaxed loads per pick over the n servers of the
+//!   group, no lock; `taken` and `released` are one atomic operation on
+//!   the server's own cache line (see [`leastconn`]).
 //! * consistent hashing and `random`: O(log P) binary search over the ring
 //!   of P = 16 × total weight points.
 //! * `first`: one check per full server before the chosen one.
@@ -63,11 +66,14 @@
 //! before answering [`Pick::Full`]: O(n) only when the backend is saturated.
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod bench;
 pub mod chash;
 pub mod first;
 pub mod hash;
 mod lb;
 pub mod leastconn;
+mod local;
 pub mod map;
 pub mod random;
 pub mod roundrobin;

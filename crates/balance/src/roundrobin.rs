@@ -14,15 +14,22 @@
 //! changes (slowstart ramps, agent weights, `set server weight`) simply
 //! rebuild it.
 //!
-//! All threads share one atomic cursor into the schedule, so three equal
-//! servers served by four threads each get exactly one third of the picks.
-//! A pick is one `fetch_add` and one table read while the scheduled server is
-//! usable; unusable servers (full, avoided) are skipped, which keeps the
+//! Each thread walks the schedule with its own cursor (the crate's
+//! thread-private cursors): nothing is shared between cores on a pick, which is
+//! two thread-local accesses and one table read while the scheduled server
+//! is usable. A thread alone sees exactly the smooth sequence above, from
+//! its start. The threads start staggered (the n-th thread to use the
+//! balancer at `n × 0.618…` of the schedule, modulo 1) so that they do not
+//! all send their first requests to the same server; each thread's picks
+//! follow the weights exactly over every full turn of the schedule, so
+//! over N threads × W picks each (W = total weight) the distribution is
+//! exact, and in general each server is within one turn per thread of its
+//! share. Unusable servers (full, avoided) are skipped, which keeps the
 //! ratio between the others.
 
+use crate::local::{stagger, Cursors};
 use crate::Algorithm;
 use std::cmp::Ordering as CmpOrdering;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 {
@@ -68,11 +75,11 @@ pub fn smooth_schedule(servers: &[(u32, u32)]) -> Vec<u32> {
     turns.into_iter().map(|t| t.2).collect()
 }
 
-/// Steps the shared cursor through `schedule` until `ok` accepts a server,
-/// trying at most `limit` slots.
+/// Steps the calling thread's cursor through `schedule` until `ok` accepts
+/// a server, trying at most `limit` slots.
 pub(crate) fn next(
     schedule: &[u32],
-    cursor: &AtomicUsize,
+    cursors: &Cursors,
     limit: usize,
     ok: &dyn Fn(usize) -> bool,
 ) -> Option<usize> {
@@ -80,13 +87,19 @@ pub(crate) fn next(
     if len == 0 {
         return None;
     }
-    for _ in 0..limit.min(len) {
-        let slot = cursor.fetch_add(1, Ordering::Relaxed) % len;
-        let s = schedule[slot] as usize;
-        if ok(s) {
-            return Some(s);
+    let start = cursors.get(|k| stagger(k, len));
+    let steps = limit.min(len);
+    for i in 0..steps {
+        let pos = start.wrapping_add(i);
+        let Some(&s) = schedule.get(pos % len) else {
+            break;
+        };
+        if ok(s as usize) {
+            cursors.set(pos.wrapping_add(1));
+            return Some(s as usize);
         }
     }
+    cursors.set(start.wrapping_add(steps));
     None
 }
 
@@ -95,7 +108,7 @@ pub(crate) fn next(
 /// callers. Weight 0 servers never appear.
 pub struct RoundRobin {
     schedule: Vec<u32>,
-    cursor: AtomicUsize,
+    cursors: Cursors,
     servers: usize,
 }
 
@@ -109,7 +122,7 @@ impl RoundRobin {
             .collect();
         RoundRobin {
             schedule: smooth_schedule(&pairs),
-            cursor: AtomicUsize::new(0),
+            cursors: Cursors::new(),
             servers: weights.len(),
         }
     }
@@ -123,13 +136,14 @@ impl RoundRobin {
 impl Algorithm for RoundRobin {
     fn pick(&self, usable: &dyn Fn(usize) -> bool) -> Option<usize> {
         let limit = self.schedule.len().max(self.servers);
-        next(&self.schedule, &self.cursor, limit, usable)
+        next(&self.schedule, &self.cursors, limit, usable)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
     fn names(weights: &[u32]) -> String {

@@ -9,9 +9,10 @@
 //!   UDP syslog, unix datagram socket), with the syslog framings
 //!   (`local`, `rfc3164`, `rfc5424`, `priority`, `short`, `timed`, `iso`,
 //!   `raw`).
-//! - [`Logger`]: a bounded in-memory ring drained by one background thread
-//!   that does the sends; producers never block and a full ring drops the
-//!   message and counts it ([`Logger::dropped`]).
+//! - [`Logger`]: bounded in-memory queues, one per producer thread, drained
+//!   by one background thread that does the sends; producers never block
+//!   and a full queue drops the message and counts it
+//!   ([`Logger::dropped`]).
 //!
 //! This crate has no dependencies, so that `fairlead-config` can use it to
 //! validate `log` lines and `log-format` strings while parsing (errors get

@@ -1,26 +1,36 @@
-//! Delivery: a process-wide [`Logger`] with a bounded in-memory ring and
-//! one background thread that frames and sends the messages.
+//! Delivery: a process-wide [`Logger`] with bounded in-memory queues, one
+//! per producer thread, and one background thread that frames and sends
+//! the messages.
 //!
 //! Producers (worker threads) render a line into a thread-local buffer,
-//! then take a short lock to copy it into the ring: a bounds check and one
-//! `memcpy`, no allocation, no system call unless the drain thread is
-//! asleep (then one wake-up). When the ring is full the message is dropped
-//! and counted ([`Logger::dropped`]), as HAProxy's rings do; a producer
-//! never waits for a send. The drain thread swaps the ring with a spare
-//! buffer of the same capacity under the lock and does the blocking sends
-//! outside it, so the lock is never held during I/O.
+//! then copy it into their own queue under that queue's lock, which no
+//! other producer takes (threads get queues in turn; past [`QUEUES`]
+//! threads, queues are shared, still exactly): a bounds check and one
+//! `memcpy`, no allocation after the thread's first message, no shared
+//! write and no system call unless the drain thread is asleep (then one
+//! wake-up). When a thread's queue is full the message is dropped and
+//! counted ([`Logger::dropped`]), as HAProxy's rings do; a producer never
+//! waits for a send. The drain thread swaps each non-empty queue with a
+//! spare buffer of the same capacity and does the blocking sends outside
+//! every lock, merging the queues by timestamp; each thread's messages
+//! keep their order.
+//!
+//! [`Logger::stop`] sends everything queued before it; producers that
+//! come after it see the stop under their queue's lock and count their
+//! message as dropped, so nothing is lost without being counted.
 //!
 //! Why not `std::sync::mpsc::sync_channel` + `try_send`: it would need one
 //! owned allocation per message and bounds the number of messages rather
 //! than the memory they take; the double buffer bounds bytes and allocates
 //! nothing after start-up.
 
+use std::cell::Cell;
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -40,8 +50,10 @@ pub struct LoggerOptions {
     /// `rfc5424` headers; also switches the default format from `local`
     /// to `rfc3164`. Default is none.
     pub hostname: Option<String>,
-    /// Ring capacity in bytes (each message takes its length plus 21
-    /// bytes). Default is 1 MiB.
+    /// Capacity in bytes of each producer thread's queue (each message
+    /// takes its length plus 21 bytes), allocated at the thread's first
+    /// message; the drain thread keeps a spare of the same size per queue.
+    /// Default is 1 MiB.
     pub ring_bytes: usize,
     /// Process id written in headers. Default is the current process's.
     pub pid: u32,
@@ -71,22 +83,40 @@ pub struct Sink {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SinkId(pub usize);
 
-/// Bytes before each message in the ring: length (4), sink (4), level (1),
+/// Bytes before each message in a queue: length (4), sink (4), level (1),
 /// seconds (8), microseconds (4).
 const REC_HDR: usize = 21;
 /// Longest message accepted (the largest `len`).
 const MAX_MSG: usize = 65535;
 
+/// Producer queues. Default is 64.
+pub const QUEUES: usize = 64;
+
+/// One producer thread's queue, alone on its cache lines.
+#[repr(align(128))]
+#[derive(Default)]
+struct Queue {
+    pending: Mutex<Vec<u8>>,
+}
+
+/// The drain thread's control (never taken by a producer, except to wake
+/// the drain thread).
 struct State {
-    pending: Vec<u8>,
-    /// The drain thread sleeps and must be woken.
-    waiting: bool,
-    /// The drain thread is sending a batch.
+    /// A producer (or `flush`) asks the sleeping drain thread to look.
+    wake: bool,
+    /// The drain thread holds a batch taken from the queues.
     busy: bool,
     stop: bool,
 }
 
 struct Shared {
+    queues: Box<[Queue]>,
+    /// The drain thread is asleep or about to sleep: the producer that
+    /// swaps it to false wakes it.
+    sleeping: AtomicBool,
+    /// Set by `stop` before the drain thread's last pass; producers check
+    /// it under their queue's lock.
+    stopped: AtomicBool,
     state: Mutex<State>,
     wake: Condvar,
     idle: Condvar,
@@ -98,7 +128,7 @@ struct Shared {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// The process's logger. Cheap to clone; all clones share the ring.
+/// The process's logger. Cheap to clone; all clones share the queues.
 #[derive(Clone)]
 pub struct Logger {
     shared: Arc<Shared>,
@@ -113,12 +143,28 @@ impl std::fmt::Debug for Logger {
     }
 }
 
-fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Next queue to hand to a thread.
+static NEXT_QUEUE: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
     static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+    static MY_QUEUE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// The calling thread's queue (the last one during thread teardown).
+fn my_queue() -> usize {
+    MY_QUEUE
+        .try_with(|q| {
+            if q.get() == usize::MAX {
+                q.set(NEXT_QUEUE.fetch_add(1, Ordering::Relaxed) % QUEUES);
+            }
+            q.get()
+        })
+        .unwrap_or(QUEUES - 1)
 }
 
 impl Logger {
@@ -147,9 +193,11 @@ impl Logger {
         }
         let cap = opts.ring_bytes.max(REC_HDR + 1024);
         let shared = Arc::new(Shared {
+            queues: (0..QUEUES).map(|_| Queue::default()).collect(),
+            sleeping: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             state: Mutex::new(State {
-                pending: Vec::with_capacity(cap),
-                waiting: false,
+                wake: false,
                 busy: false,
                 stop: false,
             }),
@@ -168,7 +216,7 @@ impl Logger {
             shared: shared.clone(),
             sinks: resolved,
             outs,
-            spare: Vec::with_capacity(cap),
+            spares: (0..QUEUES).map(|_| Vec::new()).collect(),
             frame: Vec::with_capacity(MAX_MSG + 256),
             opts,
         };
@@ -195,23 +243,34 @@ impl Logger {
         let msg = &msg[..msg.len().min(MAX_MSG)];
         let (secs, micros) = time::unix_micros(SystemTime::now());
         let need = REC_HDR + msg.len();
-        let mut st = lock(&self.shared.state);
-        if st.stop || st.pending.len() + need > self.shared.cap {
-            drop(st);
+        let Some(queue) = self.shared.queues.get(my_queue()) else {
+            return false;
+        };
+        let mut p = lock(&queue.pending);
+        if self.shared.stopped.load(Ordering::SeqCst) || p.len() + need > self.shared.cap {
+            drop(p);
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
             return false;
         }
-        let p = &mut st.pending;
+        if p.capacity() < self.shared.cap {
+            // The thread's first message: the whole queue at once.
+            let more = self.shared.cap - p.len();
+            p.reserve_exact(more);
+        }
         p.extend_from_slice(&(msg.len() as u32).to_le_bytes());
         p.extend_from_slice(&(sink.0 as u32).to_le_bytes());
         p.push(level as u8);
         p.extend_from_slice(&secs.to_le_bytes());
         p.extend_from_slice(&micros.to_le_bytes());
         p.extend_from_slice(msg);
-        let wake = std::mem::replace(&mut st.waiting, false);
-        drop(st);
-        if wake {
-            self.shared.wake.notify_one();
+        drop(p);
+        // The drain thread stores `sleeping` before it looks at the queues
+        // under their locks: either it sees this message or this load sees
+        // it asleep.
+        if self.shared.sleeping.load(Ordering::SeqCst)
+            && self.shared.sleeping.swap(false, Ordering::SeqCst)
+        {
+            self.shared.wake_drain();
         }
         true
     }
@@ -256,17 +315,20 @@ impl Logger {
     /// Returns false on timeout.
     pub fn flush(&self, timeout: Duration) -> bool {
         let end = Instant::now() + timeout;
-        let mut st = lock(&self.shared.state);
-        while !st.pending.is_empty() || st.busy {
-            if std::mem::replace(&mut st.waiting, false) {
-                self.shared.wake.notify_one();
+        let sh = &self.shared;
+        let mut st = lock(&sh.state);
+        // `busy` is set under this lock before the drain thread takes a
+        // batch: not busy and every queue empty means all was sent.
+        while st.busy || !sh.queues_empty() {
+            if sh.sleeping.swap(false, Ordering::SeqCst) {
+                st.wake = true;
+                sh.wake.notify_one();
             }
             let now = Instant::now();
             if now >= end {
                 return false;
             }
-            st = self
-                .shared
+            st = sh
                 .idle
                 .wait_timeout(st, end - now)
                 .unwrap_or_else(|e| e.into_inner())
@@ -276,8 +338,9 @@ impl Logger {
     }
 
     /// Sends what is queued, then stops the drain thread. Later messages
-    /// are dropped.
+    /// are dropped (and counted).
     pub fn stop(&self) {
+        self.shared.stopped.store(true, Ordering::SeqCst);
         lock(&self.shared.state).stop = true;
         self.shared.wake.notify_one();
         let h = self
@@ -289,6 +352,17 @@ impl Logger {
         if let Some(h) = h {
             let _ = h.join();
         }
+    }
+}
+
+impl Shared {
+    fn wake_drain(&self) {
+        lock(&self.state).wake = true;
+        self.wake.notify_one();
+    }
+
+    fn queues_empty(&self) -> bool {
+        self.queues.iter().all(|q| lock(&q.pending).is_empty())
     }
 }
 
@@ -409,9 +483,41 @@ struct Drain {
     /// Per sink: its targets with their outputs, and its tag.
     sinks: Vec<(Vec<(TargetSpec, Out)>, String)>,
     outs: Outputs,
-    spare: Vec<u8>,
+    /// Per queue: the batch taken from it (swapped with its buffer).
+    spares: Vec<Vec<u8>>,
     frame: Vec<u8>,
     opts: LoggerOptions,
+}
+
+/// One queued record: sink, level, time and message.
+struct Rec<'a> {
+    sink: usize,
+    level: Level,
+    secs: i64,
+    micros: u32,
+    msg: &'a [u8],
+}
+
+/// The record at `at` in a batch, and where the next one starts.
+fn record_at(batch: &[u8], at: usize) -> Option<(Rec<'_>, usize)> {
+    let h = batch.get(at..at.checked_add(REC_HDR)?)?;
+    let word = |i: usize| -> Option<[u8; 4]> { h.get(i..i + 4)?.try_into().ok() };
+    let len = u32::from_le_bytes(word(0)?) as usize;
+    let sink = u32::from_le_bytes(word(4)?) as usize;
+    let level = Level::from_u8(*h.get(8)?);
+    let secs = i64::from_le_bytes(h.get(9..17)?.try_into().ok()?);
+    let micros = u32::from_le_bytes(word(17)?);
+    let start = at + REC_HDR;
+    let end = start.checked_add(len)?.min(batch.len());
+    let msg = batch.get(start..end)?;
+    let rec = Rec {
+        sink,
+        level,
+        secs,
+        micros,
+        msg,
+    };
+    Some((rec, start + len))
 }
 
 impl Drain {
@@ -419,44 +525,98 @@ impl Drain {
         loop {
             let stop = {
                 let mut st = lock(&self.shared.state);
-                while st.pending.is_empty() && !st.stop {
-                    st.waiting = true;
-                    st = self.shared.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-                }
-                st.waiting = false;
-                std::mem::swap(&mut st.pending, &mut self.spare);
-                st.busy = !self.spare.is_empty();
-                st.stop && self.spare.is_empty()
+                st.busy = true;
+                st.stop
             };
-            if stop {
-                self.shared.idle.notify_all();
-                return;
+            let took = self.take_all();
+            if took {
+                self.send_batches();
             }
-            self.send_batch();
-            self.spare.clear();
             lock(&self.shared.state).busy = false;
             self.shared.idle.notify_all();
+            if took {
+                continue;
+            }
+            if stop {
+                // This pass began after `stopped` was set and found
+                // nothing: every later producer drops.
+                return;
+            }
+            self.sleep();
         }
     }
 
-    fn send_batch(&mut self) {
-        let batch = std::mem::take(&mut self.spare);
-        let mut at = 0;
-        while at + REC_HDR <= batch.len() {
-            let h = &batch[at..at + REC_HDR];
-            let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
-            let sink = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
-            let level = Level::from_u8(h[8]);
-            let mut s8 = [0u8; 8];
-            s8.copy_from_slice(&h[9..17]);
-            let secs = i64::from_le_bytes(s8);
-            let micros = u32::from_le_bytes([h[17], h[18], h[19], h[20]]);
-            let msg = &batch[at + REC_HDR..(at + REC_HDR + len).min(batch.len())];
-            at += REC_HDR + len;
-            self.send_one(sink, level, Civil::from_unix(secs, micros), msg);
+    /// Sleeps until a producer, `flush` or `stop` wakes the thread.
+    fn sleep(&self) {
+        let sh = &self.shared;
+        sh.sleeping.store(true, Ordering::SeqCst);
+        if !sh.queues_empty() {
+            // A message came in before the flag was seen: no sleep.
+            sh.sleeping.store(false, Ordering::SeqCst);
+            return;
+        }
+        let mut st = lock(&sh.state);
+        while !st.wake && !st.stop {
+            st = sh.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.wake = false;
+        sh.sleeping.store(false, Ordering::SeqCst);
+    }
+
+    /// Swaps every non-empty queue with its spare; true when any was.
+    fn take_all(&mut self) -> bool {
+        let mut took = false;
+        let cap = self.shared.cap;
+        for (q, spare) in self.shared.queues.iter().zip(self.spares.iter_mut()) {
+            let mut p = lock(&q.pending);
+            if p.is_empty() {
+                continue;
+            }
+            if spare.capacity() < cap {
+                // Allocated here, not by the producer after the swap.
+                spare.reserve_exact(cap);
+            }
+            std::mem::swap(&mut *p, spare);
+            took = true;
+        }
+        took
+    }
+
+    /// Sends the batches taken, oldest message first across queues (each
+    /// queue in its order), then empties them.
+    fn send_batches(&mut self) {
+        let batches = std::mem::take(&mut self.spares);
+        let mut at: Vec<(usize, usize)> = batches
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(i, _)| (i, 0))
+            .collect();
+        loop {
+            let mut next: Option<(usize, Rec<'_>, usize)> = None;
+            for (k, &(i, pos)) in at.iter().enumerate() {
+                let Some((rec, end)) = batches.get(i).and_then(|b| record_at(b, pos)) else {
+                    continue;
+                };
+                let older = next
+                    .as_ref()
+                    .is_none_or(|(_, n, _)| (rec.secs, rec.micros) < (n.secs, n.micros));
+                if older {
+                    next = Some((k, rec, end));
+                }
+            }
+            let Some((k, rec, end)) = next else {
+                break;
+            };
+            if let Some(e) = at.get_mut(k) {
+                e.1 = end;
+            }
+            let date = Civil::from_unix(rec.secs, rec.micros);
+            self.send_one(rec.sink, rec.level, date, rec.msg);
         }
         self.outs.flush();
-        self.spare = batch;
+        self.spares = batches;
+        self.spares.iter_mut().for_each(Vec::clear);
     }
 
     fn send_one(&mut self, sink: usize, level: Level, date: Civil, msg: &[u8]) {

@@ -285,3 +285,94 @@ fn real_stdout_in_a_child_process() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("<5>from the child\n"), "{text}");
 }
+
+/// Starts a logger whose only target is a raw `stdout` into `out`.
+fn raw_logger(out: &Shared, ring_bytes: usize) -> Logger {
+    let sinks = vec![Sink {
+        targets: vec![target("stdout format raw daemon")],
+        tag: None,
+    }];
+    let o = LoggerOptions {
+        ring_bytes,
+        ..opts("t", None)
+    };
+    Logger::start_with_writers(o, sinks, Box::new(out.clone()), Box::new(io::sink())).unwrap()
+}
+
+/// `(thread, sequence)` of each `T<thread> <sequence>` line.
+fn numbered(text: &str) -> Vec<(usize, usize)> {
+    text.lines()
+        .map(|l| {
+            let (t, n) = l.trim_start_matches('T').split_once(' ').unwrap();
+            (t.parse().unwrap(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn each_thread_keeps_its_order_and_stop_sends_everything() {
+    let out = Shared::default();
+    let log = raw_logger(&out, 1 << 20);
+    const THREADS: usize = 6;
+    const EACH: usize = 2000;
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for n in 0..EACH {
+                    assert!(log.emit(SinkId(0), Level::Info, format!("T{t} {n}").as_bytes()));
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    // No flush: stop alone must send what was queued.
+    log.stop();
+    let lines = numbered(&out.text());
+    assert_eq!(lines.len(), THREADS * EACH);
+    assert_eq!((log.sent(), log.dropped()), ((THREADS * EACH) as u64, 0));
+    for t in 0..THREADS {
+        let seq: Vec<usize> = lines.iter().filter(|l| l.0 == t).map(|l| l.1).collect();
+        assert_eq!(seq, (0..EACH).collect::<Vec<_>>(), "thread {t}");
+    }
+}
+
+#[test]
+fn messages_racing_stop_are_sent_or_counted() {
+    let out = Shared::default();
+    let log = raw_logger(&out, 1 << 20);
+    let start = Arc::new(std::sync::Barrier::new(5));
+    let hs: Vec<_> = (0..4)
+        .map(|t| {
+            let (log, start) = (log.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let mut accepted = 0u64;
+                for n in 0..20_000 {
+                    if log.emit(SinkId(0), Level::Info, format!("T{t} {n}").as_bytes()) {
+                        accepted += 1;
+                    }
+                }
+                accepted
+            })
+        })
+        .collect();
+    start.wait();
+    // Stop while the producers are (most likely) still going.
+    log.stop();
+    let accepted: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+    let lines = numbered(&out.text());
+    assert_eq!(
+        lines.len() as u64,
+        accepted,
+        "every accepted message was sent"
+    );
+    assert_eq!(log.sent(), accepted);
+    assert_eq!(log.sent() + log.dropped(), 80_000);
+    for t in 0..4 {
+        let seq: Vec<usize> = lines.iter().filter(|l| l.0 == t).map(|l| l.1).collect();
+        assert!(seq.windows(2).all(|w| w[0] < w[1]), "thread {t} in order");
+    }
+}

@@ -388,7 +388,11 @@ async fn accept_loop(
                     sess.expect_proxy |= accept_proxy;
                     shared.global.cur.fetch_add(1, Ordering::Relaxed);
                     let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
-                    fe.smax.fetch_max(cur, Ordering::Relaxed);
+                    // A read first: the shared line is only written
+                    // (fetch_max always writes) when the peak moves.
+                    if cur > fe.smax.load(Ordering::Relaxed) {
+                        fe.smax.fetch_max(cur, Ordering::Relaxed);
+                    }
                     fe.front.counters.inc(fairlead_backend::counters::C::Stot);
                     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
                     let guard = ConnGuard(account.clone(), worker, id);
