@@ -39,6 +39,7 @@ pub mod h2;
 mod key;
 mod local;
 pub mod logging;
+pub mod park;
 mod persist;
 mod process;
 pub mod resolve;
@@ -46,7 +47,8 @@ mod respond;
 mod session;
 mod txn;
 
-pub use session::{serve_http, serve_http_with, SessCarry};
+pub use park::{ConnAccount, ConnCtl, ConnHold};
+pub use session::{serve_http, serve_http_held, serve_http_with, SessCarry};
 
 pub use fairlead_l4::{CapturedRequest, ErrorCapture, Frontend, Routes};
 
