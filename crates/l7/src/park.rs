@@ -164,10 +164,10 @@ impl Wake for ConnCtl {
     }
 }
 
-/// A parked connection.
+/// A parked connection. Its deadline is not kept: it is
+/// [`Session::idle_deadline`], which does not change while it is parked.
 struct Parked {
     s: Session,
-    deadline: Option<Instant>,
 }
 
 /// The worker's parked connections.
@@ -285,8 +285,7 @@ pub(crate) fn park(mut s: Session) -> Parking {
         }
         st.task = None;
     }
-    let deadline = s.idle_deadline();
-    if let Some(d) = deadline {
+    if let Some(d) = s.idle_deadline() {
         let mut dl = set.deadlines.borrow_mut();
         let earliest = dl.first().is_none_or(|&(first, _)| d < first);
         dl.insert((d, slot));
@@ -297,7 +296,7 @@ pub(crate) fn park(mut s: Session) -> Parking {
     }
     set.slots
         .borrow_mut()
-        .insert_at(slot, Box::new(Parked { s, deadline }));
+        .insert_at(slot, Box::new(Parked { s }));
     Parking::Done
 }
 
@@ -305,7 +304,7 @@ impl IdleSet {
     /// Takes the entry in `slot` out of the set.
     fn take(&self, slot: usize) -> Option<Box<Parked>> {
         let p = self.slots.borrow_mut().take(slot)?;
-        if let Some(d) = p.deadline {
+        if let Some(d) = p.s.idle_deadline() {
             self.deadlines.borrow_mut().remove(&(d, slot));
         }
         p.s.hold

@@ -39,8 +39,9 @@ pub(crate) struct Session {
     pub(crate) cbuf: IoBuf,
     /// A server connection kept private to this client between requests
     /// (`http-reuse never`); with the other modes it goes back to the
-    /// thread's idle pool after each response.
-    pub(crate) attached: Option<Attached>,
+    /// thread's idle pool after each response. Boxed: most sessions never
+    /// have one, and every idle session carries the field.
+    pub(crate) attached: Option<Box<Attached>>,
     /// What the connection keeps between requests, boxed (most
     /// connections have none): its `sess` variables and stick counters.
     pub(crate) sess: Option<Box<SessCarry>>,
@@ -239,7 +240,7 @@ fn session_loop(mut s: Session, resumed: bool) -> impl std::future::Future<Outpu
 pub(crate) fn finish(mut s: Session) {
     // The client is gone: its server connection may serve other clients.
     if let Some(a) = s.attached.take() {
-        park(a, s.eff);
+        park(*a, s.eff);
     }
     end_sess_trackers(s.take_trk());
 }
