@@ -224,3 +224,13 @@ fn many_parked_connections_are_all_served_again() {
         assert!(b.closed().is_empty());
     });
 }
+
+/// What a parked connection costs besides its socket: the boxed entry
+/// (the session), its slab slot and its deadline key.
+#[test]
+fn parked_entry_is_small() {
+    let entry = std::mem::size_of::<Parked>();
+    eprintln!("parked entry {entry} bytes");
+    // 896 bytes for the task of an idle connection before parking.
+    assert!(entry <= 224, "a parked entry is {entry} bytes");
+}

@@ -51,8 +51,11 @@ fn idle_connection_state_is_small() {
         // (`fairlead_net::wait::IdleWait`, 232 bytes with its caller,
         // against 888 for the composed `timeout_at` + `readable` +
         // `select!`) and the session stopped being held twice (once as
-        // the async fn's arguments): 496 now.
-        assert!(size <= 512, "idle connection state is {size} bytes");
+        // the async fn's arguments): 496, then 480 with the server
+        // connection of `http-reuse never` boxed. A keep-alive connection
+        // with a runtime hold does not keep this task while idle (see
+        // `crate::park`); a new one does until its first request.
+        assert!(size <= 480, "idle connection state is {size} bytes");
         assert!(request > size, "the request phase should be the large part");
     });
 }
