@@ -217,14 +217,6 @@ impl Slab {
     }
 }
 
-/// How [`park`] went.
-pub(crate) enum Parking {
-    /// The session is parked (or was closed): the task ends.
-    Done,
-    /// Already readable: the task goes on with it.
-    Back(Session),
-}
-
 /// The calling worker's idle set, made (with its reaper task) on first use.
 /// A new one replaces one whose reaper is gone (its runtime ended: only
 /// in tests, where a thread may run several runtimes).
@@ -257,11 +249,13 @@ pub fn parked_count() -> usize {
     })
 }
 
-/// Parks an idle session: the caller's task then ends. The session must
-/// have a [`ConnHold`] (see [`Session::can_park`]).
-pub(crate) fn park(mut s: Session) -> Parking {
+/// Parks an idle session, which needs a [`ConnHold`] (see
+/// [`Session::can_park`]). `None`: it is parked (or was closed), the
+/// caller's task ends; `Some`: it is already readable (or has no hold),
+/// the task goes on with it.
+pub(crate) fn park(mut s: Session) -> Option<Session> {
     let Some(ctl) = s.hold.as_ref().map(|h| h.ctl.clone()) else {
-        return Parking::Back(s);
+        return Some(s);
     };
     let set = idle_set(&s.ctx.stop);
     s.cbuf.release_if_empty();
@@ -273,7 +267,7 @@ pub(crate) fn park(mut s: Session) -> Parking {
         .is_ready()
     {
         ctl.slot.store(NOT_PARKED, Ordering::Release);
-        return Parking::Back(s);
+        return Some(s);
     }
     {
         let mut st = lock(&ctl.state);
@@ -281,7 +275,7 @@ pub(crate) fn park(mut s: Session) -> Parking {
             drop(st);
             ctl.slot.store(NOT_PARKED, Ordering::Release);
             finish(s);
-            return Parking::Done;
+            return None;
         }
         st.task = None;
     }
@@ -297,7 +291,7 @@ pub(crate) fn park(mut s: Session) -> Parking {
     set.slots
         .borrow_mut()
         .insert_at(slot, Box::new(Parked { s }));
-    Parking::Done
+    None
 }
 
 impl IdleSet {
@@ -307,9 +301,9 @@ impl IdleSet {
         if let Some(d) = p.s.idle_deadline() {
             self.deadlines.borrow_mut().remove(&(d, slot));
         }
-        p.s.hold
-            .as_ref()
-            .map(|h| h.ctl.slot.store(NOT_PARKED, Ordering::Release));
+        if let Some(h) = p.s.hold.as_ref() {
+            h.ctl.slot.store(NOT_PARKED, Ordering::Release);
+        }
         Some(p)
     }
 

@@ -202,8 +202,8 @@ fn session_loop(mut s: Session, resumed: bool) -> impl std::future::Future<Outpu
         loop {
             if may_park && s.can_park() {
                 match crate::park::park(s) {
-                    crate::park::Parking::Done => return,
-                    crate::park::Parking::Back(b) => s = b,
+                    None => return,
+                    Some(back) => s = back,
                 }
             }
             may_park = true;
