@@ -399,9 +399,9 @@ impl Session {
             if a.srv == server.conf.id && a.stream.idle_alive() && server.admin.conn_fits(&a.stream)
             {
                 a.reused = true;
-                return Ok((Found::H1(a), slot, true));
+                return Ok((Found::H1(*a), slot, true));
             }
-            park(a, self.eff);
+            park(*a, self.eff);
         }
         if !server.conf.proto_h2 {
             if let Some(stream) = pooled(server, self.eff, self.first, target.names) {

@@ -5,7 +5,10 @@
 //!
 //! 1. **wait**: wait for the next request without holding a buffer
 //!    (`timeout http-request` for the first, `timeout http-keep-alive` for
-//!    the next ones; a soft stop closes idle connections here);
+//!    the next ones; a soft stop closes idle connections here). A
+//!    keep-alive connection served with a runtime hold
+//!    ([`serve_http_held`]) waits without a task: it is parked in the
+//!    worker's idle set ([`park`]) until its next request arrives;
 //! 2. **read_head**: parse the head in place (`fairlead-http`), bounded by
 //!    `tune.bufsize` and `timeout http-request` (408);
 //! 3. **prepare** and **connect** (`forward.rs`): the head as the server
@@ -39,6 +42,7 @@ pub mod h2;
 mod key;
 mod local;
 pub mod logging;
+pub mod park;
 mod persist;
 mod process;
 pub mod resolve;
@@ -46,7 +50,8 @@ mod respond;
 mod session;
 mod txn;
 
-pub use session::{serve_http, serve_http_with, SessCarry};
+pub use park::{ConnAccount, ConnCtl, ConnHold};
+pub use session::{serve_http, serve_http_held, serve_http_with, SessCarry};
 
 pub use fairlead_l4::{CapturedRequest, ErrorCapture, Frontend, Routes};
 

@@ -159,7 +159,7 @@ impl Session {
         if server_keep {
             if self.eff.reuse == HttpReuse::Never {
                 // Private to this client until it leaves.
-                self.attached = Some(conn);
+                self.attached = Some(Box::new(conn));
             } else {
                 // Shared: an idle client holds no server connection.
                 park(conn, self.eff);

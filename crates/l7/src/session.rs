@@ -43,8 +43,9 @@ pub(crate) struct Session {
     pub(crate) cbuf: IoBuf,
     /// A server connection kept private to this client between requests
     /// (`http-reuse never`); with the other modes it goes back to the
-    /// thread's idle pool after each response.
-    pub(crate) attached: Option<Attached>,
+    /// thread's idle pool after each response. Boxed: most sessions never
+    /// have one, and every idle session carries the field.
+    pub(crate) attached: Option<Box<Attached>>,
     /// What the connection keeps between requests, boxed (most
     /// connections have none): its `sess` variables and stick counters.
     pub(crate) sess: Option<Box<SessCarry>>,
@@ -54,6 +55,9 @@ pub(crate) struct Session {
     last_end: Instant,
     /// When the current request's first byte arrived.
     first_byte: Instant,
+    /// The connection's place in the runtime's accounts; a session with
+    /// one is parked without a task while idle ([`crate::park`]).
+    pub(crate) hold: Option<crate::park::ConnHold>,
 }
 
 /// What a connection keeps between its requests: what its
@@ -131,6 +135,21 @@ pub fn serve_http_with(
     ctx: Rc<HttpCtx>,
     sess: Option<Box<SessCarry>>,
 ) -> impl std::future::Future<Output = ()> {
+    serve_http_held(client, peer, ctx, sess, None)
+}
+
+/// [`serve_http_with`] for a connection counted in the runtime's accounts
+/// by `hold` (dropped when the connection ends). Such a connection has no
+/// task while it is idle between requests: it is parked in the worker's
+/// idle set ([`crate::park`]) and gets a new task when its next request
+/// arrives; the future returned then ends early.
+pub fn serve_http_held(
+    client: Conn,
+    peer: SocketAddr,
+    ctx: Rc<HttpCtx>,
+    sess: Option<Box<SessCarry>>,
+    hold: Option<crate::park::ConnHold>,
+) -> impl std::future::Future<Output = ()> {
     let eff = Effective {
         conn_mode: ctx
             .front
@@ -152,6 +171,7 @@ pub fn serve_http_with(
         accepted_at: Instant::now(),
         last_end: Instant::now(),
         first_byte: Instant::now(),
+        hold,
     })
 }
 
@@ -161,15 +181,40 @@ pub fn serve_http_with(
 /// `async fn` would hold its argument and its own copy of it.
 // Not an `async fn`, on purpose (see above).
 #[allow(clippy::manual_async_fn)]
-fn serve_session(mut s: Session) -> impl std::future::Future<Output = ()> {
+fn serve_session(s: Session) -> impl std::future::Future<Output = ()> {
+    session_loop(s, false)
+}
+
+/// The task of a parked session that became readable.
+pub(crate) fn serve_resumed(s: Session) -> impl std::future::Future<Output = ()> {
+    session_loop(s, true)
+}
+
+/// The phase loop; `resumed`: a parked session whose socket was readable
+/// (it waits for its request at once instead of parking again).
+// Not an `async fn`, on purpose (see `serve_session`).
+#[allow(clippy::manual_async_fn)]
+fn session_loop(mut s: Session, resumed: bool) -> impl std::future::Future<Output = ()> {
     async move {
-        if crate::h2::selected(&s.client, &s.ctx) {
-            return into_h2(s).await;
+        if !resumed {
+            if crate::h2::selected(&s.client, &s.ctx) {
+                return into_h2(s).await;
+            }
+            let _ = s.client.set_nodelay(true);
         }
-        let _ = s.client.set_nodelay(true);
+        let mut may_park = !resumed;
         loop {
-            if !s.wait().await {
-                break;
+            if may_park && s.can_park() {
+                match crate::park::park(s) {
+                    None => return,
+                    Some(back) => s = back,
+                }
+            }
+            may_park = true;
+            match s.wait().await {
+                Wait::Request => {}
+                Wait::Idle => continue,
+                Wait::Close => break,
             }
             // HTTP/2 preface detection; boxed, so that this rare wait stays
             // out of every idle connection's task.
@@ -191,12 +236,27 @@ fn serve_session(mut s: Session) -> impl std::future::Future<Output = ()> {
                 break;
             }
         }
-        // The client is gone: its server connection may serve other clients.
-        if let Some(a) = s.attached.take() {
-            park(a, s.eff);
-        }
-        end_sess_trackers(s.take_trk());
+        finish(s);
     }
+}
+
+/// The end of a session, with or without a task.
+pub(crate) fn finish(mut s: Session) {
+    // The client is gone: its server connection may serve other clients.
+    if let Some(a) = s.attached.take() {
+        park(*a, s.eff);
+    }
+    end_sess_trackers(s.take_trk());
+}
+
+/// What [`Session::wait`] saw.
+enum Wait {
+    /// The next request's first bytes are in the buffer.
+    Request,
+    /// Nothing yet after all (the readiness was spurious): park again.
+    Idle,
+    /// The connection must close.
+    Close,
 }
 
 /// The end of the connection: its stick counter slots give their
@@ -217,9 +277,14 @@ fn into_h2(s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>
         peer,
         cbuf,
         ctx,
+        hold,
         ..
     } = s;
-    Box::pin(crate::h2::serve_h2(client, peer, ctx, cbuf, sess_trk))
+    Box::pin(async move {
+        crate::h2::serve_h2(client, peer, ctx, cbuf, sess_trk).await;
+        // The connection counts as open until here.
+        drop(hold);
+    })
 }
 
 /// Phases 2 to 6 of one request, owning the session meanwhile.
@@ -263,27 +328,38 @@ impl Session {
         self.ctx.stop.is_set()
     }
 
-    /// Phase 1: wait for the first byte of the next request, holding no
-    /// buffer. Returns false when the connection must close.
-    async fn wait(&mut self) -> bool {
-        if !self.cbuf.is_empty() {
-            return true;
-        }
+    /// True when the session, idle between requests, may be parked
+    /// without a task: a keep-alive connection with a [`Self::hold`],
+    /// nothing buffered, and no soft stop.
+    pub(crate) fn can_park(&self) -> bool {
+        !self.first && self.hold.is_some() && self.cbuf.is_empty() && !self.stopping()
+    }
+
+    /// When the idle wait for the next request ends: `timeout
+    /// http-request` (or `client`) from the accept for the first request,
+    /// `timeout http-keep-alive` (or `http-request`, or `client`) from the
+    /// end of the previous one for the others. `None`: no timeout.
+    pub(crate) fn idle_deadline(&self) -> Option<Instant> {
         let t = &self.ctx.front.timeouts;
-        let idle = if self.first {
-            t.http_request.or(t.client)
+        if self.first {
+            t.http_request.or(t.client).map(|d| self.accepted_at + d)
         } else {
-            t.http_keep_alive.or(t.http_request).or(t.client)
-        };
-        let deadline = idle.map(|d| {
-            if self.first {
-                self.accepted_at + d
-            } else {
-                Instant::now() + d
-            }
-        });
+            t.http_keep_alive
+                .or(t.http_request)
+                .or(t.client)
+                .map(|d| self.last_end + d)
+        }
+    }
+
+    /// Phase 1: wait for the first byte of the next request, holding no
+    /// buffer.
+    async fn wait(&mut self) -> Wait {
+        if !self.cbuf.is_empty() {
+            return Wait::Request;
+        }
+        let deadline = self.idle_deadline();
         if !self.first && self.stopping() {
-            return false;
+            return Wait::Close;
         }
         // A soft stop closes idle keep-alive connections; a new connection
         // still gets its first request served.
@@ -294,10 +370,14 @@ impl Session {
                 Woken::Readable(Ok(())) => {}
                 Woken::Readable(Err(e)) => break Err(e),
                 Woken::TimedOut => break Err(timed_out("http-request timeout")),
-                Woken::Stopped => return false,
+                Woken::Stopped => return Wait::Close,
             }
             match self.cbuf.try_read_from(&self.client, usize::MAX) {
-                Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if self.can_park() {
+                        return Wait::Idle;
+                    }
+                }
                 r => break r,
             }
         };
@@ -310,11 +390,11 @@ impl Session {
                     rl.end(Who::Client, Phase::Request);
                     self.log(&rl);
                 }
-                false
+                Wait::Close
             }
             Ok(_) => {
                 self.first_byte = Instant::now();
-                true
+                Wait::Request
             }
             Err(e) if e.kind() == ErrorKind::TimedOut => {
                 if self.first {
@@ -322,9 +402,9 @@ impl Session {
                     // stays out of every idle connection's task.
                     Box::pin(self.first_request_timeout()).await;
                 }
-                false
+                Wait::Close
             }
-            Err(_) => false,
+            Err(_) => Wait::Close,
         }
     }
 
@@ -626,4 +706,4 @@ fn reason(status: u16) -> &'static str {
 
 #[cfg(test)]
 #[path = "session_tests.rs"]
-mod tests;
+pub(crate) mod tests;

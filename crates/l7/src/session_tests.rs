@@ -14,45 +14,7 @@ fn idle_connection_state_is_small() {
         let c = tokio::net::TcpStream::connect(l.local_addr().unwrap())
             .await
             .unwrap();
-        let cfg = fairlead_config::Backend::default();
-        let be = std::sync::Arc::new(
-            fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
-        );
-        let routes = crate::Routes {
-            fe_rules: Default::default(),
-            backends: Vec::new(),
-            be_rules: Vec::new(),
-            by_name: Default::default(),
-            default: None,
-            default_be: be,
-            hostname: "h".into(),
-            inspect_max: 1000,
-        };
-        let ctx = std::rc::Rc::new(crate::HttpCtx {
-            service: None,
-            front: std::sync::Arc::new(crate::Frontend {
-                name: "x".into(),
-                mode: fairlead_config::Mode::Http,
-                timeouts: Default::default(),
-                conn_mode: Default::default(),
-                forwardfor: None,
-                accept_invalid_http_request: false,
-                http_no_delay: false,
-                max_head: 1000,
-                routes: std::sync::Arc::new(routes),
-                counters: Default::default(),
-                log: None,
-                errors: Default::default(),
-                actconn: Default::default(),
-                feconn: Default::default(),
-                denied_conn: Default::default(),
-                denied_sess: Default::default(),
-                h2_only: Vec::new(),
-                h2: Default::default(),
-                splice: Default::default(),
-            }),
-            stop: std::rc::Rc::new(fairlead_net::Stop::new()),
-        });
+        let ctx = test_ctx(None, Default::default());
         let idle = super::serve_http(c.into(), "127.0.0.1:1".parse().unwrap(), ctx.clone());
         let size = std::mem::size_of_val(&idle);
         let s = super::Session {
@@ -73,6 +35,7 @@ fn idle_connection_state_is_small() {
             accepted_at: tokio::time::Instant::now(),
             last_end: tokio::time::Instant::now(),
             first_byte: tokio::time::Instant::now(),
+            hold: None,
         };
         let request = std::mem::size_of_val(&super::request_phase(s));
         eprintln!("idle task state {size} bytes, request phase {request} bytes");
@@ -88,8 +51,58 @@ fn idle_connection_state_is_small() {
         // (`fairlead_net::wait::IdleWait`, 232 bytes with its caller,
         // against 888 for the composed `timeout_at` + `readable` +
         // `select!`) and the session stopped being held twice (once as
-        // the async fn's arguments): 496 now.
-        assert!(size <= 512, "idle connection state is {size} bytes");
+        // the async fn's arguments): 496, then 480 with the server
+        // connection of `http-reuse never` boxed. A keep-alive connection
+        // with a runtime hold does not keep this task while idle (see
+        // `crate::park`); a new one does until its first request.
+        assert!(size <= 480, "idle connection state is {size} bytes");
         assert!(request > size, "the request phase should be the large part");
     });
+}
+
+/// A frontend context with no server, `service` (if any) answering the
+/// requests, and these timeouts.
+pub(crate) fn test_ctx(
+    service: Option<std::sync::Arc<dyn crate::LocalService + Send + Sync>>,
+    timeouts: fairlead_config::Timeouts,
+) -> std::rc::Rc<crate::HttpCtx> {
+    let cfg = fairlead_config::Backend::default();
+    let be = std::sync::Arc::new(
+        fairlead_backend::Backend::new(&cfg, &|_| unreachable!(), &mut 0, 1).unwrap(),
+    );
+    let routes = crate::Routes {
+        fe_rules: Default::default(),
+        backends: Vec::new(),
+        be_rules: Vec::new(),
+        by_name: Default::default(),
+        default: None,
+        default_be: be,
+        hostname: "h".into(),
+        inspect_max: 1000,
+    };
+    std::rc::Rc::new(crate::HttpCtx {
+        service,
+        front: std::sync::Arc::new(crate::Frontend {
+            name: "x".into(),
+            mode: fairlead_config::Mode::Http,
+            timeouts,
+            conn_mode: Default::default(),
+            forwardfor: None,
+            accept_invalid_http_request: false,
+            http_no_delay: false,
+            max_head: 1000,
+            routes: std::sync::Arc::new(routes),
+            counters: Default::default(),
+            log: None,
+            errors: Default::default(),
+            actconn: Default::default(),
+            feconn: Default::default(),
+            denied_conn: Default::default(),
+            denied_sess: Default::default(),
+            h2_only: Vec::new(),
+            h2: Default::default(),
+            splice: Default::default(),
+        }),
+        stop: std::rc::Rc::new(fairlead_net::Stop::new()),
+    })
 }

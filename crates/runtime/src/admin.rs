@@ -348,7 +348,7 @@ impl AdminApi for Admin {
         for reg in &self.hub.shared.sessions {
             let Ok(reg) = reg.lock() else { continue };
             if let Some(e) = reg.get(&id) {
-                e.abort.abort();
+                e.ctl.shutdown();
                 return true;
             }
         }

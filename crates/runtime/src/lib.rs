@@ -142,8 +142,9 @@ pub struct SessionEntry {
     pub frontend: usize,
     pub client: SocketAddr,
     pub since: std::time::Instant,
-    /// Aborts the connection's task (`shutdown session`).
-    pub abort: tokio::task::AbortHandle,
+    /// Closes the connection, whether it has a task or is parked idle
+    /// (`shutdown session`).
+    pub ctl: std::sync::Arc<fairlead_l7::ConnCtl>,
 }
 
 /// State shared by every worker.

@@ -14,7 +14,7 @@
 use crate::{FrontendRt, Shared};
 use fairlead_config::Mode;
 use fairlead_l4::{ConnFacts, Gate, SessState};
-use fairlead_l7::HttpCtx;
+use fairlead_l7::{ConnHold, HttpCtx};
 use fairlead_net::profile::{Profiled, TaskKind};
 use fairlead_net::Stop;
 use std::rc::Rc;
@@ -359,7 +359,11 @@ async fn accept_loop(
         accept_proxy,
     } = listener;
     let stop = ctx.stop.clone();
-    let account = Rc::new((shared.clone(), fe.clone()));
+    let account: Rc<dyn fairlead_l7::ConnAccount> = Rc::new(Account {
+        shared: shared.clone(),
+        fe: fe.clone(),
+        worker,
+    });
     let mut burst = 0usize;
     loop {
         // Stop accepting while a limit is reached; wake when a connection
@@ -395,8 +399,10 @@ async fn accept_loop(
                     }
                     fe.front.counters.inc(fairlead_backend::counters::C::Stot);
                     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-                    let guard = ConnGuard(account.clone(), worker, id);
-                    let task = spawn_session(&fe, &ctx, &tls, stream, peer, guard, sess);
+                    let ctl = fairlead_l7::ConnCtl::new();
+                    let hold = fairlead_l7::ConnHold::new(account.clone(), id, ctl.clone());
+                    let task = spawn_session(&fe, &ctx, &tls, stream, peer, hold, sess);
+                    ctl.set_task(task.abort_handle());
                     if let Ok(mut reg) = shared.sessions[worker].lock() {
                         reg.insert(
                             id,
@@ -404,7 +410,7 @@ async fn accept_loop(
                                 frontend: fe_idx,
                                 client: peer,
                                 since: std::time::Instant::now(),
-                                abort: task.abort_handle(),
+                                ctl,
                             },
                         );
                     }
@@ -451,18 +457,18 @@ fn spawn_session(
     tls: &Option<Arc<fairlead_tls::BindContext>>,
     stream: tokio::net::TcpStream,
     peer: std::net::SocketAddr,
-    guard: ConnGuard,
+    hold: ConnHold,
     sess: SessState,
 ) -> tokio::task::JoinHandle<()> {
     let opening = Box::pin(open(fe.clone(), tls.clone(), stream, peer, sess));
     match fe.front.mode {
         Mode::Http => tokio::task::spawn_local(Profiled::new(
             TaskKind::HttpSession,
-            http_session(opening, guard, ctx.clone()),
+            http_session(opening, hold, ctx.clone()),
         )),
         Mode::Tcp => tokio::task::spawn_local(Profiled::new(
             TaskKind::TcpSession,
-            tcp_session(opening, guard, fe.clone()),
+            tcp_session(opening, hold, fe.clone()),
         )),
     }
 }
@@ -498,12 +504,12 @@ async fn open(
 #[allow(clippy::manual_async_fn)]
 fn http_session(
     opening: std::pin::Pin<Box<impl std::future::Future<Output = Option<Opened>>>>,
-    guard: ConnGuard,
+    hold: ConnHold,
     ctx: Rc<HttpCtx>,
 ) -> impl std::future::Future<Output = ()> {
     async move {
         let Some(Opened { conn, peer, sess }) = opening.await else {
-            drop(guard);
+            drop(hold);
             return;
         };
         // `set-src` and the `sess` variables of the connection and session
@@ -512,18 +518,19 @@ fn http_session(
         let mut sess = sess;
         let trackers = sess.trackers.take();
         let carry = fairlead_l7::SessCarry::new(sess.into_sess_vars(), trackers);
-        fairlead_l7::serve_http_with(conn, peer, ctx, carry).await;
-        drop(guard);
+        // The hold goes with the session: to the idle set while it is
+        // parked, then to its next task.
+        fairlead_l7::serve_http_held(conn, peer, ctx, carry, Some(hold)).await;
     }
 }
 
 /// A TCP connection's task.
 async fn tcp_session(
     opening: std::pin::Pin<Box<impl std::future::Future<Output = Option<Opened>>>>,
-    guard: ConnGuard,
+    hold: ConnHold,
     fe: Arc<FrontendRt>,
 ) {
-    let _guard = guard;
+    let _hold = hold;
     let Some(Opened { conn, peer, sess }) = opening.await else {
         return;
     };
@@ -531,15 +538,21 @@ async fn tcp_session(
     let _ = fairlead_l4::serve_tcp(conn, peer, &fe.front, accepted, sess).await;
 }
 
-/// Counts one accepted connection against the global and frontend limits
-/// until dropped, then wakes listeners paused on a limit.
-struct ConnGuard(Rc<(Arc<Shared>, Arc<FrontendRt>)>, usize, u64);
+/// The accounts of one listener's connections: each one counts against
+/// the global and frontend limits, and is listed in the worker's session
+/// list, until its [`ConnHold`] is dropped; listeners paused on a limit
+/// are then woken.
+struct Account {
+    shared: Arc<Shared>,
+    fe: Arc<FrontendRt>,
+    worker: usize,
+}
 
-impl Drop for ConnGuard {
-    fn drop(&mut self) {
-        let (shared, fe) = &*self.0;
-        if let Ok(mut reg) = shared.sessions[self.1].lock() {
-            reg.remove(&self.2);
+impl fairlead_l7::ConnAccount for Account {
+    fn closed(&self, id: u64) {
+        let (shared, fe) = (&self.shared, &self.fe);
+        if let Ok(mut reg) = shared.sessions[self.worker].lock() {
+            reg.remove(&id);
         }
         let g = shared.global.cur.fetch_sub(1, Ordering::SeqCst);
         let f = fe.limit.cur.fetch_sub(1, Ordering::SeqCst);
