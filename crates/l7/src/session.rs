@@ -162,7 +162,8 @@ fn serve_session(mut s: Session) -> impl std::future::Future<Output = ()> {
         if crate::h2::selected(&s.client, &s.ctx) {
             return into_h2(s).await;
         }
-        let _ = s.client.set_nodelay(true);
+        // TCP_NODELAY comes from the listener (see
+        // fairlead_net::tune_listener): no system call per connection.
         loop {
             if !s.wait().await {
                 break;
@@ -233,6 +234,8 @@ pub(crate) fn park(a: Attached, eff: Effective) {
 
 /// How the response phase ended, for the keep-alive decision.
 pub(crate) struct Outcome {
+    /// The client connection stays open for the next request; when false,
+    /// whoever made the outcome has already shut its write side down.
     pub(crate) client_keep: bool,
     pub(crate) server_keep: bool,
 }
@@ -479,7 +482,8 @@ impl Session {
         if outcome.client_keep {
             Next::KeepGoing
         } else {
-            self.client.shutdown_write();
+            // The response's sender already shut the write side down,
+            // right after the last bytes.
             Next::Close
         }
     }
