@@ -38,6 +38,11 @@ pub struct TlsNames<'a> {
     /// The TLVs of a `send-proxy-v2` header ([`proxy_v2_tlvs`]). Default
     /// is none (a header with the addresses only).
     pub proxy_v2: Option<&'a fairlead_proxyproto::V2Options>,
+    /// The caller writes as soon as the connection is established (an
+    /// HTTP request, TCP data already read from the client): with `option
+    /// tcp-smart-connect` the handshake's last ACK waits for that data.
+    /// Default is false.
+    pub has_data: bool,
 }
 
 /// The TLVs of the PROXY v2 header sent to `server` for a request of the
@@ -133,6 +138,19 @@ pub async fn open(
     timeout: Option<Duration>,
     names: TlsNames<'_>,
 ) -> std::io::Result<Conn> {
+    open_with(server, timeout, names, false).await
+}
+
+/// [`open`], with the backend's `option tcp-smart-connect` (`smart`): the
+/// TCP connection is opened out of quick-ack mode when something is sent
+/// as soon as it is established (`names.has_data`, a PROXY protocol
+/// header, a TLS hello), as HAProxy does.
+async fn open_with(
+    server: &Server,
+    timeout: Option<Duration>,
+    names: TlsNames<'_>,
+    smart: bool,
+) -> std::io::Result<Conn> {
     let addr = **server.admin.addr.load();
     if server.conf.unresolved.is_some() {
         // No address (a dynamic server added by name): HAProxy 2.6 fails
@@ -143,7 +161,10 @@ pub async fn open(
         ));
     }
     let tcp = match (&server.conf.unix, server.conf.socks4) {
-        (None, None) => fairlead_net::connect(addr, timeout).await?,
+        (None, None) => {
+            let data = names.has_data || server.conf.send_proxy != 0 || server.conf.tls.is_some();
+            fairlead_net::connect_with(addr, timeout, smart && data).await?
+        }
         (None, Some(proxy)) => {
             let mut tcp = fairlead_net::connect(proxy, timeout).await?;
             let handshake = fairlead_health::socks4::connect(&mut tcp, addr);
@@ -179,7 +200,8 @@ pub async fn connect_server(
     let connect_timeout = be.options.timeouts.connect;
     loop {
         let server = slot.server().clone();
-        let e = match open(&server, connect_timeout, names).await {
+        let smart = be.options.tcp_smart_connect;
+        let e = match open_with(&server, connect_timeout, names, smart).await {
             Ok(stream) => {
                 server.metrics.counters.inc(C::ConnNew);
                 server.observe(false, true);

@@ -443,6 +443,20 @@ pub struct ProxyOptions {
     /// with `MSG_MORE` for the rest of a body of known length (for
     /// interactive protocols over HTTP/1). Default is off.
     pub http_no_delay: bool,
+    /// `option tcp-smart-accept` (frontends): the listening sockets are
+    /// put out of TCP quick-ack mode, so the kernel does not acknowledge a
+    /// request on its own but lets the ACK ride with the response (or
+    /// sends it after its delayed-ACK timer, about 40 ms). `Some(true)`
+    /// forces it on, `Some(false)` (`no option tcp-smart-accept`) off.
+    /// Default is `None` (also `default option tcp-smart-accept`):
+    /// automatic, on in `mode http` and off in `mode tcp`, as in HAProxy.
+    pub tcp_smart_accept: Option<bool>,
+    /// `option tcp-smart-connect` (backends): a server connection that has
+    /// data to send as soon as it is established (an HTTP request, TCP data
+    /// already read, a PROXY protocol header, a TLS hello) is opened out of
+    /// quick-ack mode, so the last ACK of the handshake rides with the
+    /// first data segment. Default is off, as in HAProxy.
+    pub tcp_smart_connect: bool,
     /// `cookie ...` persistence. Default is none.
     pub cookie: Option<CookieConfig>,
     /// `retry-on`. Default is `conn-failure` only.
@@ -467,6 +481,14 @@ pub struct ProxyOptions {
     /// `option splice-auto|splice-request|splice-response`. Default is
     /// all off.
     pub splice: Splice,
+}
+
+impl ProxyOptions {
+    /// Whether `option tcp-smart-accept` is in force for this proxy's
+    /// listeners: as set, else on in `mode http` only.
+    pub fn smart_accept(&self) -> bool {
+        self.tcp_smart_accept.unwrap_or(self.mode == Mode::Http)
+    }
 }
 
 /// Kernel splicing asked for by a proxy. A stream splices a direction

@@ -847,3 +847,74 @@ backend c\n server s 127.0.0.1:1\n")
         .iter()
         .any(|k| k.keyword == "option http-no-delay" && k.status == Support::Implemented));
 }
+
+/// `option tcp-smart-accept` is automatic (on in `mode http`, off in
+/// `mode tcp`) unless set; `no option` turns it off, `default option`
+/// back to automatic; a backend has no frontend capability for it.
+#[test]
+fn tcp_smart_accept_option() {
+    let p = ok("defaults\n mode http\n\
+frontend auto_http\n bind 127.0.0.1:80\n default_backend b\n\
+frontend auto_tcp\n mode tcp\n bind 127.0.0.1:81\n default_backend t\n\
+frontend off_http\n no option tcp-smart-accept\n bind 127.0.0.1:82\n default_backend b\n\
+frontend on_tcp\n mode tcp\n option tcp-smart-accept\n bind 127.0.0.1:83\n default_backend t\n\
+frontend back_auto\n no option tcp-smart-accept\n default option tcp-smart-accept\n bind 127.0.0.1:84\n default_backend b\n\
+backend b\n option tcp-smart-accept\n server s 127.0.0.1:1\n\
+backend t\n mode tcp\n server s 127.0.0.1:1\n");
+    let fe = |n: &str| p.config.frontends.iter().find(|f| f.name == n).unwrap();
+    let got: Vec<(Option<bool>, bool)> =
+        ["auto_http", "auto_tcp", "off_http", "on_tcp", "back_auto"]
+            .iter()
+            .map(|n| (fe(n).options.tcp_smart_accept, fe(n).options.smart_accept()))
+            .collect();
+    assert_eq!(
+        got,
+        [
+            (None, true),
+            (None, false),
+            (Some(false), false),
+            (Some(true), true),
+            (None, true)
+        ]
+    );
+    assert!(has(
+        &warns(&p),
+        "'option tcp-smart-accept' ignored because backend 'b' has no frontend capability"
+    ));
+    // Inherited from defaults, turned off in one frontend.
+    let p = ok("defaults\n mode tcp\n option tcp-smart-accept\n\
+frontend a\n bind 127.0.0.1:80\n default_backend t\n\
+frontend b\n no option tcp-smart-accept\n bind 127.0.0.1:81\n default_backend t\n\
+backend t\n server s 127.0.0.1:1\n");
+    assert!(p.config.frontends[0].options.smart_accept());
+    assert!(!p.config.frontends[1].options.smart_accept());
+    assert!(has(
+        &errs("frontend f\n option tcp-smart-accept on\n bind 127.0.0.1:80\n"),
+        "takes no argument"
+    ));
+}
+
+/// `option tcp-smart-connect` is off unless set; `no option` turns an
+/// inherited one off.
+#[test]
+fn tcp_smart_connect_option() {
+    let c = ok("defaults\n mode http\n option tcp-smart-connect\n\
+frontend f\n bind 127.0.0.1:80\n default_backend b\n\
+backend b\n no option tcp-smart-connect\n server s 127.0.0.1:1\n\
+backend c\n server s 127.0.0.1:1\n")
+    .config;
+    let by = |n: &str| c.backends.iter().find(|b| b.name == n).unwrap();
+    assert!(!by("b").options.tcp_smart_connect);
+    assert!(by("c").options.tcp_smart_connect);
+    let c = ok(
+        "frontend f\n bind 127.0.0.1:80\n default_backend b\nbackend b\n server s 127.0.0.1:1\n",
+    )
+    .config;
+    assert!(!c.backends[0].options.tcp_smart_connect);
+    let kw = crate::keyword_support();
+    for name in ["option tcp-smart-accept", "option tcp-smart-connect"] {
+        assert!(kw
+            .iter()
+            .any(|k| k.keyword == name && k.status == Support::Implemented));
+    }
+}

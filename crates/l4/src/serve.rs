@@ -138,7 +138,7 @@ pub async fn serve_tcp(
     mut sess: SessState,
 ) -> Result<()> {
     let routes = &*front.routes;
-    let _ = client.set_nodelay(true);
+    // TCP_NODELAY comes from the listener (see fairlead_net::tune_listener).
     let start = Instant::now();
     // Copied once (the tunnel borrows the TLS layer mutably meanwhile);
     // the server's SNI may come from it too.
@@ -386,6 +386,7 @@ async fn forward(
             None
         },
         proxy_v2: tlvs.as_ref(),
+        has_data: input.read > 0,
     };
     let log = cx.front.log.as_deref();
     addrs.target(log, &server);

@@ -207,14 +207,17 @@ fn size_line(n: usize, line: &mut [u8; SIZE_LINE_ROOM]) -> usize {
 /// already read past the head) to `dst`. Bytes after the body stay in `buf`.
 /// `read_idle` bounds each wait for the source, `write_idle` each wait for
 /// the destination; `no_delay` (`option http-no-delay`) never holds a
-/// send with `MSG_MORE`. Returns the body bytes read and written.
+/// send with `MSG_MORE`. `closing`: the caller shuts the write side down
+/// right after the body, so its last bytes are held with `MSG_MORE` too
+/// and leave with the FIN, in one segment. Returns the body bytes read
+/// and written.
 pub(crate) async fn forward(
     framer: &mut Framer,
     src: &Conn,
     buf: &mut IoBuf,
     dst: &Conn,
     (read_idle, write_idle): (Option<Duration>, Option<Duration>),
-    no_delay: bool,
+    (no_delay, closing): (bool, bool),
 ) -> Result<Moved, BodyError> {
     let mut total = Moved::default();
     loop {
@@ -224,8 +227,8 @@ pub(crate) async fn forward(
             let wrote = if bytes.is_empty() {
                 Ok(())
             } else {
-                dst.write_all_more(bytes, write_idle, framer.more_due() && !no_delay)
-                    .await
+                let more = (framer.more_due() && !no_delay) || (closing && framer.is_done());
+                dst.write_all_more(bytes, write_idle, more).await
             };
             let (used, sent) = (f.used, bytes.len());
             f.release();

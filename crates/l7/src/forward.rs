@@ -67,6 +67,7 @@ impl Prepared {
             host: self.host.as_deref(),
             client_addrs: None,
             proxy_v2: None,
+            has_data: true,
         }
     }
 }
@@ -466,7 +467,8 @@ impl Session {
                 return Ok(());
             }
             let no_delay = self.ctx.front.http_no_delay || be.options.http_no_delay;
-            body::forward(framer, client, cbuf, server, (ct, bt.server), no_delay)
+            let flags = (no_delay, false);
+            body::forward(framer, client, cbuf, server, (ct, bt.server), flags)
                 .await
                 .map(|m| req_bytes.set(req_bytes.get() + m.read))
         };

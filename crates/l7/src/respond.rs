@@ -103,9 +103,14 @@ impl Session {
             c.status(resp.status);
         }
         let head_bytes = out.len() as u64;
+        // Closing after this response: its last bytes are held with
+        // `MSG_MORE` and the FIN sent right after them pushes them out,
+        // data and FIN in one segment (HAProxy sends them in two).
+        let closing = !client_keep;
+        let more = framer.more_due() || (closing && framer.is_done());
         let wrote = self
             .client
-            .write_all2_more(&out, first.bytes(sbuf.filled()), ct, framer.more_due())
+            .write_all2_more(&out, first.bytes(sbuf.filled()), ct, more)
             .await;
         let first_sent = first.bytes(sbuf.filled()).len() as u64;
         sbuf.consume(first.used);
@@ -124,9 +129,13 @@ impl Session {
             &mut sbuf,
             &self.client,
             (bt.server, ct),
-            no_delay,
+            (no_delay, closing),
         )
         .await;
+        if closing && body_res.is_ok() {
+            // The FIN leaves now, before the server connection is closed.
+            self.client.shutdown_write();
+        }
         drop(slot);
         let sent = head_bytes + first_sent + body_res.as_ref().map_or(0, |m| m.written);
         rl.bytes_out = sent;

@@ -200,8 +200,9 @@ fn session_loop(mut s: Session, resumed: bool) -> impl std::future::Future<Outpu
             if crate::h2::selected(&s.client, &s.ctx) {
                 return into_h2(s).await;
             }
-            let _ = s.client.set_nodelay(true);
         }
+        // TCP_NODELAY comes from the listener (see
+        // fairlead_net::tune_listener): no system call per connection.
         let mut may_park = !resumed;
         loop {
             if may_park && s.can_park() {
@@ -302,6 +303,8 @@ pub(crate) fn park(a: Attached, eff: Effective) {
 
 /// How the response phase ended, for the keep-alive decision.
 pub(crate) struct Outcome {
+    /// The client connection stays open for the next request; when false,
+    /// whoever made the outcome has already shut its write side down.
     pub(crate) client_keep: bool,
     pub(crate) server_keep: bool,
 }
@@ -563,7 +566,8 @@ impl Session {
         if outcome.client_keep {
             Next::KeepGoing
         } else {
-            self.client.shutdown_write();
+            // The response's sender already shut the write side down,
+            // right after the last bytes.
             Next::Close
         }
     }

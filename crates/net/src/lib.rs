@@ -52,6 +52,19 @@ pub fn bind_reuseport(
     Ok(socket.into())
 }
 
+/// Prepares a listening TCP socket for the connections it will accept,
+/// which inherit both settings on Linux (no system call per connection):
+/// TCP_NODELAY, and TCP quick-ack mode off when `smart_accept` is set
+/// (`option tcp-smart-accept`: the kernel holds the ACK of a request so
+/// that it rides with the response, or sends it when its delayed-ACK
+/// timer fires), on otherwise. Both are set explicitly, so a socket
+/// inherited from a previous configuration takes the new setting.
+pub fn tune_listener(l: &std::net::TcpListener, smart_accept: bool) -> std::io::Result<()> {
+    let s = SockRef::from(l);
+    s.set_nodelay(true)?;
+    s.set_quickack(!smart_accept)
+}
+
 /// True for errors that mean the process (or system) ran out of file
 /// descriptors: the listener must pause instead of spinning.
 pub fn is_fd_exhaustion(err: &std::io::Error) -> bool {
@@ -65,15 +78,36 @@ pub async fn connect(
     addr: SocketAddr,
     timeout: Option<std::time::Duration>,
 ) -> std::io::Result<tokio::net::TcpStream> {
-    let fut = tokio::net::TcpStream::connect(addr);
-    let stream = match timeout {
+    connect_with(addr, timeout, false).await
+}
+
+/// [`connect`], with TCP quick-ack mode off from the start when
+/// `delay_ack` is set (`option tcp-smart-connect`, for a caller that
+/// writes as soon as the connection is established): the last ACK of the
+/// handshake then waits for the first data segment and rides with it.
+/// TCP_NODELAY is set before the connection, as HAProxy does.
+pub async fn connect_with(
+    addr: SocketAddr,
+    timeout: Option<std::time::Duration>,
+    delay_ack: bool,
+) -> std::io::Result<tokio::net::TcpStream> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    let s = SockRef::from(&socket);
+    s.set_nodelay(true)?;
+    if delay_ack {
+        s.set_quickack(false)?;
+    }
+    let fut = socket.connect(addr);
+    match timeout {
         Some(t) => tokio::time::timeout(t, fut)
             .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))??,
-        None => fut.await?,
-    };
-    stream.set_nodelay(true)?;
-    Ok(stream)
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))?,
+        None => fut.await,
+    }
 }
 
 /// Shuts down the write side of a stream (sends FIN) while reads continue.

@@ -102,6 +102,9 @@ pub struct FrontendRt {
     /// The listening sockets that are not IP addresses (UNIX, `fd@`),
     /// with what their `bind` line asks.
     pub sockets: Vec<SockRt>,
+    /// `option tcp-smart-accept` in force (automatic: on in `mode
+    /// http`): the TCP listeners are put out of quick-ack mode.
+    pub smart_accept: bool,
 }
 
 /// A UNIX or `fd@` listening socket of a frontend.
@@ -414,6 +417,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             tls_stats: TlsStats::default(),
             accept_proxy,
             sockets,
+            smart_accept: f.options.smart_accept(),
         }));
     }
     Ok(Shared {
@@ -593,6 +597,9 @@ fn bind_sockets(
                 }
             };
             l.set_nonblocking()?;
+            if let sockets::Lsock::Tcp(t) = &l {
+                tune_listener(fe, t);
+            }
             for worker in out.iter_mut() {
                 worker[fe_idx].socks.push((i, l.try_clone()?));
             }
@@ -625,6 +632,7 @@ fn bind_all(
                 for (j, &fd) in fds.iter().enumerate() {
                     let l = os::listener_from_fd(fd, addr)?;
                     l.set_nonblocking(true)?;
+                    tune_listener(fe, &l);
                     out[j % workers]
                         .last_mut()
                         .expect("pushed above")
@@ -634,6 +642,7 @@ fn bind_all(
                 for w in out.iter_mut().skip(fds.len()) {
                     let l =
                         fairlead_net::bind_reuseport(addr, v6only, fairlead_net::DEFAULT_BACKLOG)?;
+                    tune_listener(fe, &l);
                     w.last_mut().expect("pushed above").tcp.push(l);
                 }
                 continue;
@@ -657,12 +666,25 @@ fn bind_all(
                         format!("frontend '{}': cannot bind {addr}: {e}", fe.front.name),
                     )
                 })?;
+                tune_listener(fe, &l);
                 w.last_mut().expect("pushed above").tcp.push(l);
             }
         }
     }
     bind_sockets(shared, &mut out, inherited)?;
     Ok(out)
+}
+
+/// TCP_NODELAY and `option tcp-smart-accept` on a TCP listener, once,
+/// as soon as it listens, instead of on every accepted connection (they
+/// inherit both).
+fn tune_listener(fe: &FrontendRt, l: &std::net::TcpListener) {
+    if let Err(e) = fairlead_net::tune_listener(l, fe.smart_accept) {
+        eprintln!(
+            "[WARNING]  frontend '{}': cannot set TCP options on a listener: {e}",
+            fe.front.name
+        );
+    }
 }
 
 /// SO_REUSEPORT lets two processes share a port silently: refuse to start

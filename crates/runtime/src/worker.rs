@@ -169,7 +169,14 @@ impl Acceptor {
         match self {
             Acceptor::Tcp(l) => l.accept().await,
             Acceptor::Unix(l, id) => Ok((l.accept().await?, fairlead_net::unix::unix_peer(*id))),
-            Acceptor::Pair(p, id) => Ok((p.accept().await?, fairlead_net::unix::unix_peer(*id))),
+            Acceptor::Pair(p, id) => {
+                // A connection handed over a socket pair did not come from
+                // one of our listeners: TCP_NODELAY was not inherited (an
+                // error on a UNIX socket is harmless).
+                let s = p.accept().await?;
+                let _ = s.set_nodelay(true);
+                Ok((s, fairlead_net::unix::unix_peer(*id)))
+            }
         }
     }
 }

@@ -296,6 +296,19 @@ fn implemented(
                 _ => o.http_no_delay = on,
             }
         }
+        "option tcp-smart-accept" => {
+            args(words, 2, 0)?;
+            o.tcp_smart_accept = match prefix {
+                None => Some(true),
+                Some("no") => Some(false),
+                // `default option ...`: back to the automatic setting.
+                Some(_) => None,
+            };
+        }
+        "option tcp-smart-connect" => {
+            args(words, 2, 0)?;
+            o.tcp_smart_connect = prefix.is_none();
+        }
         "option httpchk" | "option tcp-check" | "option redis-check" | "option mysql-check"
         | "option pgsql-check" | "option smtpchk" | "option ldap-check" | "option ssl-hello-chk"
         | "option spop-check" => {

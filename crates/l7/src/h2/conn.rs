@@ -159,7 +159,7 @@ pub async fn serve_h2(
     cbuf: IoBuf,
     sess_trk: Option<Rc<fairlead_stick::Trackers>>,
 ) {
-    let _ = client.set_nodelay(true);
+    // TCP_NODELAY comes from the listener (see fairlead_net::tune_listener).
     let mut out = pool::take_out();
     let codec = Codec::server(codec_config(&ctx, true), &mut out);
     let cx = Rc::new(ConnCx {

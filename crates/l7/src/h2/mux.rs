@@ -189,6 +189,7 @@ impl Names {
             host: self.host.as_deref(),
             client_addrs: self.client_addrs,
             proxy_v2: self.proxy_v2.as_ref(),
+            has_data: true,
         }
     }
 }

@@ -628,6 +628,7 @@ fn prepared<'h>(
             host,
             client_addrs: None,
             proxy_v2: None,
+            has_data: true,
         },
         replayable: end && idempotent(v.method()),
         no_body: end,
