@@ -15,6 +15,7 @@ use crate::key::KeyData;
 use crate::logging::ReqLog;
 use crate::persist::{self, Persist};
 use crate::session::{park, Attached, Outcome, Session};
+use crate::splice::BodySplice;
 use crate::Effective;
 use fairlead_backend::counters::C;
 use fairlead_backend::{
@@ -25,6 +26,7 @@ use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
     parse_response, BodyKind, ConnHeader, RequestHead, RequestRewrite, ResponseHead,
 };
+use fairlead_l4::{SpliceMode, TunnelSplice};
 use fairlead_log::Phase;
 use fairlead_net::io::with_timeout;
 use fairlead_net::{pool, IoBuf};
@@ -453,13 +455,22 @@ impl Session {
             return Err(at_headers(Cause::EmptyResponse));
         }
         let client = &self.client;
+        // A body the rules read (`option http-buffer-request`) is not
+        // spliced.
+        let splice_request = if crate::local::buffers_body(&self.ctx) {
+            SpliceMode::Off
+        } else {
+            TunnelSplice::from_options(self.ctx.front.splice.or(be.options.splice)).request
+        };
         let cbuf = &mut self.cbuf;
         let body_fut = async {
             if framer.is_done() {
                 return Ok(());
             }
             let no_delay = self.ctx.front.http_no_delay || be.options.http_no_delay;
-            body::forward(framer, client, cbuf, server, (ct, bt.server), no_delay)
+            let mut sp = BodySplice::new(splice_request, client, server);
+            let timeouts = (ct, bt.server);
+            body::forward(framer, (client, cbuf), server, timeouts, no_delay, &mut sp)
                 .await
                 .map(|m| req_bytes.set(req_bytes.get() + m.read))
         };
