@@ -496,33 +496,42 @@ fn http_keep_alive_responses_splice_with_exact_boundaries() {
 /// A POST of `len` bytes (`pattern(len, 6)`) followed, in the same write,
 /// by a GET; returns the two responses' bodies and the POST's wire size.
 fn post_then_get(bind: SocketAddr, len: usize) -> (String, Vec<u8>, u64) {
+    let (checked, next, wire, _) = post_then_get_counted(bind, len);
+    (checked, next, wire)
+}
+
+/// [`post_then_get`], with the bytes of both exchanges on the wire:
+/// (requests, responses).
+fn post_then_get_counted(bind: SocketAddr, len: usize) -> (String, Vec<u8>, u64, (u64, u64)) {
     let c = connect(bind);
     let mut w = c.try_clone().unwrap();
     let head = format!("POST /check/6 HTTP/1.1\r\nhost: t\r\ncontent-length: {len}\r\n\r\n");
+    let get = "GET /len/1000/7 HTTP/1.1\r\nhost: t\r\n\r\n";
     let mut out = head.clone().into_bytes();
     out.extend_from_slice(&pattern(len, 6));
-    out.extend_from_slice(b"GET /len/1000/7 HTTP/1.1\r\nhost: t\r\n\r\n");
+    out.extend_from_slice(get.as_bytes());
     let writer = std::thread::spawn(move || w.write_all(&out).expect("client write"));
     let mut r = std::io::BufReader::new(c);
-    let (_, checked, _) = read_one(&mut r);
-    let (_, next, _) = read_one(&mut r);
+    let (_, checked, wire1) = read_one(&mut r);
+    let (_, next, wire2) = read_one(&mut r);
     writer.join().unwrap();
     let wire = (head.len() + len) as u64;
-    (String::from_utf8(checked).unwrap(), next, wire)
+    let both = (wire + get.len() as u64, wire1 + wire2);
+    (String::from_utf8(checked).unwrap(), next, wire, both)
 }
 
 #[test]
 fn http_post_body_splices_exactly_up_to_the_next_request() {
     let s = http_setup("", "    option splice-request", &[]);
-    let (checked, next, wire) = post_then_get(s.bind, BIG);
+    let (checked, next, wire, both) = post_then_get_counted(s.bind, BIG);
     assert_eq!(checked, format!("{BIG} true"), "the origin got the body");
     assert!(next == pattern(1000, 7), "the pipelined GET was answered");
     let (status, _, bytes_in) = logged(&s);
     assert_eq!((status, bytes_in), (200, wire), "%U is the request's size");
     wait_until("pipes given back", || info(&s.sock, "PipesUsed") == 0);
     assert!(info(&s.sock, "PipesFree") >= 1, "the request body spliced");
-    let (_, bout) = frontend_bytes(&s.sock);
-    assert!(bout > 1000, "bout counted");
+    // The frontend's bin and bout: every byte of both exchanges.
+    wait_until("byte counters", || frontend_bytes(&s.sock) == both);
 }
 
 #[test]

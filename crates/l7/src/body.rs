@@ -9,7 +9,7 @@
 //! all for an HTTP/1.0 client, which cannot receive chunked encoding and
 //! gets the data until the connection closes ([`Out::Raw`]).
 
-use crate::splice::{splice_body, BodySplice};
+use crate::splice::{splice_burst, BodySplice};
 use fairlead_http::msg::Head;
 use fairlead_http::{BodyKind, ChunkProgress, ChunkedState, HttpError};
 use fairlead_net::{pool, Conn, IoBuf};
@@ -277,12 +277,16 @@ pub(crate) async fn forward(
             return Ok(total);
         }
         if sp.wants(framer) {
+            buf.release_if_empty();
+            let ready =
+                fairlead_net::io::with_timeout(read_idle, "body read timeout", src.readable());
+            ready.await.map_err(BodyError::Source)?;
+            // No pipe free: this burst is copied through the buffer.
             if let Some(mut pipe) = fairlead_net::splice::take() {
-                buf.release_if_empty();
-                let timeouts = (read_idle, write_idle);
-                let r = splice_body(framer, src, dst, &mut pipe, timeouts, &mut total).await;
+                let r = splice_burst(framer, (src, dst), &mut pipe, write_idle, &mut total).await;
                 fairlead_net::splice::give(pipe);
-                return r.map(|()| total);
+                r?;
+                continue;
             }
         }
         let limit = framer.read_limit();

@@ -455,20 +455,13 @@ impl Session {
             return Err(at_headers(Cause::EmptyResponse));
         }
         let client = &self.client;
-        // A body the rules read (`option http-buffer-request`) is not
-        // spliced.
-        let splice_request = if crate::local::buffers_body(&self.ctx) {
-            SpliceMode::Off
-        } else {
-            TunnelSplice::from_options(self.ctx.front.splice.or(be.options.splice)).request
-        };
         let cbuf = &mut self.cbuf;
         let body_fut = async {
             if framer.is_done() {
                 return Ok(());
             }
             let no_delay = self.ctx.front.http_no_delay || be.options.http_no_delay;
-            let mut sp = BodySplice::new(splice_request, client, server);
+            let mut sp = BodySplice::new(request_splice(&self.ctx, be), client, server);
             let timeouts = (ct, bt.server);
             body::forward(framer, (client, cbuf), server, timeouts, no_delay, &mut sp)
                 .await
@@ -657,6 +650,16 @@ pub(crate) fn pooled(
         _ => None,
     };
     idle::take_fitting(server.conf.id, sni, |c| server.admin.conn_fits(c))
+}
+
+/// How a request body splices: as the frontend's and backend's `option
+/// splice-*` ask, unless the rules read the body (`option
+/// http-buffer-request`).
+fn request_splice(ctx: &crate::HttpCtx, be: &Backend) -> SpliceMode {
+    if crate::local::buffers_body(ctx) {
+        return SpliceMode::Off;
+    }
+    TunnelSplice::from_options(ctx.front.splice.or(be.options.splice)).request
 }
 
 /// The request body's copy failed: the client's fault, or its framing's.

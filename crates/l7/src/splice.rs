@@ -31,6 +31,10 @@ use std::time::Duration;
 /// (`fairlead_l4`'s `STREAMER_READS`). Default is 3.
 pub(crate) const STREAMER_READS: u8 = 3;
 
+/// Bytes spliced before the stream lets the other tasks of its thread
+/// run, as a TCP-mode burst. Default is 256 KiB.
+pub(crate) const BURST_MAX: u64 = 256 * 1024;
+
 /// Whether, and from when, one body splices. Default is never.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct BodySplice {
@@ -78,24 +82,29 @@ impl BodySplice {
     }
 }
 
-/// Moves the rest of the body `framer` describes from `src` to `dst`
-/// through `pipe`, adding the bytes to `total`. A content-length body
-/// stops at its last byte; a close-delimited one at the source's end of
-/// stream (the framer is then done). The pipe is empty when this returns
-/// `Ok`; after an error it may hold bytes (the pool closes it).
-pub(crate) async fn splice_body(
+/// Moves what `src` holds of the body `framer` describes to `dst` through
+/// `pipe`, adding the bytes to `total`, until the source has nothing more
+/// for now, [`BURST_MAX`] bytes moved (the thread's other tasks then get
+/// their turn), or the body ended: a content-length body at its last byte,
+/// a close-delimited one at the source's end of stream (the framer is then
+/// done). The caller waits for the source's readiness before, without a
+/// pipe: a stream holds one only while it moves bytes. The pipe is empty
+/// when this returns `Ok`; after an error it may hold bytes (the pool
+/// closes it).
+pub(crate) async fn splice_burst(
     framer: &mut Framer,
-    src: &Conn,
-    dst: &Conn,
+    (src, dst): (&Conn, &Conn),
     pipe: &mut Pipe,
-    (read_idle, write_idle): (Option<Duration>, Option<Duration>),
+    write_idle: Option<Duration>,
     total: &mut Moved,
 ) -> Result<(), BodyError> {
+    let mut moved = 0u64;
     while let Some(due) = framer.splice_limit() {
+        if moved >= BURST_MAX {
+            tokio::task::yield_now().await;
+            return Ok(());
+        }
         let max = usize::try_from(due).unwrap_or(usize::MAX);
-        with_timeout(read_idle, "body read timeout", src.readable())
-            .await
-            .map_err(BodyError::Source)?;
         let n = match pipe.fill_from_at_most(src.tcp(), max) {
             Ok(0) if framer.until_eof() => {
                 framer.end_at_eof();
@@ -108,13 +117,13 @@ pub(crate) async fn splice_body(
                 )))
             }
             Ok(n) => n,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
-                continue
-            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(BodyError::Source(e)),
         };
         framer.spliced(n as u64);
         total.read += n as u64;
+        moved += n as u64;
         drain(pipe, dst, write_idle, total).await?;
     }
     Ok(())
