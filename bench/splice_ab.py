@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""CPU per MiB of a TCP-mode proxy, with and without kernel splicing.
+"""CPU per MiB of a TCP- or HTTP-mode proxy, with and without kernel splicing.
 
-Two fairlead processes run the same configuration (`mode tcp`, `option
-splice-auto`, one thread); one of them is started with `-dS` (no splicing).
-An origin process answers every connection with one object of `--size` MiB
-and closes; the client downloads objects through one proxy, then the other,
+Two fairlead processes run the same configuration (`mode tcp`, or `mode
+http` with `--mode http`; `option splice-auto`, one thread); one of them is
+started with `-dS` (no splicing). In TCP mode an origin process answers
+every connection with one object of `--size` MiB and closes; in HTTP mode
+it answers each GET of a keep-alive connection with an object of `--size`
+MiB with a content-length (the client sends the next GET once the body is
+in). The client downloads objects through one proxy, then the other,
 alternating A B / B A for `--rounds` rounds of `--duration` seconds. Each
 proxy's user and system CPU (from /proc/<pid>/stat) is divided by the MiB it
 forwarded in that round. Prints per-round numbers and the medians, and the
 with/without ratio of each round.
 
     python3 bench/splice_ab.py --bin target/release/fairlead --size 16
+    python3 bench/splice_ab.py --bin target/release/fairlead --mode http
 """
 
 import argparse
@@ -26,8 +30,24 @@ import time
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def origin_main(host, port, size):
-    """Serves `size` bytes per connection, then closes (child process)."""
+def serve_http(c, data):
+    """Answers each request head on `c` with `data` (keep-alive)."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(data)
+    pending = b""
+    while True:
+        while b"\r\n\r\n" not in pending:
+            got = c.recv(4096)
+            if not got:
+                return
+            pending += got
+        pending = pending.split(b"\r\n\r\n", 1)[1]
+        c.sendall(head)
+        c.sendall(data)
+
+
+def origin_main(host, port, size, http):
+    """Serves `size` bytes per connection then closes, or per HTTP
+    request (child process)."""
     data = bytes(range(256)) * (size // 256)
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -37,7 +57,10 @@ def origin_main(host, port, size):
 
     def serve(c):
         try:
-            c.sendall(data)
+            if http:
+                serve_http(c, data)
+            else:
+                c.sendall(data)
         except OSError:
             pass
         finally:
@@ -78,12 +101,40 @@ def download(host, port, stop, totals, i):
         s.close()
 
 
-def measure(pid, host, port, duration, conns):
+def download_http(host, port, stop, totals, i):
+    """GETs objects one after another on one keep-alive connection."""
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    s = socket.create_connection((host, port))
+    while not stop.is_set():
+        s.sendall(b"GET /o HTTP/1.1\r\nhost: bench\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            got = s.recv(4096)
+            if not got:
+                return
+            head += got
+        head, rest = head.split(b"\r\n\r\n", 1)
+        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        left = length - len(rest)
+        totals[i] += len(rest)
+        while left > 0:
+            n = s.recv_into(view, min(left, len(buf)))
+            if n == 0:
+                return
+            left -= n
+            totals[i] += n
+    s.close()
+
+
+def measure(pid, host, port, duration, conns, http):
     stop = threading.Event()
     totals = [0] * conns
     u0, s0 = cpu_ticks(pid)
     t0 = time.monotonic()
-    th = [threading.Thread(target=download, args=(host, port, stop, totals, i))
+    fetch = download_http if http else download
+    th = [threading.Thread(target=fetch, args=(host, port, stop, totals, i))
           for i in range(conns)]
     for t in th:
         t.start()
@@ -107,15 +158,17 @@ def main():
     ap.add_argument("--conns", type=int, default=2, help="concurrent downloads (default 2)")
     ap.add_argument("--host", default="127.0.0.63")
     ap.add_argument("--port", type=int, default=18600)
+    ap.add_argument("--mode", choices=["tcp", "http"], default="tcp",
+                    help="proxy mode (default tcp)")
     ap.add_argument("--origin", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.origin:
-        origin_main(a.host, a.port, a.size << 20)
+        origin_main(a.host, a.port, a.size << 20, a.mode == "http")
         return
     if not a.bin:
         ap.error("--bin is required")
     origin = subprocess.Popen([sys.executable, __file__, "--origin", "--host", a.host,
-                               "--port", str(a.port), "--size", str(a.size)],
+                               "--port", str(a.port), "--size", str(a.size), "--mode", a.mode],
                               stdout=subprocess.PIPE, text=True)
     origin.stdout.readline()
     procs = {}
@@ -126,7 +179,7 @@ def main():
             with open(cfg, "w") as f:
                 f.write(
                     "global\n    nbthread 1\n    maxconn 1000\n"
-                    "defaults\n    mode tcp\n    timeout connect 2s\n"
+                    f"defaults\n    mode {a.mode}\n    timeout connect 2s\n"
                     "    timeout client 30s\n    timeout server 30s\n"
                     f"listen app\n    bind {a.host}:{port}\n    option splice-auto\n"
                     f"    server o {a.host}:{a.port}\n")
@@ -139,7 +192,8 @@ def main():
             got = {}
             for name in order:
                 p, port = procs[name]
-                got[name] = measure(p.pid, a.host, port, a.duration, a.conns)
+                got[name] = measure(p.pid, a.host, port, a.duration, a.conns,
+                                    a.mode == "http")
                 rows[name].append(got[name])
                 m = got[name]
                 print(f"round {r} {name:6} {m['mib']:8.0f} MiB in {m['wall']:.1f}s "

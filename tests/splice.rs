@@ -260,3 +260,379 @@ fn a_plain_tcp_stream_without_splice_options_uses_no_pipe() {
     wait_counted(&s.sock, 1);
     assert_eq!(info(&s.sock, "PipesFree"), 0);
 }
+
+// ---------------------------------------------------------------------
+// HTTP mode: bodies of known length and close-delimited responses are
+// spliced once the head is forwarded; chunked bodies never are.
+// ---------------------------------------------------------------------
+
+/// A large response body (3 MiB and a few bytes, so that it ends inside
+/// a pipe's worth).
+const BIG: usize = (3 << 20) + 4321;
+
+/// The request line's path, split on `/` (`/len/100/7` gives `["len",
+/// "100", "7"]`).
+fn route(head: &str) -> Vec<String> {
+    let line = head.lines().next().unwrap_or_default();
+    let path = line.split(' ').nth(1).unwrap_or_default();
+    path.split('/')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A header's value in a raw head, by lower-case name.
+fn head_value(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_string())
+    })
+}
+
+/// An HTTP/1.1 keep-alive origin, driven by the path:
+/// - `/len/N/S`: `N` bytes of `pattern(N, S)` with a content-length;
+/// - `/chunked/N/S`: the same bytes, chunked in pieces of 64 KiB;
+/// - `/close/N/S`: the same bytes, delimited by the close;
+/// - `/stall/N/S`: announces `2N` bytes, sends `N`, then stalls (until
+///   the peer closes or 30 s);
+/// - `POST /check/S`: answers `<length> <true|false>` (whether the body
+///   is `pattern(length, S)`).
+///
+/// Returns the address and the number of connections accepted.
+fn http_origin(ip: IpAddr) -> (SocketAddr, Arc<std::sync::atomic::AtomicU32>) {
+    raw_origin(ip, |s| {
+        let mut r = std::io::BufReader::new(s.try_clone().expect("clone"));
+        let mut w = s;
+        while let Some(head) = read_head(&mut r) {
+            let len: usize = head_value(&head, "content-length").map_or(0, |v| v.parse().unwrap());
+            let mut body = vec![0u8; len];
+            if r.read_exact(&mut body).is_err() {
+                return;
+            }
+            let p = route(&head);
+            let num = |i: usize| p.get(i).and_then(|x| x.parse::<usize>().ok()).unwrap_or(0);
+            let data = pattern(num(1), num(2) as u32);
+            let ok = match p.first().map(String::as_str) {
+                Some("len") => {
+                    let h = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", data.len());
+                    w.write_all(h.as_bytes()).and_then(|_| w.write_all(&data))
+                }
+                Some("chunked") => {
+                    let mut out = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+                    for c in data.chunks(65536) {
+                        out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+                        out.extend_from_slice(c);
+                        out.extend_from_slice(b"\r\n");
+                    }
+                    out.extend_from_slice(b"0\r\n\r\n");
+                    w.write_all(&out)
+                }
+                Some("close") => {
+                    let h = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n";
+                    let _ = w.write_all(h).and_then(|_| w.write_all(&data));
+                    return;
+                }
+                Some("stall") => {
+                    let h = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n",
+                        2 * data.len()
+                    );
+                    let _ = w.write_all(h.as_bytes()).and_then(|_| w.write_all(&data));
+                    // Wait for the peer's close (a read returns 0 or fails).
+                    w.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                        .unwrap();
+                    let _ = w.read(&mut [0u8; 1]);
+                    return;
+                }
+                Some("check") => {
+                    let seed = p.get(1).and_then(|x| x.parse().ok()).unwrap_or(0);
+                    let text = format!("{} {}", body.len(), body == pattern(body.len(), seed));
+                    let h = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", text.len());
+                    w.write_all(h.as_bytes())
+                        .and_then(|_| w.write_all(text.as_bytes()))
+                }
+                _ => w.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"),
+            };
+            if ok.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+struct HttpSetup {
+    bind: SocketAddr,
+    sock: PathBuf,
+    /// The syslog sink of the `log-format "%ST %B %U"` lines.
+    log: std::net::UdpSocket,
+    /// Connections the origin accepted.
+    origin_conns: Arc<std::sync::atomic::AtomicU32>,
+    _proxy: Proxy,
+}
+
+/// An HTTP listen section in front of [`http_origin`], with a stats
+/// socket and a log line per request (status, bytes out, bytes in).
+fn http_setup(global: &str, proxy: &str, args: &[&str]) -> HttpSetup {
+    let ip = test_ip();
+    let (o, origin_conns) = http_origin(ip);
+    let log = std::net::UdpSocket::bind((ip, 0)).unwrap();
+    log.set_read_timeout(Some(DEADLINE)).unwrap();
+    let sink = log.local_addr().unwrap();
+    let bind = free_addr(ip);
+    let sock = std::env::temp_dir().join(format!("fl-hsplice-{}-{ip}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&sock);
+    let cfg = format!(
+        "global\n    nbthread 2\n    maxconn 1000\n    stats socket {}\n{global}\n\
+defaults\n    mode http\n    timeout connect 2s\n    timeout client 10s\n    timeout server 10s\n\
+listen app\n    bind {bind}\n    log {sink} local0\n    option dontlognull\n    log-format \"%ST %B %U\"\n{proxy}\n\
+    server o {o}\n",
+        sock.display()
+    );
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let p = Proxy::start_with(&cfg, &[bind], |c| c.args(&args));
+    wait_until("the stats socket", || sock.exists());
+    HttpSetup {
+        bind,
+        sock,
+        log,
+        origin_conns,
+        _proxy: p,
+    }
+}
+
+/// The next log line's `(status, bytes out, bytes in)`.
+fn logged(s: &HttpSetup) -> (u16, u64, u64) {
+    let mut buf = [0u8; 2048];
+    let n = s.log.recv(&mut buf).expect("a log line");
+    let line = String::from_utf8_lossy(&buf[..n]).trim_end().to_string();
+    let f: Vec<&str> = line.rsplitn(4, ' ').collect();
+    let num = |i: usize| {
+        f[i].parse::<u64>()
+            .unwrap_or_else(|_| panic!("log line {line}"))
+    };
+    (num(2) as u16, num(1), num(0))
+}
+
+/// Reads one response from `r`: its head, its body (a content-length,
+/// chunked or close-delimited one, decoded) and the bytes it took on the
+/// wire.
+fn read_one(r: &mut impl std::io::BufRead) -> (String, Vec<u8>, u64) {
+    let head = read_head(r).expect("a response head");
+    let mut body = Vec::new();
+    let mut wire = head.len();
+    if head_value(&head, "transfer-encoding").is_some() {
+        loop {
+            let mut line = String::new();
+            r.read_line(&mut line).expect("a chunk size");
+            let n = usize::from_str_radix(line.trim(), 16).expect("hex size");
+            let mut chunk = vec![0u8; n + 2];
+            r.read_exact(&mut chunk).expect("a chunk");
+            wire += line.len() + chunk.len();
+            body.extend_from_slice(&chunk[..n]);
+            if n == 0 {
+                break;
+            }
+        }
+        return (head, body, wire as u64);
+    }
+    match head_value(&head, "content-length") {
+        Some(n) => {
+            body.resize(n.parse().unwrap(), 0);
+            r.read_exact(&mut body).expect("the whole body");
+        }
+        None => {
+            r.read_to_end(&mut body).expect("the body until the close");
+        }
+    }
+    wire += body.len();
+    (head, body, wire as u64)
+}
+
+/// One GET on a new connection: the response's head, body and wire size.
+fn fetch(bind: SocketAddr, path: &str) -> (String, Vec<u8>, u64) {
+    let mut c = connect(bind);
+    c.write_all(format!("GET {path} HTTP/1.1\r\nhost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    read_one(&mut std::io::BufReader::new(c))
+}
+
+#[test]
+fn http_keep_alive_responses_splice_with_exact_boundaries() {
+    let s = http_setup("", "    option splice-response", &[]);
+    let c = connect(s.bind);
+    let mut w = c.try_clone().unwrap();
+    // Two requests pipelined in one write: the first large body must end
+    // exactly where the second response starts.
+    let a = "GET /len/3149049/3 HTTP/1.1\r\nhost: t\r\n\r\n";
+    let b = format!("GET /len/{BIG}/4 HTTP/1.1\r\nhost: t\r\n\r\n");
+    w.write_all(format!("{a}{b}").as_bytes()).unwrap();
+    let mut r = std::io::BufReader::new(c);
+    let (h1, b1, wire1) = read_one(&mut r);
+    assert!(h1.starts_with("HTTP/1.1 200"), "{h1}");
+    assert_eq!(b1.len(), 3_149_049);
+    assert!(b1 == pattern(3_149_049, 3), "first body differs");
+    let (h2, b2, wire2) = read_one(&mut r);
+    assert!(h2.starts_with("HTTP/1.1 200"), "{h2}");
+    assert_eq!(b2.len(), BIG);
+    assert!(b2 == pattern(BIG, 4), "second body differs");
+    // A third, small one on the same connection still parses.
+    w.write_all(b"GET /len/10/5 HTTP/1.1\r\nhost: t\r\n\r\n")
+        .unwrap();
+    let (_, b3, _) = read_one(&mut r);
+    assert_eq!(b3, pattern(10, 5));
+    // The server connection was kept and reused: its framing held too.
+    assert_eq!(s.origin_conns.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // The log counts the bytes the client got, head and body.
+    assert_eq!(logged(&s), (200, wire1, a.len() as u64));
+    assert_eq!(logged(&s), (200, wire2, b.len() as u64));
+    let _ = logged(&s);
+    // Spliced: a pipe exists and went back to the pool.
+    wait_until("pipes given back", || info(&s.sock, "PipesUsed") == 0);
+    assert!(info(&s.sock, "PipesFree") >= 1, "a pipe was used");
+}
+
+/// A POST of `len` bytes (`pattern(len, 6)`) followed, in the same write,
+/// by a GET; returns the two responses' bodies and the POST's wire size.
+fn post_then_get(bind: SocketAddr, len: usize) -> (String, Vec<u8>, u64) {
+    let (checked, next, wire, _) = post_then_get_counted(bind, len);
+    (checked, next, wire)
+}
+
+/// [`post_then_get`], with the bytes of both exchanges on the wire:
+/// (requests, responses).
+fn post_then_get_counted(bind: SocketAddr, len: usize) -> (String, Vec<u8>, u64, (u64, u64)) {
+    let c = connect(bind);
+    let mut w = c.try_clone().unwrap();
+    let head = format!("POST /check/6 HTTP/1.1\r\nhost: t\r\ncontent-length: {len}\r\n\r\n");
+    let get = "GET /len/1000/7 HTTP/1.1\r\nhost: t\r\n\r\n";
+    let mut out = head.clone().into_bytes();
+    out.extend_from_slice(&pattern(len, 6));
+    out.extend_from_slice(get.as_bytes());
+    let writer = std::thread::spawn(move || w.write_all(&out).expect("client write"));
+    let mut r = std::io::BufReader::new(c);
+    let (_, checked, wire1) = read_one(&mut r);
+    let (_, next, wire2) = read_one(&mut r);
+    writer.join().unwrap();
+    let wire = (head.len() + len) as u64;
+    let both = (wire + get.len() as u64, wire1 + wire2);
+    (String::from_utf8(checked).unwrap(), next, wire, both)
+}
+
+#[test]
+fn http_post_body_splices_exactly_up_to_the_next_request() {
+    let s = http_setup("", "    option splice-request", &[]);
+    let (checked, next, wire, both) = post_then_get_counted(s.bind, BIG);
+    assert_eq!(checked, format!("{BIG} true"), "the origin got the body");
+    assert!(next == pattern(1000, 7), "the pipelined GET was answered");
+    let (status, _, bytes_in) = logged(&s);
+    assert_eq!((status, bytes_in), (200, wire), "%U is the request's size");
+    wait_until("pipes given back", || info(&s.sock, "PipesUsed") == 0);
+    assert!(info(&s.sock, "PipesFree") >= 1, "the request body spliced");
+    // The frontend's bin and bout: every byte of both exchanges.
+    wait_until("byte counters", || frontend_bytes(&s.sock) == both);
+}
+
+#[test]
+fn http_dash_ds_copies_bodies() {
+    let s = http_setup(
+        "",
+        "    option splice-request\n    option splice-response",
+        &["-dS"],
+    );
+    let (checked, next, wire) = post_then_get(s.bind, BIG);
+    assert_eq!(checked, format!("{BIG} true"));
+    assert!(next == pattern(1000, 7));
+    assert_eq!(logged(&s).2, wire);
+    let _ = logged(&s); // the pipelined GET
+    let (_, body, wire) = fetch(s.bind, &format!("/len/{BIG}/8"));
+    assert!(body == pattern(BIG, 8));
+    assert_eq!(logged(&s).1, wire, "%B is the response's size");
+    assert_eq!(info(&s.sock, "PipesFree"), 0, "-dS: no pipe");
+    assert_eq!(info(&s.sock, "PipesUsed"), 0);
+}
+
+#[test]
+fn http_chunked_responses_are_never_spliced() {
+    let s = http_setup("", "    option splice-response", &[]);
+    let path = format!("/chunked/{BIG}/9");
+    let (head, body, wire) = fetch(s.bind, &path);
+    assert!(head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked"));
+    assert!(body == pattern(BIG, 9), "chunked body differs");
+    let req = format!("GET {path} HTTP/1.1\r\nhost: t\r\n\r\n");
+    assert_eq!(logged(&s), (200, wire, req.len() as u64));
+    assert_eq!(info(&s.sock, "PipesUsed"), 0);
+    assert_eq!(info(&s.sock, "PipesFree"), 0, "no pipe for a chunked body");
+    // The same proxy splices a body of known length.
+    let (_, body, wire) = fetch(s.bind, &format!("/len/{BIG}/9"));
+    assert!(body == pattern(BIG, 9));
+    assert_eq!(logged(&s).1, wire);
+    wait_until("pipes given back", || info(&s.sock, "PipesUsed") == 0);
+    assert!(info(&s.sock, "PipesFree") >= 1, "the length body spliced");
+}
+
+#[test]
+fn http_close_delimited_response_splices_until_the_close() {
+    let s = http_setup("", "    option splice-response", &[]);
+    let (head, body, wire) = fetch(s.bind, &format!("/close/{BIG}/10"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body == pattern(BIG, 10), "close-delimited body differs");
+    assert_eq!(logged(&s).1, wire);
+    wait_until("pipes given back", || info(&s.sock, "PipesUsed") == 0);
+    assert!(info(&s.sock, "PipesFree") >= 1);
+}
+
+#[test]
+fn http_splice_auto_splices_bulk_bodies_only() {
+    let s = http_setup("", "    option splice-auto", &[]);
+    // Below one buffer (tune.bufsize 16384): copied.
+    let (_, body, wire) = fetch(s.bind, "/len/12000/11");
+    assert!(body == pattern(12000, 11));
+    assert_eq!(logged(&s).1, wire);
+    assert_eq!(info(&s.sock, "PipesFree"), 0, "a small body uses no pipe");
+    let (checked, next, wire) = post_then_get(s.bind, BIG);
+    assert_eq!(checked, format!("{BIG} true"));
+    assert!(next == pattern(1000, 7));
+    assert_eq!(logged(&s).2, wire);
+    let (_, body, wire) = fetch(s.bind, &format!("/len/{BIG}/12"));
+    assert!(body == pattern(BIG, 12));
+    let _ = logged(&s); // the pipelined GET
+    assert_eq!(logged(&s).1, wire);
+    wait_until("pipes given back", || info(&s.sock, "PipesUsed") == 0);
+    assert!(info(&s.sock, "PipesFree") >= 1, "bulk bodies spliced");
+}
+
+#[test]
+fn http_server_timeout_applies_while_splicing() {
+    let s = http_setup(
+        "",
+        "    option splice-response\n    timeout server 500ms",
+        &[],
+    );
+    let start = std::time::Instant::now();
+    let (head, body, _) = {
+        let mut c = connect(s.bind);
+        c.write_all(b"GET /stall/1048576/13 HTTP/1.1\r\nhost: t\r\n\r\n")
+            .unwrap();
+        let mut r = std::io::BufReader::new(c);
+        let head = read_head(&mut r).expect("a head");
+        let mut body = Vec::new();
+        // The proxy closes when the server times out mid-body.
+        r.read_to_end(&mut body).expect("EOF before the deadline");
+        (head, body, ())
+    };
+    assert!(head.contains("content-length: 2097152"), "{head}");
+    assert_eq!(
+        body.len(),
+        1 << 20,
+        "the first half arrived, then the close"
+    );
+    assert!(body == pattern(1 << 20, 13));
+    let took = start.elapsed();
+    assert!(took < std::time::Duration::from_secs(8), "took {took:?}");
+    assert!(info(&s.sock, "PipesFree") + info(&s.sock, "PipesUsed") <= 1);
+    wait_until("the pipe given back", || info(&s.sock, "PipesUsed") == 0);
+}

@@ -9,6 +9,7 @@
 //! all for an HTTP/1.0 client, which cannot receive chunked encoding and
 //! gets the data until the connection closes ([`Out::Raw`]).
 
+use crate::splice::{splice_burst, BodySplice};
 use fairlead_http::msg::Head;
 use fairlead_http::{BodyKind, ChunkProgress, ChunkedState, HttpError};
 use fairlead_net::{pool, Conn, IoBuf};
@@ -139,6 +140,41 @@ impl Framer {
         matches!(self, Framer::Remaining(n) if *n > 0)
     }
 
+    /// The bytes a pipe may still move for this body: the rest of a
+    /// content-length body, or any number until the close of a
+    /// close-delimited one. `None`: the body cannot be spliced (chunked,
+    /// its framing is decoded and written again) or is over.
+    pub fn splice_limit(&self) -> Option<u64> {
+        match self {
+            Framer::Remaining(n) if *n > 0 => Some(*n),
+            Framer::UntilEof => Some(u64::MAX),
+            _ => None,
+        }
+    }
+
+    /// Accounts for `n` body bytes moved through a pipe (at most
+    /// [`Framer::splice_limit`]).
+    pub fn spliced(&mut self, n: u64) {
+        if let Framer::Remaining(left) = self {
+            *left = left.saturating_sub(n);
+            if *left == 0 {
+                *self = Framer::Done;
+            }
+        }
+    }
+
+    /// A body that ends with the connection.
+    pub fn until_eof(&self) -> bool {
+        matches!(self, Framer::UntilEof)
+    }
+
+    /// The source closed: a close-delimited body is complete.
+    pub fn end_at_eof(&mut self) {
+        if self.until_eof() {
+            *self = Framer::Done;
+        }
+    }
+
     /// Upper bound of bytes worth reading next (Content-Length bodies never
     /// read past their end, so pipelined data stays in the socket).
     fn read_limit(&self) -> usize {
@@ -209,15 +245,16 @@ fn size_line(n: usize, line: &mut [u8; SIZE_LINE_ROOM]) -> usize {
 /// the destination; `no_delay` (`option http-no-delay`) never holds a
 /// send with `MSG_MORE`. `closing`: the caller shuts the write side down
 /// right after the body, so its last bytes are held with `MSG_MORE` too
-/// and leave with the FIN, in one segment. Returns the body bytes read
-/// and written.
+/// and leave with the FIN, in one segment. When `sp` asks for it and a
+/// pipe is free, the rest of the body (after what `buf` held) is spliced
+/// ([`crate::splice`]). Returns the body bytes read and written.
 pub(crate) async fn forward(
     framer: &mut Framer,
-    src: &Conn,
-    buf: &mut IoBuf,
+    (src, buf): (&Conn, &mut IoBuf),
     dst: &Conn,
     (read_idle, write_idle): (Option<Duration>, Option<Duration>),
     (no_delay, closing): (bool, bool),
+    sp: &mut BodySplice,
 ) -> Result<Moved, BodyError> {
     let mut total = Moved::default();
     loop {
@@ -241,11 +278,29 @@ pub(crate) async fn forward(
             buf.release_if_empty();
             return Ok(total);
         }
+        if sp.wants(framer) {
+            buf.release_if_empty();
+            let ready =
+                fairlead_net::io::with_timeout(read_idle, "body read timeout", src.readable());
+            ready.await.map_err(BodyError::Source)?;
+            // No pipe free: this burst is copied through the buffer.
+            if let Some(mut pipe) = fairlead_net::splice::take() {
+                let r = splice_burst(framer, (src, dst), &mut pipe, write_idle, &mut total).await;
+                fairlead_net::splice::give(pipe);
+                r?;
+                continue;
+            }
+        }
         let limit = framer.read_limit();
         let read = fairlead_net::io::with_timeout(read_idle, "body read timeout", async {
             buf.read_from(src, limit).await
         })
         .await;
+        // The buffer was empty before the read (a spliceable body's bytes
+        // are all used): a full one means the read filled it.
+        if let Ok(n) = read {
+            sp.record_read(n > 0 && buf.is_full());
+        }
         match read {
             Ok(0) => {
                 if matches!(framer, Framer::UntilEof) {

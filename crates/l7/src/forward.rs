@@ -15,6 +15,7 @@ use crate::key::KeyData;
 use crate::logging::ReqLog;
 use crate::persist::{self, Persist};
 use crate::session::{park, Attached, Outcome, Session};
+use crate::splice::BodySplice;
 use crate::Effective;
 use fairlead_backend::counters::C;
 use fairlead_backend::{
@@ -25,6 +26,7 @@ use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{
     parse_response, BodyKind, ConnHeader, RequestHead, RequestRewrite, ResponseHead,
 };
+use fairlead_l4::{SpliceMode, TunnelSplice};
 use fairlead_log::Phase;
 use fairlead_net::io::with_timeout;
 use fairlead_net::{pool, IoBuf};
@@ -467,8 +469,10 @@ impl Session {
                 return Ok(());
             }
             let no_delay = self.ctx.front.http_no_delay || be.options.http_no_delay;
+            let mut sp = BodySplice::new(request_splice(&self.ctx, be), client, server);
+            let timeouts = (ct, bt.server);
             let flags = (no_delay, false);
-            body::forward(framer, client, cbuf, server, (ct, bt.server), flags)
+            body::forward(framer, (client, cbuf), server, timeouts, flags, &mut sp)
                 .await
                 .map(|m| req_bytes.set(req_bytes.get() + m.read))
         };
@@ -661,6 +665,16 @@ pub(crate) fn pooled(
     idle::take_fitting(server.conf.id, sni, safe_only, |c| {
         server.admin.conn_fits(c)
     })
+}
+
+/// How a request body splices: as the frontend's and backend's `option
+/// splice-*` ask, unless the rules read the body (`option
+/// http-buffer-request`).
+fn request_splice(ctx: &crate::HttpCtx, be: &Backend) -> SpliceMode {
+    if crate::local::buffers_body(ctx) {
+        return SpliceMode::Off;
+    }
+    TunnelSplice::from_options(ctx.front.splice.or(be.options.splice)).request
 }
 
 /// The request body's copy failed: the client's fault, or its framing's.

@@ -23,7 +23,9 @@
 //! 6. **done**: keep or close each side, park the server connection.
 //!
 //! Bodies are never buffered whole: they move through one pooled buffer at
-//! a time, and the framing bytes are forwarded unmodified.
+//! a time, and the framing bytes are forwarded unmodified. With `option
+//! splice-*`, clear-text content-length and close-delimited bodies move
+//! socket to pipe to socket instead (`splice.rs`).
 //!
 //! HTTP/2 client connections (ALPN `h2`, `bind ... proto h2`, or the
 //! HTTP/2 preface on a clear bind) are served by [`h2`]: one task per
@@ -48,6 +50,7 @@ mod process;
 pub mod resolve;
 mod respond;
 mod session;
+mod splice;
 mod txn;
 
 pub use park::{ConnAccount, ConnCtl, ConnHold};

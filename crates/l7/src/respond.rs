@@ -6,10 +6,12 @@ use crate::body::{self, BodyError, Framer, Out};
 use crate::logging::ReqLog;
 use crate::persist::{self, Persist};
 use crate::session::{park, Attached, Outcome, Session};
+use crate::splice::BodySplice;
 use fairlead_backend::counters::C;
 use fairlead_backend::ServerSlot;
 use fairlead_config::{HttpConnMode, HttpReuse};
 use fairlead_http::{BodyKind, ConnHeader, RequestHead, ResponseHead};
+use fairlead_l4::TunnelSplice;
 use fairlead_log::{Phase, Who};
 use fairlead_net::{pool, IoBuf};
 
@@ -123,13 +125,15 @@ impl Session {
             return None;
         }
         let no_delay = ctx.front.http_no_delay || be.options.http_no_delay;
+        let mode = TunnelSplice::from_options(ctx.front.splice.or(be.options.splice)).response;
+        let mut sp = BodySplice::new(mode, &conn.stream, &self.client);
         let body_res = body::forward(
             &mut framer,
-            &conn.stream,
-            &mut sbuf,
+            (&conn.stream, &mut sbuf),
             &self.client,
             (bt.server, ct),
             (no_delay, closing),
+            &mut sp,
         )
         .await;
         if closing && body_res.is_ok() {

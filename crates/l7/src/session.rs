@@ -196,10 +196,8 @@ pub(crate) fn serve_resumed(s: Session) -> impl std::future::Future<Output = ()>
 #[allow(clippy::manual_async_fn)]
 fn session_loop(mut s: Session, resumed: bool) -> impl std::future::Future<Output = ()> {
     async move {
-        if !resumed {
-            if crate::h2::selected(&s.client, &s.ctx) {
-                return into_h2(s).await;
-            }
+        if !resumed && crate::h2::selected(&s.client, &s.ctx) {
+            return into_h2(s).await;
         }
         // TCP_NODELAY comes from the listener (see
         // fairlead_net::tune_listener): no system call per connection.

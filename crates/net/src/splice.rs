@@ -220,7 +220,17 @@ impl Pipe {
     /// cleared, wait with `readable()`), or the pipe is full (drain it
     /// first; only possible when [`Pipe::held`] is not zero).
     pub fn fill_from(&mut self, src: &TcpStream) -> Result<usize> {
-        let room = self.capacity.saturating_sub(self.held);
+        self.fill_from_at_most(src, usize::MAX)
+    }
+
+    /// [`Pipe::fill_from`], moving at most `max` bytes: the rest stays in
+    /// the socket (an HTTP body of known length, followed by the next
+    /// pipelined message). `max` 0 reads nothing and returns `Ok(0)`.
+    pub fn fill_from_at_most(&mut self, src: &TcpStream, max: usize) -> Result<usize> {
+        if max == 0 {
+            return Ok(0);
+        }
+        let room = self.capacity.saturating_sub(self.held).min(max);
         if room == 0 {
             return Err(ErrorKind::WouldBlock.into());
         }
