@@ -548,6 +548,33 @@ backend b\n    server s {o} send-proxy-v2 proxy-v2-options unique-id\n",
     assert_eq!(h.alpn(), Some(&b"h2"[..]));
 }
 
+/// `proxy-v2-options unique-id` in HTTP mode as HAProxy 2.6: with no
+/// `unique-id-format` the TLV is sent empty, and an id is cut at 127
+/// bytes.
+#[test]
+fn send_proxy_v2_unique_id_empty_without_format_and_cut_at_127() {
+    let ip = test_ip();
+    let (o, seen) = pp_origin(ip);
+    let (none, long) = (free_addr(ip), free_addr(ip));
+    let id = "x".repeat(150);
+    let cfg = format!(
+        "{}frontend none\n    bind {none}\n    default_backend b\n\
+frontend long\n    bind {long}\n    unique-id-format {id}\n    default_backend b\n\
+backend b\n    server s {o} send-proxy-v2 proxy-v2-options unique-id\n",
+        defaults(),
+    );
+    let _p = Proxy::start(&cfg, &[none, long]);
+    for (bind, want) in [(none, String::new()), (long, "x".repeat(127))] {
+        assert_eq!(get(bind, "/").status, 200);
+        let hdr = seen.lock().unwrap().pop().expect("a header");
+        let h = match fairlead_proxyproto::parse(&hdr).unwrap() {
+            fairlead_proxyproto::Parsed::Done(h, _) => h,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(h.unique_id(), Some(want.as_bytes()), "{bind}");
+    }
+}
+
 /// A TCP origin that records the PROXY header of each connection and
 /// the bytes after it (`want` of them), then says `hello` and closes.
 type Seen = Arc<Mutex<Vec<(fairlead_proxyproto::Header, Vec<u8>)>>>;

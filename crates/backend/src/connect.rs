@@ -45,6 +45,10 @@ pub struct TlsNames<'a> {
     pub has_data: bool,
 }
 
+/// The longest unique id sent in a PROXY v2 UNIQUE_ID TLV (HAProxy's
+/// `UNIQUEID_LEN` of 128 with its terminating NUL).
+pub const MAX_UNIQUE_ID: usize = 127;
+
 /// The TLVs of the PROXY v2 header sent to `server` for a request of the
 /// `client` connection: the ALPN negotiated with the client whenever there
 /// is one (as HAProxy does), then what `proxy-v2-options` asks for.
@@ -68,7 +72,10 @@ pub fn proxy_v2_tlvs(
         v.authority = received.or(sni).map(<[u8]>::to_vec);
     }
     if o.unique_id {
-        v.unique_id = unique_id.map(<[u8]>::to_vec);
+        // As HAProxy: an empty TLV when the stream has no id (no
+        // `unique-id-format`), and an id cut at 127 bytes (UNIQUEID_LEN).
+        let id = unique_id.unwrap_or_default();
+        v.unique_id = Some(id.get(..MAX_UNIQUE_ID).unwrap_or(id).to_vec());
     }
     if o.ssl {
         v.ssl = Some(fairlead_proxyproto::SslInfo {
