@@ -127,6 +127,10 @@ fn soft_stop_closes_parked_connections() {
 fn many_parked_connections_are_all_served_again() {
     let (t, bind, sock, _p) = proxy("many", "");
     const N: usize = 500;
+    // The start-up readiness probe is one connection: count from after it.
+    wait_until("the readiness probe counted", || {
+        stat_of(&sock, "fe", "FRONTEND", "stot") != "0" && info_field(&sock, "CurrConns") == "0"
+    });
     let stot: usize = stat_of(&sock, "fe", "FRONTEND", "stot").parse().unwrap();
     let conns: Vec<TcpStream> = (0..N).map(|_| connect(bind)).collect();
     for s in &conns {

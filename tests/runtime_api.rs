@@ -22,18 +22,14 @@ fn show_and_set_commands() {
     std::fs::create_dir_all(&dir).unwrap();
     let sock = dir.join("admin.sock");
     let user_sock = dir.join("user.sock");
-    // One worker: roundrobin is exact per thread (each worker has its own
-    // cursor), and the weight check below counts exact picks.
-    let cfg = http_cfg(bind, "", &format!("    server s1 {a1}\n    server s2 {a2}"))
-        .replace("nbthread 2", "nbthread 1")
-        .replace(
-            "global\n",
-            &format!(
+    let cfg = http_cfg(bind, "", &format!("    server s1 {a1}\n    server s2 {a2}")).replace(
+        "global\n",
+        &format!(
             "global\n    stats socket {} mode 600 level admin\n    stats socket {} level user\n",
             sock.display(),
             user_sock.display()
         ),
-        );
+    );
     let p = Proxy::start(&cfg, &[bind]);
     wait_until("cli socket", || UnixStream::connect(&sock).is_ok());
     assert_eq!(

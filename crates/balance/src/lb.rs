@@ -123,8 +123,13 @@ pub struct Lb {
     allbackups: bool,
     model: Mutex<Model>,
     snap: ArcSwap<Snap>,
-    /// Each thread's position in the round-robin schedule.
+    /// Each thread's position in the round-robin schedule (from
+    /// [`crate::PER_THREAD_FROM`] worker threads on).
     cursors: Cursors,
+    /// The process-wide position in the round-robin schedule (below
+    /// [`crate::PER_THREAD_FROM`] threads): exact over the whole sequence,
+    /// as HAProxy.
+    shared_rr: std::sync::atomic::AtomicUsize,
     lc: Option<LeastConn>,
 }
 
@@ -212,6 +217,7 @@ impl Lb {
                 ..Snap::default()
             }),
             cursors: Cursors::new(),
+            shared_rr: std::sync::atomic::AtomicUsize::new(0),
             lc: (algo == Algo::LeastConn).then(|| LeastConn::new(n)),
         };
         {
@@ -470,9 +476,7 @@ impl Lb {
         let steps = 2 * members + 8;
         let ring_steps = 8 * members + 16;
         match self.algo {
-            Algo::RoundRobin | Algo::StaticRr => {
-                roundrobin::next(&snap.schedule, &self.cursors, steps, ok)
-            }
+            Algo::RoundRobin | Algo::StaticRr => self.rr(&snap.schedule, steps, ok),
             Algo::LeastConn => self.lc.as_ref().and_then(|lc| lc.pick(ok)),
             Algo::First => first::pick(&snap.by_id, ok),
             Algo::Random(draws) => random::pick(
@@ -486,8 +490,18 @@ impl Lb {
             Algo::Hash { consistent, .. } => match self.key_hash(key) {
                 Some(h) if consistent => chash::lookup(&snap.ring, h, ring_steps, ok),
                 Some(h) => map::lookup(&snap.schedule, h, steps, ok),
-                None => roundrobin::next(&snap.schedule, &self.cursors, steps, ok),
+                None => self.rr(&snap.schedule, steps, ok),
             },
+        }
+    }
+
+    /// The next server of the round-robin schedule: this thread's cursor
+    /// with many threads, else the process-wide one.
+    fn rr(&self, schedule: &[u32], steps: usize, ok: &dyn Fn(usize) -> bool) -> Option<usize> {
+        if crate::per_thread_cursors() {
+            roundrobin::next(schedule, &self.cursors, steps, ok)
+        } else {
+            roundrobin::next_shared(schedule, &self.shared_rr, steps, ok)
         }
     }
 }

@@ -82,6 +82,30 @@ pub mod static_rr;
 mod tests;
 
 pub use lb::Lb;
+
+/// From this many worker threads on, round robin (and the round-robin
+/// fallback of the hashing algorithms) uses a cursor per thread: no cache
+/// line is written by every pick of every core, each thread is exact over
+/// full turns of the schedule, and a sequence can differ from HAProxy's by
+/// up to one turn per thread. Below it, one shared cursor keeps the whole
+/// sequence exactly HAProxy's. Default is 8.
+pub const PER_THREAD_FROM: usize = 8;
+
+static PER_THREAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Chooses the round-robin cursors for a process of `threads` worker
+/// threads (see [`PER_THREAD_FROM`]); called once at start. Default is the
+/// shared cursor.
+pub fn set_worker_threads(threads: usize) {
+    PER_THREAD.store(
+        threads >= PER_THREAD_FROM,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+fn per_thread_cursors() -> bool {
+    PER_THREAD.load(std::sync::atomic::Ordering::Relaxed)
+}
 pub use roundrobin::RoundRobin;
 
 /// Static description of one server for the balancer.

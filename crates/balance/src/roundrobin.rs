@@ -103,6 +103,29 @@ pub(crate) fn next(
     None
 }
 
+/// Steps the process-wide `cursor` through `schedule` until `ok` accepts a
+/// server, trying at most `limit` slots: every pick of every thread takes
+/// the next slot, so the whole sequence is exact (HAProxy's behaviour).
+pub(crate) fn next_shared(
+    schedule: &[u32],
+    cursor: &std::sync::atomic::AtomicUsize,
+    limit: usize,
+    ok: &dyn Fn(usize) -> bool,
+) -> Option<usize> {
+    let len = schedule.len();
+    if len == 0 {
+        return None;
+    }
+    for _ in 0..limit.min(len) {
+        let slot = cursor.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % len;
+        let s = *schedule.get(slot)? as usize;
+        if ok(s) {
+            return Some(s);
+        }
+    }
+    None
+}
+
 /// Standalone smooth weighted round robin over fixed weights (index =
 /// server). [`crate::Lb`] is what backends use; this is kept for simple
 /// callers. Weight 0 servers never appear.

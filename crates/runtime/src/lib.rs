@@ -791,6 +791,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     state_file::apply_all(&cfg, &shared, opts.quiet);
     let shared = Arc::new(shared);
     let workers = worker_count(&cfg);
+    fairlead_balance::set_worker_threads(workers);
     let mut inherited = inherit::FdMap::from_env().map_err(Error::other)?;
     // `-sf`/`-st`: take over the old process's listening sockets themselves.
     if inherited.is_none() {
