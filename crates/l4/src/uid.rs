@@ -35,14 +35,7 @@ impl<'a> UidSource<'a> {
 /// Renders `u` for the stream `from` sees: its `%` variables from the
 /// connection and the names, its samples from the rule engine.
 pub fn render(src: &UidSource<'_>, u: &UniqueId, from: &dyn Txn) -> Vec<u8> {
-    let values: Vec<Option<Vec<u8>>> = u
-        .samples
-        .iter()
-        .map(|e| {
-            e.eval_str(from)
-                .and_then(|s| s.as_bytes().map(<[u8]>::to_vec))
-        })
-        .collect();
+    let values = u.sample_values(from);
     let samples: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
     let tls = from.tls();
     let front = src.front;

@@ -79,6 +79,12 @@ async fn roundtrip(c: &mut TcpStream, path: &str) -> String {
     c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
         .await
         .unwrap();
+    response(c, path).await
+}
+
+/// Reads the 200 response to a request for `path` (the origin answers
+/// the path) and returns its body.
+async fn response(c: &mut TcpStream, path: &str) -> String {
     let mut got = Vec::new();
     let mut buf = [0u8; 1024];
     loop {
@@ -209,16 +215,7 @@ fn many_parked_connections_are_all_served_again() {
                 .unwrap();
         }
         for c in &mut clients {
-            let mut got = Vec::new();
-            let mut buf = [0u8; 512];
-            while !String::from_utf8_lossy(&got).ends_with("\r\n\r\n/next") {
-                let n = tokio::time::timeout(Duration::from_secs(5), c.read(&mut buf))
-                    .await
-                    .expect("response in time")
-                    .unwrap();
-                assert!(n > 0, "closed before the response");
-                got.extend_from_slice(&buf[..n]);
-            }
+            assert_eq!(response(c, "/next").await, "/next");
         }
         until("all parked again", || parked_count() == 300).await;
         assert!(b.closed().is_empty());

@@ -328,14 +328,7 @@ pub(crate) fn render_unique_id(
     from: &dyn fairlead_rules::txn::Txn,
 ) -> Vec<u8> {
     use fairlead_rules::txn::{Msg, Txn};
-    let values: Vec<Option<Vec<u8>>> = u
-        .samples
-        .iter()
-        .map(|e| {
-            e.eval_str(from)
-                .and_then(|s| s.as_bytes().map(<[u8]>::to_vec))
-        })
-        .collect();
+    let values = u.sample_values(from);
     let samples: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
     let mut line = Vec::with_capacity(64);
     line.extend_from_slice(tx.req.method());

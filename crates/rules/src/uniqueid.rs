@@ -38,6 +38,18 @@ impl UniqueId {
         }
         Ok(UniqueId { format, samples })
     }
+
+    /// The values of the format's sample expressions against `from`, in
+    /// order (`None`: no value), for the renderers of each mode.
+    pub fn sample_values(&self, from: &dyn crate::txn::Txn) -> Vec<Option<Vec<u8>>> {
+        self.samples
+            .iter()
+            .map(|e| {
+                e.eval_str(from)
+                    .and_then(|s| s.as_bytes().map(<[u8]>::to_vec))
+            })
+            .collect()
+    }
 }
 
 /// The argument of `unique-id-header`.
