@@ -32,13 +32,9 @@ struct Parked {
 
 /// Takes a live idle connection to server `id`, discarding dead ones.
 /// `sni`: for a TLS server whose SNI varies per request, only a
-/// connection made with that name fits (`None`: any).
-pub fn take(id: ServerId, sni: Option<&str>) -> Option<Conn> {
-    take_among(id, sni, false)
-}
-
-/// [`take`], among the safe connections only when `safe_only`.
-fn take_among(id: ServerId, sni: Option<&str>, safe_only: bool) -> Option<Conn> {
+/// connection made with that name fits (`None`: any). `safe_only`: only
+/// a safe one.
+fn take(id: ServerId, sni: Option<&str>, safe_only: bool) -> Option<Conn> {
     IDLE.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.get_mut(&id)?;
@@ -60,10 +56,11 @@ fn take_among(id: ServerId, sni: Option<&str>, safe_only: bool) -> Option<Conn> 
     })
 }
 
-/// Like [`take`], keeping only a connection that `fits` (for a server whose
-/// address changed: one made to its current address, see
-/// [`crate::ServerAdmin::conn_fits`]); the others are closed as they are
-/// met, never reused.
+/// Takes a live idle connection to server `id` that `fits` (for a server
+/// whose address changed: one made to its current address, see
+/// [`crate::ServerAdmin::conn_fits`]); dead ones and the others are closed
+/// as they are met, never reused. `sni`: for a TLS server whose SNI varies
+/// per request, only a connection made with that name fits (`None`: any).
 /// `safe_only`: only a connection reused at least once (`http-reuse
 /// aggressive`, a session's first request).
 pub fn take_fitting(
@@ -73,7 +70,7 @@ pub fn take_fitting(
     fits: impl Fn(&Conn) -> bool,
 ) -> Option<Conn> {
     loop {
-        let c = take_among(id, sni, safe_only)?;
+        let c = take(id, sni, safe_only)?;
         if fits(&c) {
             return Some(c);
         }

@@ -12,7 +12,7 @@
 //!   [`fairlead_dns::NameState`]. The events change the server's
 //!   `admin.addr` (new connections go there; requests in flight finish on
 //!   their connection; idle pooled connections to the old address are
-//!   closed when met, see `fairlead_backend::idle::take_at`), its port and
+//!   closed when met, see `fairlead_backend::idle::take_fitting`), its port and
 //!   weight (SRV), and its DNS maintenance flag (`admin.dns_maint`, apart
 //!   from the operator's `maint`), and are logged on stderr in HAProxy's
 //!   words.
