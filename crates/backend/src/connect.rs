@@ -105,7 +105,7 @@ pub fn proxy_v2_tlvs(
 /// Writes the PROXY protocol header `send-proxy` (`version` 1) or
 /// `send-proxy-v2` (2) asks for, right after connecting and before TLS.
 async fn send_proxy_header(
-    tcp: &tokio::net::TcpStream,
+    tcp: &fairlead_net::Sock,
     version: u8,
     names: &TlsNames<'_>,
     timeout: Option<Duration>,
@@ -167,21 +167,24 @@ async fn open_with(
             "server has no address",
         ));
     }
-    let tcp = match (&server.conf.unix, server.conf.socks4) {
+    // Plain TCP goes through the worker's io_uring ring when it has one.
+    let tcp: fairlead_net::Sock = match (&server.conf.unix, server.conf.socks4) {
         (None, None) => {
             let data = names.has_data || server.conf.send_proxy != 0 || server.conf.tls.is_some();
-            fairlead_net::connect_with(addr, timeout, smart && data).await?
+            fairlead_net::connect_sock(addr, timeout, smart && data).await?
         }
         (None, Some(proxy)) => {
             let mut tcp = fairlead_net::connect(proxy, timeout).await?;
             let handshake = fairlead_health::socks4::connect(&mut tcp, addr);
             fairlead_net::io::with_timeout(timeout, "connect timeout", handshake).await?;
-            tcp
+            tcp.into()
         }
         (Some(crate::server::UnixTarget::Addr(path)), _) => {
-            fairlead_net::unix::connect_unix(path, timeout).await?
+            fairlead_net::unix::connect_unix(path, timeout)
+                .await?
+                .into()
         }
-        (Some(crate::server::UnixTarget::Pair(fd)), _) => crate::sockpair::connect(*fd)?,
+        (Some(crate::server::UnixTarget::Pair(fd)), _) => crate::sockpair::connect(*fd)?.into(),
     };
     if server.conf.send_proxy != 0 {
         send_proxy_header(&tcp, server.conf.send_proxy, &names, timeout).await?;

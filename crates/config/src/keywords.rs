@@ -105,6 +105,8 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("ulimit-n", G, I),
     kw!("tune.bufsize", G, I),
     kw!("tune.maxaccept", G, I),
+    kw!("io-uring", G, I, "Fairlead's own: HAProxy has no such keyword"),
+    kw!("tune.io-uring.recv-bufs", G, I, "Fairlead's own: HAProxy has no such keyword"),
     kw!("hard-stop-after", G, I),
     kw!("setenv", G, I, "takes effect on the lines that follow"),
     kw!("presetenv", G, I, "takes effect on the lines that follow"),

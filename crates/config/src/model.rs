@@ -151,6 +151,15 @@ pub struct Global {
     /// `tune.maxaccept`: connections accepted per wake-up per listener.
     /// Default is 64; -1 means unlimited.
     pub maxaccept: i32,
+    /// `io-uring on|off` (Fairlead's own keyword): the workers serve their
+    /// TCP listeners and connections with io_uring instead of epoll. The
+    /// environment variable `FAIRLEAD_IO_URING=1` (or `0`) overrides it.
+    /// Default is off.
+    pub io_uring: bool,
+    /// `tune.io-uring.recv-bufs`: receive buffers (of `tune.bufsize`) in
+    /// each worker's provided buffer ring, rounded up to a power of two.
+    /// Default is 256.
+    pub uring_recv_bufs: u16,
     /// `hard-stop-after`. Default is none (wait for the longest timeout).
     pub hard_stop_after: Option<Duration>,
     /// `server-state-file`: the file `load-server-state-from-file global`
@@ -224,6 +233,8 @@ impl Default for Global {
             localpeer: None,
             bufsize: 16384,
             maxaccept: 64,
+            io_uring: false,
+            uring_recv_bufs: 256,
             hard_stop_after: None,
             server_state_file: None,
             server_state_base: None,

@@ -475,14 +475,14 @@ pub(crate) async fn connect(
 /// Closes with a reset, as HAProxy ends its checks, so that checks leave
 /// no TIME_WAIT sockets behind.
 pub(crate) fn close(s: Conn) {
-    let _ = socket2::SockRef::from(s.tcp()).set_linger(Some(Duration::ZERO));
+    let _ = socket2::SockRef::from(s.sock()).set_linger(Some(Duration::ZERO));
     drop(s);
 }
 
 /// Closes with a FIN (`linger`), so that the server reads everything sent
 /// (a MySQL `COM_QUIT`) and sees a clean end.
 pub(crate) fn close_linger(s: Conn) {
-    let _ = socket2::SockRef::from(s.tcp()).set_linger(None);
+    let _ = socket2::SockRef::from(s.sock()).set_linger(None);
     drop(s);
 }
 

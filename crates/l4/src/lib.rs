@@ -320,8 +320,10 @@ pub(crate) async fn tunnel_with<P: Future<Output = ResPrelude>>(
     };
     let up = Cell::new(0u64);
     let down = Cell::new(0u64);
-    // Never splice TLS: the kernel would move ciphertext.
-    let sp = if client.is_tls() || server.is_tls() {
+    // Never splice TLS (the kernel would move ciphertext), nor sockets on
+    // the io_uring path (their bytes arrive in the ring's buffers).
+    let epoll = client.tcp().is_some() && server.tcp().is_some();
+    let sp = if client.is_tls() || server.is_tls() || !epoll {
         TunnelSplice::default()
     } else {
         sp

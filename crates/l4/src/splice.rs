@@ -117,7 +117,10 @@ pub(crate) async fn forward_spliced(
     shared: &Shared,
     pipe: &mut Pipe,
 ) -> Option<PumpEnd> {
-    let (src, dst) = (dir.src.tcp(), dir.dst.tcp());
+    let (Some(src), Some(dst)) = (dir.src.tcp(), dir.dst.tcp()) else {
+        // Not reached: only epoll sockets splice (see `tunnel_spliced`).
+        return Some(PumpEnd::ReadError);
+    };
     let mut moved = 0u64;
     while moved < BURST_MAX {
         match pipe.fill_from(src) {

@@ -44,9 +44,11 @@ pub(crate) struct BodySplice {
 
 impl BodySplice {
     /// The splicing of a body going from `src` to `dst` as `mode` asks
-    /// (`SpliceMode::Off` when either connection is TLS).
+    /// (`SpliceMode::Off` when either connection is TLS or on the
+    /// io_uring path, whose bytes arrive in the ring's buffers).
     pub(crate) fn new(mode: SpliceMode, src: &Conn, dst: &Conn) -> BodySplice {
-        let mode = if src.is_tls() || dst.is_tls() {
+        let epoll = src.tcp().is_some() && dst.tcp().is_some();
+        let mode = if src.is_tls() || dst.is_tls() || !epoll {
             SpliceMode::Off
         } else {
             mode
@@ -98,6 +100,10 @@ pub(crate) async fn splice_burst(
     write_idle: Option<Duration>,
     total: &mut Moved,
 ) -> Result<(), BodyError> {
+    let (Some(src_tcp), Some(dst_tcp)) = (src.tcp(), dst.tcp()) else {
+        // Not reached: only epoll sockets splice (see `BodySplice::new`).
+        return Err(BodyError::Source(ErrorKind::Unsupported.into()));
+    };
     let mut moved = 0u64;
     while let Some(due) = framer.splice_limit() {
         if moved >= BURST_MAX {
@@ -105,7 +111,7 @@ pub(crate) async fn splice_burst(
             return Ok(());
         }
         let max = usize::try_from(due).unwrap_or(usize::MAX);
-        let n = match pipe.fill_from_at_most(src.tcp(), max) {
+        let n = match pipe.fill_from_at_most(src_tcp, max) {
             Ok(0) if framer.until_eof() => {
                 framer.end_at_eof();
                 return Ok(());
@@ -124,7 +130,7 @@ pub(crate) async fn splice_burst(
         framer.spliced(n as u64);
         total.read += n as u64;
         moved += n as u64;
-        drain(pipe, dst, write_idle, total).await?;
+        drain(pipe, dst_tcp, write_idle, total).await?;
     }
     Ok(())
 }
@@ -132,15 +138,15 @@ pub(crate) async fn splice_burst(
 /// Empties `pipe` into `dst`, each wait for room bounded by `write_idle`.
 async fn drain(
     pipe: &mut Pipe,
-    dst: &Conn,
+    dst: &tokio::net::TcpStream,
     write_idle: Option<Duration>,
     total: &mut Moved,
 ) -> Result<(), BodyError> {
     while pipe.held() > 0 {
-        match pipe.drain_to(dst.tcp()) {
+        match pipe.drain_to(dst) {
             Ok(n) => total.written += n as u64,
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                with_timeout(write_idle, "write timeout", dst.tcp().writable())
+                with_timeout(write_idle, "write timeout", dst.writable())
                     .await
                     .map_err(BodyError::Dest)?;
             }

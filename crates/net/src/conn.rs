@@ -17,7 +17,8 @@ use std::io::{Error, ErrorKind, Result};
 use std::time::Duration;
 use tokio::net::TcpStream;
 
-use crate::io::{try_read_drain, with_timeout};
+use crate::io::with_timeout;
+use crate::Sock;
 
 /// What a finished TLS handshake negotiated, for logs and statistics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,15 +79,15 @@ pub trait TlsLayer {
     fn wants_write(&self) -> bool;
     /// Reads plaintext into `dst`. `Ok(0)`: the peer closed (close_notify
     /// or end of stream).
-    fn try_read(&mut self, tcp: &TcpStream, dst: &mut [u8]) -> Result<usize>;
+    fn try_read(&mut self, tcp: &Sock, dst: &mut [u8]) -> Result<usize>;
     /// Encrypts a prefix of `data` and queues it, then tries to send
     /// (unless `more`: more data follows at once and goes out with it).
     /// Returns how many plaintext bytes were taken.
-    fn try_write(&mut self, tcp: &TcpStream, data: &[u8], more: bool) -> Result<usize>;
+    fn try_write(&mut self, tcp: &Sock, data: &[u8], more: bool) -> Result<usize>;
     /// Sends queued bytes: `Ok` when none are left.
-    fn try_flush(&mut self, tcp: &TcpStream) -> Result<()>;
+    fn try_flush(&mut self, tcp: &Sock) -> Result<()>;
     /// Queues a close_notify alert and tries to send it.
-    fn close(&mut self, tcp: &TcpStream);
+    fn close(&mut self, tcp: &Sock);
     /// What the handshake negotiated.
     fn info(&self) -> &TlsInfo;
     /// Bytes this session holds in buffers right now (for `show pools`-like
@@ -101,7 +102,7 @@ pub trait TlsLayer {
 /// idle connection's state carries a `Conn` (sometimes two), and a fat
 /// pointer there cost 8 bytes more each.
 pub struct Conn {
-    tcp: TcpStream,
+    tcp: Sock,
     ext: Option<Box<Ext>>,
 }
 
@@ -114,8 +115,11 @@ struct Ext {
 
 impl Conn {
     /// A clear-text connection.
-    pub fn plain(tcp: TcpStream) -> Conn {
-        Conn { tcp, ext: None }
+    pub fn plain(tcp: impl Into<Sock>) -> Conn {
+        Conn {
+            tcp: tcp.into(),
+            ext: None,
+        }
     }
 
     /// The TLS layer, if any.
@@ -148,9 +152,9 @@ impl Conn {
     }
 
     /// A connection whose TLS handshake is complete.
-    pub fn with_tls(tcp: TcpStream, tls: Box<dyn TlsLayer>) -> Conn {
+    pub fn with_tls(tcp: impl Into<Sock>, tls: Box<dyn TlsLayer>) -> Conn {
         Conn {
-            tcp,
+            tcp: tcp.into(),
             ext: Some(Box::new(Ext {
                 tls: Some(RefCell::new(tls)),
                 proxy: None,
@@ -159,8 +163,13 @@ impl Conn {
     }
 
     /// The socket (addresses, socket options).
-    pub fn tcp(&self) -> &TcpStream {
+    pub fn sock(&self) -> &Sock {
         &self.tcp
+    }
+
+    /// The tokio stream, on the epoll path (splicing needs one).
+    pub fn tcp(&self) -> Option<&TcpStream> {
+        self.tcp.epoll()
     }
 
     pub fn is_tls(&self) -> bool {
@@ -236,7 +245,7 @@ impl Conn {
     /// socket's readiness (see [`crate::io::try_read_drain`]).
     pub fn try_read(&self, buf: &mut [u8]) -> Result<usize> {
         match self.tls() {
-            None => try_read_drain(&self.tcp, buf),
+            None => self.tcp.try_read(buf),
             Some(tls) => tls.borrow_mut().try_read(&self.tcp, buf),
         }
     }
@@ -297,9 +306,7 @@ impl Conn {
             return self.write_all(data, idle).await;
         }
         while !data.is_empty() {
-            let sent = self.tcp.try_io(tokio::io::Interest::WRITABLE, || {
-                socket2::SockRef::from(&self.tcp).send_with_flags(data, libc::MSG_MORE)
-            });
+            let sent = self.tcp.try_send(data, true);
             match sent {
                 Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
                 Ok(n) => data = data.get(n..).unwrap_or_default(),
@@ -363,12 +370,8 @@ impl Conn {
             return self.write_all(body, idle).await;
         }
         let (mut head, mut body) = (head, body);
-        let flags = if more { libc::MSG_MORE } else { 0 };
         while !head.is_empty() {
-            let bufs = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
-            let sent = self.tcp.try_io(tokio::io::Interest::WRITABLE, || {
-                socket2::SockRef::from(&self.tcp).send_vectored_with_flags(&bufs, flags)
-            });
+            let sent = self.tcp.try_send2(head, body, more);
             match sent {
                 Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
                 Ok(n) if n >= head.len() => {
@@ -392,14 +395,14 @@ impl Conn {
         if let Some(tls) = self.tls() {
             tls.borrow_mut().close(&self.tcp);
         }
-        crate::shutdown_write(&self.tcp);
+        self.tcp.shutdown_write();
     }
 
     /// Drops the connection without a FIN: `SO_LINGER` 0, so that closing
     /// sends a reset (HAProxy's `silent-drop`, as close as user space
     /// gets without TTL tricks). The caller then drops the connection.
     pub fn abort(&self) {
-        crate::set_abortive_close(&self.tcp);
+        self.tcp.set_abortive_close();
     }
 
     /// Checks, without blocking, whether an idle pooled connection is still
@@ -436,6 +439,12 @@ impl Conn {
 
 impl From<TcpStream> for Conn {
     fn from(tcp: TcpStream) -> Conn {
+        Conn::plain(tcp)
+    }
+}
+
+impl From<Sock> for Conn {
+    fn from(tcp: Sock) -> Conn {
         Conn::plain(tcp)
     }
 }

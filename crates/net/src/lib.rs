@@ -14,6 +14,7 @@ pub mod io;
 pub mod pool;
 pub mod profile;
 pub mod reuse;
+pub mod sock;
 pub mod splice;
 pub mod stop;
 pub mod unix;
@@ -21,6 +22,8 @@ pub mod wait;
 
 pub use buf::IoBuf;
 pub use conn::{Conn, ProxyInfo, TlsInfo, TlsLayer};
+pub use fairlead_uring::UringListener;
+pub use sock::{uring_worker, Sock};
 pub use stop::Stop;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -108,6 +111,52 @@ pub async fn connect_with(
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))?,
         None => fut.await,
     }
+}
+
+/// [`connect_with`] through this thread's io_uring ring when its worker
+/// has one (the socket is made and set up the same way, then connected by
+/// the ring), on the epoll loop otherwise.
+pub async fn connect_sock(
+    addr: SocketAddr,
+    timeout: Option<std::time::Duration>,
+    delay_ack: bool,
+) -> std::io::Result<Sock> {
+    if !uring_worker() {
+        return Ok(Sock::Epoll(connect_with(addr, timeout, delay_ack).await?));
+    }
+    // Non-blocking and close-on-exec from the socket call itself.
+    let ty = Type::STREAM.nonblocking().cloexec();
+    let socket = Socket::new_raw(Domain::for_address(addr), ty, Some(Protocol::TCP))?;
+    socket.set_nodelay(true)?;
+    if delay_ack {
+        socket.set_quickack(false)?;
+    }
+    let fut = fairlead_uring::UringSock::connect(socket, addr);
+    let s = match timeout {
+        Some(t) => tokio::time::timeout(t, fut)
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))?,
+        None => fut.await,
+    }?;
+    Ok(Sock::Uring(s))
+}
+
+/// Starts this worker thread's io_uring ring (`io-uring on`): its receive
+/// buffers come from the thread's pool ([`pool::take`]), `recv_bufs` of
+/// them. Call from inside the worker's runtime, after [`pool::init`].
+pub fn start_uring(recv_bufs: u16) -> std::io::Result<()> {
+    let cfg = fairlead_uring::Config {
+        recv_bufs,
+        ..fairlead_uring::Config::default()
+    };
+    let n = (recv_bufs as usize).next_power_of_two();
+    let bufs = (0..n).map(|_| pool::take()).collect();
+    fairlead_uring::Ring::start(&cfg, bufs).map(drop)
+}
+
+/// Whether io_uring can be used here (see [`fairlead_uring::available`]).
+pub fn uring_available() -> std::io::Result<()> {
+    fairlead_uring::available()
 }
 
 /// Shuts down the write side of a stream (sends FIN) while reads continue.

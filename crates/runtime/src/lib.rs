@@ -168,6 +168,10 @@ pub struct Shared {
     pub quiet: bool,
     pub bufsize: usize,
     pub maxaccept: usize,
+    /// Workers serve their TCP sockets with io_uring (`io-uring on`, or
+    /// `FAIRLEAD_IO_URING=1`); `None`: epoll. The value is the receive
+    /// buffer count of each worker's ring.
+    pub io_uring: Option<u16>,
     /// The configuration's map and ACL files (the runtime API edits them).
     pub patterns: fairlead_rules::pattern::Registry,
     /// Where CLI edits of those files are saved for the next worker.
@@ -435,6 +439,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             n if n <= 0 => usize::MAX,
             n => n as usize,
         },
+        io_uring: io_uring_wanted(cfg.global.io_uring).then_some(cfg.global.uring_recv_bufs),
         patterns: cfg.patterns.clone(),
         pattern_state: admin::PatternState::default(),
         tables: cfg.tables.clone(),
@@ -894,8 +899,14 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
             })?;
         handles.push(h);
     }
+    // The I/O path is named only when it is not the default.
+    let io = match shared.io_uring {
+        Some(_) if fairlead_net::uring_available().is_ok() => ", io_uring",
+        Some(_) => ", epoll (io_uring unavailable)",
+        None => "",
+    };
     shared.notice(&format!(
-        "fairlead {} started: {} worker(s), {} frontend(s), {} backend(s), maxconn {}",
+        "fairlead {} started: {} worker(s), {} frontend(s), {} backend(s), maxconn {}{io}",
         env!("CARGO_PKG_VERSION"),
         workers,
         shared.frontends.len(),
@@ -980,4 +991,14 @@ pub(crate) fn write_pidfile(path: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
         err(e)
     })
+}
+
+/// `io-uring on|off`, unless the environment says otherwise
+/// (`FAIRLEAD_IO_URING=1` or `0`).
+fn io_uring_wanted(configured: bool) -> bool {
+    match std::env::var("FAIRLEAD_IO_URING").as_deref() {
+        Ok("1") | Ok("on") => true,
+        Ok("0") | Ok("off") => false,
+        _ => configured,
+    }
 }

@@ -12,9 +12,9 @@
 //! connection, and the reason is logged.
 
 use fairlead_net::ProxyInfo;
+use fairlead_net::Sock;
 use fairlead_proxyproto::{Addresses, Parsed};
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 /// Largest header accepted: a v2 header with TLVs must fit in it. Default
 /// is 4096 bytes (HAProxy reads it into one buffer; headers seen in
@@ -25,7 +25,7 @@ pub(crate) const MAX_HEADER: usize = 4096;
 /// `LOCAL`/`UNKNOWN`: the socket's stay), or `Err(reason)` (HAProxy's
 /// message) when the connection must be closed.
 pub(crate) async fn read_header(
-    tcp: &TcpStream,
+    tcp: &Sock,
     timeout: Option<Duration>,
 ) -> Result<ProxyInfo, &'static str> {
     let fut = read_header_inner(tcp);
@@ -37,7 +37,7 @@ pub(crate) async fn read_header(
     }
 }
 
-async fn read_header_inner(tcp: &TcpStream) -> Result<ProxyInfo, &'static str> {
+async fn read_header_inner(tcp: &Sock) -> Result<ProxyInfo, &'static str> {
     // Header bytes already consumed, and a window for peeking.
     let mut got: Vec<u8> = Vec::new();
     let mut peek = vec![0u8; 512];
@@ -86,7 +86,7 @@ async fn read_header_inner(tcp: &TcpStream) -> Result<ProxyInfo, &'static str> {
 }
 
 /// Reads and drops exactly `n` bytes that a peek already showed.
-async fn consume(tcp: &TcpStream, mut n: usize) -> Result<(), &'static str> {
+async fn consume(tcp: &Sock, mut n: usize) -> Result<(), &'static str> {
     let mut sink = [0u8; 512];
     while n > 0 {
         let want = n.min(sink.len());
@@ -108,12 +108,13 @@ mod tests {
     use super::*;
     use std::net::SocketAddr;
     use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
 
-    async fn pair() -> (TcpStream, TcpStream) {
+    async fn pair() -> (TcpStream, Sock) {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
         let (s, _) = l.accept().await.unwrap();
-        (c, s)
+        (c, s.into())
     }
 
     fn rt() -> tokio::runtime::Runtime {
@@ -127,18 +128,20 @@ mod tests {
     fn v1_in_pieces_leaves_the_payload() {
         rt().block_on(async {
             let (mut c, s) = pair().await;
-            let reader = tokio::spawn(async move {
-                let r = read_header(&s, Some(Duration::from_secs(5))).await;
-                let mut rest = [0u8; 16];
-                s.readable().await.unwrap();
-                let n = s.try_read(&mut rest).unwrap();
-                (r, rest[..n].to_vec())
+            // The socket (a `Sock`) stays on this task; the writer moves.
+            let writer = tokio::spawn(async move {
+                c.write_all(b"PROXY TCP4 192.0.2.1 ").await.unwrap();
+                c.flush().await.unwrap();
+                tokio::task::yield_now().await;
+                c.write_all(b"198.51.100.2 4000 80\r\nGET").await.unwrap();
+                c
             });
-            c.write_all(b"PROXY TCP4 192.0.2.1 ").await.unwrap();
-            c.flush().await.unwrap();
-            tokio::task::yield_now().await;
-            c.write_all(b"198.51.100.2 4000 80\r\nGET").await.unwrap();
-            let (r, rest) = reader.await.unwrap();
+            let r = read_header(&s, Some(Duration::from_secs(5))).await;
+            let mut rest = [0u8; 16];
+            s.readable().await.unwrap();
+            let n = s.try_read(&mut rest).unwrap();
+            let rest = rest[..n].to_vec();
+            let _c = writer.await.unwrap();
             let (src, dst) = r.unwrap().addrs.unwrap();
             assert_eq!(src.to_string(), "192.0.2.1:4000");
             assert_eq!(dst.to_string(), "198.51.100.2:80");

@@ -16,6 +16,7 @@ use fairlead_config::Mode;
 use fairlead_l4::{ConnFacts, Gate, SessState};
 use fairlead_l7::{ConnHold, HttpCtx};
 use fairlead_net::profile::{Profiled, TaskKind};
+use fairlead_net::Sock;
 use fairlead_net::Stop;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -49,6 +50,13 @@ pub(crate) fn run(
         .expect("worker runtime");
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
+        if let Some(bufs) = shared.io_uring {
+            if let Err(e) = fairlead_net::start_uring(bufs) {
+                eprintln!(
+                    "[WARNING]  worker {worker}: io_uring cannot be set up ({e}); this worker uses epoll"
+                );
+            }
+        }
         // Bridge the process-wide stop request to this worker's own signal.
         let local_stop = Rc::new(Stop::new());
         let bridge = local_stop.clone();
@@ -116,17 +124,18 @@ pub(crate) fn run(
 fn listeners_of(fe: &FrontendRt, ls: crate::FeListeners) -> Vec<Listener> {
     let mut out = Vec::new();
     for l in ls.tcp {
-        let l = match TcpListener::from_std(l) {
+        let addr = l.local_addr();
+        let l = match tcp_acceptor(l) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("[ALERT]    cannot register listener: {e}");
                 continue;
             }
         };
-        let tls = l.local_addr().ok().and_then(|a| fe.tls_for(a));
-        let accept_proxy = l.local_addr().is_ok_and(|a| fe.accept_proxy.contains(&a));
+        let tls = addr.as_ref().ok().and_then(|a| fe.tls_for(*a));
+        let accept_proxy = addr.is_ok_and(|a| fe.accept_proxy.contains(&a));
         out.push(Listener {
-            tcp: Acceptor::Tcp(l),
+            tcp: l,
             tls,
             accept_proxy,
         });
@@ -134,7 +143,7 @@ fn listeners_of(fe: &FrontendRt, ls: crate::FeListeners) -> Vec<Listener> {
     for (i, l) in ls.socks {
         let Some(s) = fe.sockets.get(i) else { continue };
         let acceptor = match l {
-            crate::sockets::Lsock::Tcp(l) => TcpListener::from_std(l).map(Acceptor::Tcp),
+            crate::sockets::Lsock::Tcp(l) => tcp_acceptor(l),
             crate::sockets::Lsock::Unix(l) => {
                 fairlead_net::unix::UnixAcceptor::new(l).map(|u| Acceptor::Unix(u, s.id))
             }
@@ -155,27 +164,41 @@ fn listeners_of(fe: &FrontendRt, ls: crate::FeListeners) -> Vec<Listener> {
     out
 }
 
+/// A TCP listener on the worker's io_uring ring when it has one, on its
+/// epoll loop otherwise.
+fn tcp_acceptor(l: std::net::TcpListener) -> std::io::Result<Acceptor> {
+    if fairlead_net::uring_worker() {
+        return fairlead_net::UringListener::new(l).map(Acceptor::Uring);
+    }
+    TcpListener::from_std(l).map(Acceptor::Tcp)
+}
+
 /// A listening socket: TCP, UNIX, or a `sockpair@` socket pair end
 /// (these two with their listener id, for the client address of their
 /// connections, see [`fairlead_net::unix`]).
 enum Acceptor {
     Tcp(TcpListener),
+    /// A TCP listener on the worker's io_uring ring.
+    Uring(fairlead_net::UringListener),
     Unix(fairlead_net::unix::UnixAcceptor, u16),
     Pair(crate::sockpair::PairAcceptor, u16),
 }
 
 impl Acceptor {
-    async fn accept(&self) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    async fn accept(&self) -> std::io::Result<(Sock, std::net::SocketAddr)> {
         match self {
-            Acceptor::Tcp(l) => l.accept().await,
-            Acceptor::Unix(l, id) => Ok((l.accept().await?, fairlead_net::unix::unix_peer(*id))),
+            Acceptor::Tcp(l) => l.accept().await.map(|(s, a)| (s.into(), a)),
+            Acceptor::Uring(l) => l.accept().await.map(|(s, a)| (s.into(), a)),
+            Acceptor::Unix(l, id) => {
+                Ok((l.accept().await?.into(), fairlead_net::unix::unix_peer(*id)))
+            }
             Acceptor::Pair(p, id) => {
                 // A connection handed over a socket pair did not come from
                 // one of our listeners: TCP_NODELAY was not inherited (an
                 // error on a UNIX socket is harmless).
                 let s = p.accept().await?;
                 let _ = s.set_nodelay(true);
-                Ok((s, fairlead_net::unix::unix_peer(*id)))
+                Ok((s.into(), fairlead_net::unix::unix_peer(*id)))
             }
         }
     }
@@ -186,7 +209,7 @@ impl Acceptor {
 /// line, with the reason) and closes the connection; it never affects
 /// other connections.
 async fn handshake(
-    tcp: tokio::net::TcpStream,
+    tcp: Sock,
     peer: std::net::SocketAddr,
     fe: &FrontendRt,
     tls: Option<Arc<fairlead_tls::BindContext>>,
@@ -230,7 +253,7 @@ async fn handshake(
 /// the client address from now on and what the header carried, or `None`
 /// when the connection must be closed (the reason is logged).
 async fn proxy_header(
-    tcp: &tokio::net::TcpStream,
+    tcp: &Sock,
     peer: std::net::SocketAddr,
     fe: &FrontendRt,
     sess: &SessState,
@@ -258,12 +281,7 @@ async fn proxy_header(
 /// `tcp-request connection` rules, right after accept. A refused
 /// connection is closed with a reset (SO_LINGER 0, as HAProxy does) when
 /// the caller drops it, and counted in `dcon`.
-fn admit(
-    fe: &FrontendRt,
-    stream: &tokio::net::TcpStream,
-    peer: std::net::SocketAddr,
-    sess: &mut SessState,
-) -> bool {
+fn admit(fe: &FrontendRt, stream: &Sock, peer: std::net::SocketAddr, sess: &mut SessState) -> bool {
     let rules = &fe.front.routes.fe_rules;
     if rules.tcp_connection.is_empty() {
         return true;
@@ -280,7 +298,7 @@ fn admit(
         return true;
     }
     fe.front.denied_conn.fetch_add(1, Ordering::Relaxed);
-    fairlead_net::set_abortive_close(stream);
+    stream.set_abortive_close();
     sess.end_trackers(crate::stick_now());
     false
 }
@@ -462,7 +480,7 @@ fn spawn_session(
     fe: &Arc<FrontendRt>,
     ctx: &Rc<HttpCtx>,
     tls: &Option<Arc<fairlead_tls::BindContext>>,
-    stream: tokio::net::TcpStream,
+    stream: Sock,
     peer: std::net::SocketAddr,
     hold: ConnHold,
     sess: SessState,
@@ -493,7 +511,7 @@ struct Opened {
 async fn open(
     fe: Arc<FrontendRt>,
     tls: Option<Arc<fairlead_tls::BindContext>>,
-    stream: tokio::net::TcpStream,
+    stream: Sock,
     peer: std::net::SocketAddr,
     mut sess: SessState,
 ) -> Option<Opened> {

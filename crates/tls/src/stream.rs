@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fairlead_net::pool;
+use fairlead_net::Sock;
 use fairlead_net::{Conn, TlsInfo, TlsLayer};
 use rustls::client::UnbufferedClientConnection;
 use rustls::pki_types::ServerName;
@@ -42,7 +43,6 @@ use rustls::unbuffered::{
     ConnectionState, EncodeError, EncryptError, InsufficientSizeError, UnbufferedStatus,
 };
 use rustls::{ClientConfig, HandshakeKind, ProtocolVersion, ServerConfig};
-use tokio::net::TcpStream;
 
 /// Largest input buffer: a handshake message (a long client certificate
 /// chain) must fit whole. Default is 256 KiB.
@@ -415,10 +415,10 @@ impl<C: Side> Session<C> {
     }
 
     /// Reads the socket into `inb` once. `Ok(false)`: end of stream.
-    fn fill(&mut self, tcp: &TcpStream) -> Result<bool> {
+    fn fill(&mut self, tcp: &Sock) -> Result<bool> {
         self.inb.reserve(1, IN_MAX)?;
         let inb = &mut self.inb;
-        match fairlead_net::io::try_read_drain(tcp, &mut inb.data[inb.len..]) {
+        match tcp.try_read(&mut inb.data[inb.len..]) {
             Ok(0) => {
                 self.eof = true;
                 self.inb.release_if_empty();
@@ -437,7 +437,7 @@ impl<C: Side> Session<C> {
     }
 
     /// Sends `out`; `WouldBlock` while some is left.
-    fn flush(&mut self, tcp: &TcpStream) -> Result<()> {
+    fn flush(&mut self, tcp: &Sock) -> Result<()> {
         while !self.out.is_empty() {
             match tcp.try_write(self.out.filled()) {
                 Ok(0) => return Err(Error::new(ErrorKind::WriteZero, "write returned 0")),
@@ -450,7 +450,7 @@ impl<C: Side> Session<C> {
     }
 
     /// Sends what can be sent now; the rest waits for writability.
-    fn flush_some(&mut self, tcp: &TcpStream) -> Result<()> {
+    fn flush_some(&mut self, tcp: &Sock) -> Result<()> {
         match self.flush(tcp) {
             Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
             r => r,
@@ -458,7 +458,7 @@ impl<C: Side> Session<C> {
     }
 
     /// Completes the handshake, with `timeout` for the whole of it.
-    async fn handshake(&mut self, tcp: &TcpStream, timeout: Option<Duration>) -> Result<()> {
+    async fn handshake(&mut self, tcp: &Sock, timeout: Option<Duration>) -> Result<()> {
         let fut = async {
             loop {
                 let mut got = 0;
@@ -559,7 +559,7 @@ impl<C: Side> TlsLayer for Session<C> {
         !self.out.is_empty()
     }
 
-    fn try_read(&mut self, tcp: &TcpStream, dst: &mut [u8]) -> Result<usize> {
+    fn try_read(&mut self, tcp: &Sock, dst: &mut [u8]) -> Result<usize> {
         if !self.spill.is_empty() {
             let s = self.spill.filled();
             let k = s.len().min(dst.len());
@@ -590,7 +590,7 @@ impl<C: Side> TlsLayer for Session<C> {
         }
     }
 
-    fn try_write(&mut self, tcp: &TcpStream, data: &[u8], more: bool) -> Result<usize> {
+    fn try_write(&mut self, tcp: &Sock, data: &[u8], more: bool) -> Result<usize> {
         // Records queue up in the one pooled buffer: encrypt only what fits
         // after what is still queued (so it never grows), sending first
         // when too little room is left.
@@ -614,11 +614,11 @@ impl<C: Side> TlsLayer for Session<C> {
         Ok(taken)
     }
 
-    fn try_flush(&mut self, tcp: &TcpStream) -> Result<()> {
+    fn try_flush(&mut self, tcp: &Sock) -> Result<()> {
         self.flush(tcp)
     }
 
-    fn close(&mut self, tcp: &TcpStream) {
+    fn close(&mut self, tcp: &Sock) {
         let mut got = 0;
         // Reaching the writable state may decrypt pending records; they go
         // to `spill` and stay readable after the close.
@@ -684,7 +684,7 @@ impl std::fmt::Display for HandshakeError {
 
 /// Performs the server side of a handshake on an accepted socket.
 pub async fn accept(
-    tcp: TcpStream,
+    tcp: impl Into<Sock>,
     config: Arc<ServerConfig>,
     timeout: Option<Duration>,
 ) -> std::result::Result<Conn, HandshakeError> {
@@ -693,6 +693,7 @@ pub async fn accept(
         error: tls_err(e),
     })?;
     let mut s = Session::new(conn);
+    let tcp = tcp.into();
     match s.handshake(&tcp, timeout).await {
         Ok(()) => Ok(Conn::with_tls(tcp, Box::new(s))),
         Err(error) => Err(HandshakeError {
@@ -704,7 +705,7 @@ pub async fn accept(
 
 /// Performs the client side of a handshake with a server.
 pub async fn connect(
-    tcp: TcpStream,
+    tcp: impl Into<Sock>,
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
     timeout: Option<Duration>,
@@ -716,6 +717,7 @@ pub async fn connect(
     let conn = UnbufferedClientConnection::new(config, name).map_err(tls_err)?;
     let mut s = Session::new(conn);
     s.info.sni = sni;
+    let tcp = tcp.into();
     s.handshake(&tcp, timeout).await?;
     Ok(Conn::with_tls(tcp, Box::new(s)))
 }
@@ -755,6 +757,7 @@ mod tests {
     use crate::resolver::testutil::{leaf, TempDir};
     use rcgen::PKCS_ECDSA_P256_SHA256 as ECDSA;
     use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
 
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()

@@ -206,6 +206,20 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             }
             g.maxaccept = n;
         }
+        "io-uring" => {
+            g.io_uring = match one_arg(words)? {
+                "on" => true,
+                "off" => false,
+                a => return Err(format!("expects 'on' or 'off' (got '{a}')")),
+            }
+        }
+        "tune.io-uring.recv-bufs" => {
+            let n: u16 = parse_uint(one_arg(words)?, kw)?;
+            if !(1..=32768).contains(&n) {
+                return Err(format!("must be between 1 and 32768 (got {n})"));
+            }
+            g.uring_recv_bufs = n;
+        }
         "hard-stop-after" => g.hard_stop_after = Some(parse_time(one_arg(words)?)?),
         "server-state-file" => g.server_state_file = Some(one_arg(words)?.to_string()),
         "server-state-base" => g.server_state_base = Some(one_arg(words)?.to_string()),

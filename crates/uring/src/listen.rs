@@ -1,0 +1,99 @@
+//! [`UringListener`]: a listening socket served by a multishot accept.
+
+use crate::driver::Op;
+use crate::{Ring, UringSock};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+/// A listener on the worker's ring. One multishot accept, on the
+/// listener's fixed file, serves every connection; accepted descriptors
+/// wait in a short queue until [`UringListener::accept`] takes them (past
+/// 128 waiting, the accept is cancelled until the next call).
+pub struct UringListener {
+    ring: Rc<Ring>,
+    idx: u32,
+    /// Owns the listening descriptor; the ring's fixed file table holds a
+    /// second reference until the drop below empties its entry.
+    _sock: OwnedFd,
+}
+
+impl UringListener {
+    /// Takes `l` (a listening socket) onto this thread's ring.
+    pub fn new(l: std::net::TcpListener) -> io::Result<UringListener> {
+        let ring = crate::current().ok_or_else(|| io::Error::other("no io_uring ring"))?;
+        let fd = OwnedFd::from(l);
+        let mut st = ring.st.borrow_mut();
+        let (idx, _) = st.alloc(fd.as_raw_fd());
+        st.fix(idx);
+        drop(st);
+        Ok(UringListener {
+            ring,
+            idx,
+            _sock: fd,
+        })
+    }
+
+    /// The next accepted connection and its peer's address.
+    pub fn poll_accept(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<(UringSock, std::net::SocketAddr)>> {
+        let mut st = self.ring.st.borrow_mut();
+        let s = st.slot(self.idx);
+        if let Some(fd) = s.acc.pop_front() {
+            drop(st);
+            let peer = socket2::SockRef::from(&fd).peer_addr().and_then(|a| {
+                a.as_socket()
+                    .ok_or_else(|| io::Error::other("not an inet socket"))
+            });
+            return Poll::Ready(match peer {
+                Ok(peer) => Ok((UringSock::adopt(&self.ring, fd, true), peer)),
+                // The client is already gone (ENOTCONN): the caller goes on.
+                Err(e) => Err(e),
+            });
+        }
+        if let Some(e) = s.acc_err.take() {
+            return Poll::Ready(Err(io::Error::from_raw_os_error(-e)));
+        }
+        if !s.acc_armed {
+            st.arm_accept(self.idx);
+            drop(st);
+            self.ring.kick();
+            st = self.ring.st.borrow_mut();
+        }
+        let s = st.slot(self.idx);
+        if !s.rwaker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            s.rwaker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// Waits for the next connection.
+    pub async fn accept(&self) -> io::Result<(UringSock, std::net::SocketAddr)> {
+        std::future::poll_fn(|cx| self.poll_accept(cx)).await
+    }
+}
+
+impl Drop for UringListener {
+    fn drop(&mut self) {
+        let Ok(mut st) = self.ring.st.try_borrow_mut() else {
+            return;
+        };
+        let idx = self.idx;
+        let s = st.slot(idx);
+        s.owned = false;
+        s.rwaker = None;
+        s.acc.clear();
+        if s.acc_armed {
+            st.cancel(idx, Op::Accept);
+        }
+        // Empties the fixed file entry; the descriptor itself is closed by
+        // `_sock` (the ring's close of the raw number is skipped).
+        st.forget_fd(idx);
+        st.maybe_free(idx);
+        drop(st);
+        self.ring.kick();
+    }
+}
