@@ -120,9 +120,11 @@ printf 'series.sh: %s rounds x %s s, proxies %s%s\n' "$rounds" "$dur" "$proxies"
     "${glob[*]:+, global options: ${glob[*]}}"
 printf 'estimate: about %d min %02d s of measurement (keepalive %ds, costs %ds, close %ds, sizes %ds, tail %ds, idle %ds + TLS %ds);\n' \
     $(( total / 60 )) $(( total % 60 )) "$e_ka" "$e_costs" "$e_close" "$e_sizes" "$e_tail" "$e_idle" "$e_tls"
-printf '          at most about %d min if runs are disturbed and measured again (--retries %s while the %d min budget allows)%s;\n          plus the build of HEAD\n' \
+printf '          at most about %d min if runs are disturbed and measured again (--retries %s while the %d min budget allows)%s\n' \
     $(( (worst + 59) / 60 )) "$retries" "$budget_min" "${quiet:+ or scenarios wait for a quiet machine}"
-printf '          (a few seconds when target/fairbench/target is warm, 10-15 min cold on 2 CPUs)\n'
+if [ -z "$bin_dir" ]; then
+    printf '          plus the build of HEAD (a few seconds when target/fairbench/target is warm, 10-15 min cold on 2 CPUs)\n'
+fi
 
 # ---------------------------------------------------------------- the steps
 failed=()
