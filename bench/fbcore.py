@@ -761,7 +761,9 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
         r["tls"]["cpu_us_per_handshake"] = round(1e6 * cpu / n, 2) if n else None
     r["peak_rss_kib"] = proxy.peak_rss_kib() if alive else None
     if getattr(proxy, "io_uring", None) is not None:
-        r["io_uring"] = proxy.io_uring
+        # counted again after the run: a worker that creates its ring with its first connection
+        # has one by now (one ring per worker thread: nbthread N shows N)
+        r["io_uring"] = io_uring_count(proxy.pids()) if alive else proxy.io_uring
     r["proxy_alive"] = alive
     r["loadavg1"] = [load1, loadavg1()]
     r["machine_cpu"] = acct.done(cpu)
