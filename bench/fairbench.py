@@ -33,16 +33,16 @@ import fbmetrics  # TCP counters, thread scheduling, strace counts, CPU mitigati
 import h2bench  # the `h2` scenario (bench/h2bench.py)
 import stickbench  # the `stick` scenario (bench/stickbench.py)
 # The names below are also the API of the scenario modules that receive this module as `fb`.
-from fbcore import (BEFORE, BenchError, Ctx, DISTURBED_PCT, NAMES, NETNS_ENV, PRETTY, PROXIES,
-                    RELEASE, RESULTS, ROOT, RunningProxy, aggregate, binary_id, brief, clean_run,
+from fbcore import (BEFORE, BenchError, Ctx, DISTURBED_PCT, KNOWN, NAMES, NETNS_ENV, PRETTY, PROXIES,
+                    RELEASE, RESULTS, ROOT, URING, RunningProxy, aggregate, binary_id, brief, clean_run,
                     compare_build, cpu_list, f0, f1, f2, f3, fmt_ratio, fr, git_state, latest,
-                    loadavg1, log, med, mib, new_result, paired_ratios, print_summary,
-                    proxied_rounds, ratio, run_load, save_result)
+                    loadavg1, log, med, mib, new_result, pair_label, paired_ratios, print_summary,
+                    proxied_rounds, ratio, ratio_pairs, run_load, save_result)
 from fbconf import haproxy_cfg
 from fbfmt import (_esc, build_line, client_cmd_of, config_block, header_block, load_summary,
-                   machine_line, other_line, rounds_line)
+                   machine_line, other_line, proxy_label, rounds_line)
 from fbtls import (TLS_DEFAULT_CASES, make_certs, report_tls, report_tlsscan, sc_tls, sc_tlsscan,
-                   still_open_tls)
+                   still_open_tls, tls_idle_case)
 from fbscen import (report_close, report_idle, report_keepalive, report_keepalive_ab,
                     report_servers, report_sizes, report_tail, sc_close, sc_idle, sc_keepalive,
                     sc_servers, sc_sizes, sc_tail)
@@ -140,6 +140,25 @@ def cmd_build(args):
         if after["dirty_outside_bench"] else ", clean",
         os.path.relpath(link if link and not args.bin_dir else dest, ROOT)))
     return 0
+
+
+def sc_idle_all(ctx, args):
+    """`idle`: memory per idle keep-alive connection; with --tls-counts also per idle TLS
+    connection (the `tls` scenario's idle case), in the same result, so that one run measures
+    both without replacing the `tls` scenario's latest result."""
+    tls_counts = [int(x) for x in (args.tls_counts or "").split(",") if x.strip()]
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if tls_counts and 2 * max(tls_counts) + 500 > nofile:
+        raise BenchError("N=%d TLS needs more than the %d file descriptors allowed" % (max(tls_counts), nofile))
+    res = sc_idle(ctx, args)
+    if tls_counts:
+        certs = make_certs(ctx)
+        res["params"].update({"tls_counts": tls_counts, "alpn": "http/1.1",
+                              "certs": {"ecdsa": {k: certs["ecdsa"][k] for k in ("command", "sha256_fingerprint")}}})
+        args.idle_rounds = args.rounds
+        for n in tls_counts:
+            tls_idle_case(ctx, args, res, certs, n)
+    return res
 
 
 def wait_quiet(threshold, max_s, every=30.0):
@@ -321,7 +340,10 @@ def add_common(p, rounds=3, duration=5.0, conns=100, path="/?s=64", warmup=1.0):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--proxies", default=",".join(PROXIES), help="comma list (default %(default)s)")
+    ap.add_argument("--proxies", default=",".join(PROXIES),
+                    help="comma list among %s (default %%(default)s); %s is the same fairlead binary and "
+                         "configuration file started with %s=1 (io_uring)" % (
+                             ",".join(KNOWN), URING, fbcore.URING_ENV))
     ap.add_argument("--proxy-cpus", help="taskset list for the proxy (env FAIRBENCH_PROXY_CPUS, default 1)")
     ap.add_argument("--client-cpus", help="taskset list for the client (env FAIRBENCH_CLIENT_CPUS, default 0)")
     ap.add_argument("--origin-cpus", help="taskset list for the origin (env FAIRBENCH_ORIGIN_CPUS, default 0)")
@@ -373,6 +395,8 @@ def main():
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--path", default="/?s=64")
     p.add_argument("--settle", type=float, default=1.0, help="seconds to wait before reading RSS")
+    p.add_argument("--tls-counts", help="also N idle TLS connections (ECDSA P-256, as `tls --cases idle`), "
+                                        "comma list, e.g. 2000")
     p = sub.add_parser("tail", help="latency at a fixed rate vs a direct run")
     add_common(p, warmup=0)
     p.add_argument("--levels", default="50,80", help="percent of each proxy's max (default %(default)s)")
@@ -462,7 +486,7 @@ def main():
             os.sched_setaffinity(0, set(cpu_list(ctx.client_cpus)) | set(cpu_list(ctx.origin_cpus)))
         except OSError:
             pass
-        fn = {"keepalive": sc_keepalive, "close": sc_close, "sizes": sc_sizes, "idle": sc_idle,
+        fn = {"keepalive": sc_keepalive, "close": sc_close, "sizes": sc_sizes, "idle": sc_idle_all,
               "tail": sc_tail, "servers": sc_servers, "crosscheck": sc_crosscheck, "tls": sc_tls,
               "tlsscan": sc_tlsscan, "rules": sc_rules,
               "h2": lambda c, a: h2bench.sc_h2(sys.modules[__name__], c, a),

@@ -29,15 +29,41 @@ RELEASE = os.path.join(ROOT, "target", "release")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
-PROXIES = ("fairlead", "haproxy", "nginx")
+PROXIES = ("fairlead", "haproxy", "nginx")   # the default --proxies
+# the same fairlead binary and configuration file, started with FAIRLEAD_IO_URING=1 in its
+# environment: the io_uring worker instead of epoll, for the whole process
+URING = "fairlead-uring"
+URING_ENV = "FAIRLEAD_IO_URING"
+KNOWN = ("fairlead", URING, "haproxy", "nginx")   # what --proxies accepts (with BEFORE: see below)
 # --compare-bin-dir DIR: a second Fairlead build (DIR/fairlead) run as one more "proxy"
 BEFORE = "fairlead-before"
-NAMES = ("fairlead", BEFORE, "haproxy", "nginx")   # display order
-HAPROXY_SYNTAX = ("fairlead", BEFORE, "haproxy")   # loaded from the same HAProxy-syntax file
-PRETTY = {"fairlead": "Fairlead", "haproxy": "HAProxy", "nginx": "nginx",
+NAMES = ("fairlead", URING, BEFORE, "haproxy", "nginx")   # display order
+FAIRLEADS = ("fairlead", URING)   # the numerators of the ratio rows (Fairlead/X, Fairlead-uring/X)
+HAPROXY_SYNTAX = ("fairlead", URING, BEFORE, "haproxy")   # loaded from the same HAProxy-syntax file
+PRETTY = {"fairlead": "Fairlead", URING: "Fairlead-uring", "haproxy": "HAProxy", "nginx": "nginx",
           "direct": "direct (no proxy)", BEFORE: "Fairlead (before)"}
-COLORS = {"fairlead": "#d62728", "haproxy": "#1f77b4", "nginx": "#2ca02c",
+COLORS = {"fairlead": "#d62728", URING: "#9467bd", "haproxy": "#1f77b4", "nginx": "#2ca02c",
           "direct": "#555555", BEFORE: "#ff9896"}
+
+
+def ratio_pairs(names):
+    """The (a, b) pairs of the a/b ratio rows among the proxies present: Fairlead/Fairlead (before),
+    Fairlead/HAProxy, Fairlead/nginx, then Fairlead-uring/Fairlead (io_uring against epoll, same
+    binary), Fairlead-uring/HAProxy, Fairlead-uring/nginx."""
+    out = []
+    for a in FAIRLEADS:
+        if a not in names:
+            continue
+        for b in (BEFORE, "fairlead", "haproxy", "nginx"):
+            if b != a and b in names and not (a == URING and b == BEFORE):
+                out.append((a, b))
+    return out
+
+
+def pair_label(a, b):
+    return "%s/%s" % (PRETTY[a], PRETTY[b])
+
+
 PCTS = ("50", "90", "99", "99.9", "99.99")
 NETNS_ENV = "FAIRBENCH_IN_NETNS"   # set when --netns re-ran this script in its own network namespace
 SIZES = [("64", 64), ("1k", 1024), ("16k", 16384), ("256k", 262144),
@@ -128,6 +154,7 @@ def machine(ctx):
         "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         "cpu_vulnerabilities": fbmetrics.vulnerabilities(),
         "netns": bool(os.environ.get(NETNS_ENV)),
+        "io_uring_disabled": io_uring_disabled(),
     }
 
 
@@ -225,6 +252,43 @@ def loadavg1():
         return None
 
 
+def io_uring_count(pids):
+    """io_uring instances held by the processes: file descriptors that are `anon_inode:[io_uring]`
+    (a ring whose fd was closed after IORING_REGISTER_RING_FDS still shows in /proc/PID/maps).
+    0 for a fairlead-uring run means the binary ran without io_uring (it ignored
+    FAIRLEAD_IO_URING=1, or the kernel refused: /proc/sys/kernel/io_uring_disabled)."""
+    n = 0
+    for pid in pids:
+        d = "/proc/%d/fd" % pid
+        try:
+            fds = os.listdir(d)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(os.path.join(d, fd)) == "anon_inode:[io_uring]":
+                    n += 1
+            except OSError:
+                pass
+        if n == 0:
+            try:
+                with open("/proc/%d/maps" % pid) as f:
+                    if any("[io_uring]" in line for line in f):
+                        n += 1
+            except OSError:
+                pass
+    return n
+
+
+def io_uring_disabled():
+    """/proc/sys/kernel/io_uring_disabled (0: allowed, 1: only for a group, 2: off); None: no knob."""
+    try:
+        with open("/proc/sys/kernel/io_uring_disabled") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
 def fd_count(pid):
     try:
         return len(os.listdir("/proc/%d/fd" % pid))
@@ -309,11 +373,11 @@ class Procs:
     def __init__(self):
         self.live = []
 
-    def spawn(self, cmd, logpath, cpus=None):
+    def spawn(self, cmd, logpath, cpus=None, env=None):
         if cpus:
             cmd = ["taskset", "-c", cpus] + cmd
         logf = open(logpath, "ab")
-        p = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+        p = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
                              stdin=subprocess.DEVNULL, start_new_session=True)
         logf.close()
         p.cmdline = cmd
@@ -388,9 +452,12 @@ class Ctx:
             i = self.proxies.index("fairlead") + 1 if "fairlead" in self.proxies else 0
             self.proxies.insert(i, BEFORE)
         for p in self.proxies:
-            if p not in PROXIES and not (p == BEFORE and self.compare_bin_dir):
+            if p not in KNOWN and not (p == BEFORE and self.compare_bin_dir):
                 raise BenchError("unknown proxy %r (choose from %s%s)" % (
-                    p, ",".join(PROXIES), "" if self.compare_bin_dir else "; %s needs --compare-bin-dir" % BEFORE))
+                    p, ",".join(KNOWN), "" if self.compare_bin_dir else "; %s needs --compare-bin-dir" % BEFORE))
+        if len(set(self.proxies)) != len(self.proxies):
+            raise BenchError("--proxies names a proxy twice: %s" % ",".join(self.proxies))
+        self.uring_warned = False
         self.procs = Procs()
         self.tmp = tempfile.mkdtemp(prefix="fairbench-")
         self.origin = None
@@ -490,7 +557,16 @@ class RunningProxy:
         else:
             self.config_text = haproxy_cfg(ctx, mode, maxconn, keepalive_timeout, balance, servers, tls)
             cfg = ctx.path("bench-%s.cfg" % (mode if not tls else "https-" + tls.get("tag", "tls")))
-        if name == "fairlead":
+        env, self.env_shown = None, ""
+        if name in (FAIRLEADS + (BEFORE,)):
+            # fairlead-uring: the same binary and file, io_uring switched on for the whole process by
+            # the environment (a `global io-uring on` would need a second file); the others run
+            # without the variable even if this script inherited it
+            env = {k: v for k, v in os.environ.items() if k != URING_ENV}
+            if name == URING:
+                env[URING_ENV] = "1"
+                self.env_shown = "%s=1" % URING_ENV
+        if name in FAIRLEADS:
             cmd = [ctx.bin("fairlead"), "-f", cfg, "-q"]
         elif name == BEFORE:
             cmd = [os.path.join(ctx.compare_bin_dir, "fairlead"), "-f", cfg, "-q"]
@@ -499,7 +575,7 @@ class RunningProxy:
         with open(cfg, "w") as f:
             f.write(self.config_text)
         self.cfg = cfg
-        self.proc = ctx.procs.spawn(cmd, ctx.path(tag + ".log"), cpus or ctx.proxy_cpus)
+        self.proc = ctx.procs.spawn(cmd, ctx.path(tag + ".log"), cpus or ctx.proxy_cpus, env=env)
         self.cmdline = cmd
         try:
             wait_ready(ctx.proxy_host, ctx.proxy_port, "/?s=64", 8.0, self.proc, tls=bool(tls))
@@ -507,6 +583,15 @@ class RunningProxy:
             out = "\n".join(tail_of(self.proc.logpath))
             ctx.procs.stop(self.proc)
             raise BenchError("%s failed to start: %s\n%s" % (name, e, out))
+        # after the first request: whether the process holds io_uring instances (see io_uring_count)
+        self.io_uring = io_uring_count(self.pids()) if name in FAIRLEADS + (BEFORE,) else None
+        if name == URING and not self.io_uring and not ctx.uring_warned:
+            ctx.uring_warned = True
+            log("WARNING: %s holds no io_uring instance after serving a request: the binary ignored "
+                "%s=1 (or the kernel refused io_uring, io_uring_disabled=%s); its numbers are epoll "
+                "Fairlead's (recorded per run as io_uring=0)" % (name, URING_ENV, io_uring_disabled()))
+        elif name != URING and self.io_uring:
+            log("WARNING: %s holds %d io_uring instance(s) without %s=1" % (name, self.io_uring, URING_ENV))
 
     def pids(self):
         """Processes whose CPU counts: nginx master + workers, else the one process."""
@@ -675,6 +760,10 @@ def measured_run(ctx, proxy, url, conns, duration, rate=None, close=False, ramp=
         n = r["tls"]["handshakes"]
         r["tls"]["cpu_us_per_handshake"] = round(1e6 * cpu / n, 2) if n else None
     r["peak_rss_kib"] = proxy.peak_rss_kib() if alive else None
+    if getattr(proxy, "io_uring", None) is not None:
+        # counted again after the run: a worker that creates its ring with its first connection
+        # has one by now (one ring per worker thread: nbthread N shows N)
+        r["io_uring"] = io_uring_count(proxy.pids()) if alive else proxy.io_uring
     r["proxy_alive"] = alive
     r["loadavg1"] = [load1, loadavg1()]
     r["machine_cpu"] = acct.done(cpu)
@@ -733,7 +822,8 @@ def proxied_rounds(ctx, case, mode, url, conns, duration, rounds, close=False, r
                 if on_start:
                     on_start(proxy, entry)
                 case.setdefault("proxy_cmds", {})[name] = " ".join(
-                    ["taskset", "-c", ctx.proxy_cpus] + [os.path.basename(proxy.cmdline[0])]
+                    ([proxy.env_shown] if proxy.env_shown else [])
+                    + ["taskset", "-c", ctx.proxy_cpus] + [os.path.basename(proxy.cmdline[0])]
                     + [os.path.basename(a) if a.startswith(ctx.tmp) else a for a in proxy.cmdline[1:]])
                 entry.update(clean_run(ctx, proxy, entry, url, conns, duration, rate=rate, close=close,
                                        ramp=ramp, warmup=warmup, wrk=wrk, extra=extra, loader=loader))
@@ -756,7 +846,7 @@ def brief(e):
         return
     lat = e.get("lat_ms", {})
     mc = e.get("machine_cpu") or {}
-    log("   %-8s %9.0f req/s  cpu %6s us/req (%5.1f%%)  p50 %.3f p99 %.3f p99.99 %.3f ms  "
+    log("   %-14s %9.0f req/s  cpu %6s us/req (%5.1f%%)  p50 %.3f p99 %.3f p99.99 %.3f ms  "
         "rss %s KiB  err %d%s%s%s" % (
             e.get("proxy", "direct"), e["req_per_s"], e.get("cpu_us_per_req"), e.get("proxy_cpu_pct", 0),
             lat.get("50") or 0, lat.get("99") or 0, lat.get("99.99") or 0, e.get("peak_rss_kib"),
@@ -767,7 +857,7 @@ def brief(e):
             "  servers with conns %s" % e["servers_with_conns"] if "servers_with_conns" in e else ""))
     if e.get("tls") and (e["tls"].get("full") or 0) + (e["tls"].get("resumed") or 0) > 0.5 * e["responses"]:
         t = e["tls"]
-        log("   %-8s tls: %s handshakes/s (%s full, %s resumed), cpu %s us/handshake, handshake p50 %s ms%s" % (
+        log("   %-14s tls: %s handshakes/s (%s full, %s resumed), cpu %s us/handshake, handshake p50 %s ms%s" % (
             "", f0(t.get("per_s")), t.get("full"), t.get("resumed"), t.get("cpu_us_per_handshake"),
             f3((t.get("lat_ms") or {}).get("50")),
             "; negotiated " + negotiated_str(e["negotiated"]) if e.get("negotiated") else ""))
@@ -812,6 +902,8 @@ def aggregate(case, key="proxy"):
             "lat_ms": {p: med([r["lat_ms"].get(p) for r in rs]) for p in PCTS},
         }
         m.update(fbmetrics.aggregate_extra(rs, med))
+        if any("io_uring" in r for r in rs):
+            m["io_uring"] = min(r.get("io_uring") or 0 for r in rs)   # 0: some round ran without it
         if any("wrk" in r for r in rs):
             m["wrk_req_per_s"] = med([r["wrk"]["req_per_s"] for r in rs if "wrk" in r])
         if any(r.get("tls") for r in rs):
@@ -881,29 +973,30 @@ def latest(scenario):
 def print_summary(case):
     s = case.get("summary", {})
     print("\n== %s ==" % case["name"])
-    print("%-9s %11s %11s %7s %9s %9s %9s %10s %6s" % (
+    print("%-15s %11s %11s %7s %9s %9s %9s %10s %6s" % (
         "proxy", "req/s", "cpu us/req", "cpu %", "p50 ms", "p99 ms", "p99.99", "peak RSS", "errs"))
     for name, m in s.items():
         if not m.get("rounds_ok"):
-            print("%-9s FAILED: %s" % (name, m.get("first_error")))
+            print("%-15s FAILED: %s" % (name, m.get("first_error")))
             continue
-        print("%-9s %11.0f %11.2f %7.1f %9.3f %9.3f %9.3f %8.1fMi %6d" % (
+        print("%-15s %11.0f %11.2f %7.1f %9.3f %9.3f %9.3f %8.1fMi %6d" % (
             name, m["req_per_s"], m["cpu_us_per_req"] or 0, m["proxy_cpu_pct"] or 0, m["lat_ms"]["50"] or 0,
             m["lat_ms"]["99"] or 0, m["lat_ms"]["99.99"] or 0, (m["peak_rss_kib"] or 0) / 1024,
             m["errors"]))
     for name, m in s.items():
         if m.get("tls") and case.get("close"):
             t = m["tls"]
-            print("%-9s TLS: %s handshakes/s (%s full, %s resumed), %s cpu us/handshake, handshake p50 %s ms; "
+            print("%-15s TLS: %s handshakes/s (%s full, %s resumed), %s cpu us/handshake, handshake p50 %s ms; "
                   "%s" % (name, f0(t["hs_per_s"]), t["full"], t["resumed"], f2(t["cpu_us_per_hs"]),
                           f3(t["hs_lat_ms"]["50"]), negotiated_str(m.get("negotiated"))))
-    f = s.get("fairlead", {})
-    for other in ("haproxy", "nginx"):
-        o = s.get(other, {})
-        if f.get("rounds_ok") and o.get("rounds_ok"):
-            print("Fairlead/%s: req/s x%.2f, cpu/req x%s" % (
-                PRETTY[other], ratio(f["req_per_s"], o["req_per_s"]),
+    for a, b in ratio_pairs(s):
+        f, o = s[a], s[b]
+        if f.get("rounds_ok") and o.get("rounds_ok") and b != BEFORE:
+            print("%s: req/s x%s, cpu/req x%s" % (
+                pair_label(a, b), fmt_ratio(ratio(f["req_per_s"], o["req_per_s"])),
                 fmt_ratio(ratio(f["cpu_us_per_req"], o["cpu_us_per_req"]))))
+    if s.get(URING, {}).get("rounds_ok") and not s[URING].get("io_uring"):
+        print("NOTE: %s ran without io_uring (no io_uring instance in the process): epoll numbers" % URING)
 
 
 def fmt_ratio(r):

@@ -93,8 +93,9 @@ def strace_case(fb, ctx, case, url, conns, duration, rate, close):
             r = fbmetrics.syscall_rates(calls, s["responses"], s.get("connections"))
             r.update({"req_per_s": s["req_per_s"], "client_cmd": shown})
             out[name] = r
-            fb.log("   strace %-8s %s syscalls/req, %s epoll_wait/req, %s syscalls/conn at %.0f req/s" % (
-                name, r["per_req"], r["epoll_wait_per_req"], r["per_conn"], s["req_per_s"]))
+            fb.log("   strace %-14s %s syscalls/req, %s epoll_wait/req, %s io_uring_enter/req, %s syscalls/conn "
+                   "at %.0f req/s" % (name, r["per_req"], r["epoll_wait_per_req"], r["io_uring_enter_per_req"],
+                                      r["per_conn"], s["req_per_s"]))
         except fb.BenchError as e:
             out[name] = {"error": str(e)[:500]}
             fb.log("strace run failed:", e)
@@ -132,9 +133,13 @@ def sc_costs(fb, ctx, args):
                           warmup=args.warmup, alternate=True)
         fb.aggregate(case)
         fb.print_summary(case)
-        case["paired"] = {o: {key: fb.paired_ratios(case, "fairlead", o, key)
-                              for key in ("cpu_us_per_req", "cpu_user_us_per_req", "cpu_sys_us_per_req")}
-                          for o in ctx.proxies if o != "fairlead"}
+        keys = ("cpu_us_per_req", "cpu_user_us_per_req", "cpu_sys_us_per_req")
+        case["paired"] = {o: {key: fb.paired_ratios(case, "fairlead", o, key) for key in keys}
+                          for o in ctx.proxies if o not in ("fairlead", fb.URING)}
+        if fb.URING in ctx.proxies:
+            # Fairlead-uring/X per round (X: fairlead, i.e. io_uring against epoll, haproxy, nginx)
+            case["paired_uring"] = {o: {key: fb.paired_ratios(case, fb.URING, o, key) for key in keys}
+                                    for o in ctx.proxies if o not in (fb.URING, fb.BEFORE)}
         if not args.no_strace:
             strace_case(fb, ctx, case, url, conns, args.strace_d, rate, case["close"])
     return res
@@ -143,25 +148,29 @@ def sc_costs(fb, ctx, args):
 # --------------------------------------------------------------------------
 # report
 
-def _row_vals(fb, m, st):
+def _row_vals(fb, m, st, uring_col):
     g = lambda k: m.get(k)
     return [fb.f0(g("req_per_s")), fb.f2(g("cpu_us_per_req")), fb.f2(g("cpu_user_us_per_req")),
             fb.f2(g("cpu_sys_us_per_req")), fb.f1(g("proxy_cpu_pct")), fb.f2(g("segs_per_req")),
             fb.f3(g("backend_per_client_conn")), fb.f0(g("worker_nvcsw_per_s")),
-            fb.f3(g("worker_delay_pct")), fb.f2(st.get("per_req")), fb.f3(st.get("epoll_wait_per_req")),
-            fb.f1(st.get("per_conn")), fb.f3((g("lat_ms") or {}).get("99")),
-            fb.f3((g("lat_ms") or {}).get("99.99"))]
+            fb.f3(g("worker_delay_pct")), fb.f2(st.get("per_req")), fb.f3(st.get("epoll_wait_per_req"))] + \
+        ([fb.f3(st.get("io_uring_enter_per_req"))] if uring_col else []) + \
+        [fb.f1(st.get("per_conn")), fb.f3((g("lat_ms") or {}).get("99")), fb.f3((g("lat_ms") or {}).get("99.99"))]
 
 
 COLS = ["proxy", "req/s", "CPU µs/req", "user µs/req", "sys µs/req", "proxy CPU %", "TCP segs/req",
         "backend connects / client conn", "worker nvcsw/s", "worker run delay %", "syscalls/req (strace)",
         "epoll_wait/req (strace)", "syscalls/conn (strace)", "p99 ms", "p99.99 ms"]
+URING_COL = 12   # "io_uring_enter/req (strace)" goes before "syscalls/conn (strace)"
 
 
 def case_table(fb, case):
     s = case.get("summary") or {}
     st = case.get("strace") or {}
-    out = ["| " + " | ".join(COLS) + " |", "|" + "---|" * len(COLS)]
+    # the io_uring_enter column only where an io_uring proxy ran (or some proxy made such calls)
+    uring_col = fb.URING in s or any((v or {}).get("io_uring_enter_per_req") for v in st.values())
+    cols = COLS[:URING_COL] + ["io_uring_enter/req (strace)"] + COLS[URING_COL:] if uring_col else COLS
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for name in fb.NAMES:
         m = s.get(name)
         if m is None:
@@ -169,33 +178,36 @@ def case_table(fb, case):
         if not m.get("rounds_ok"):
             out.append("| %s | **failed**: %s |" % (fb.PRETTY[name], fb._esc((m.get("first_error") or "")[:200])))
             continue
-        out.append("| " + " | ".join([fb.PRETTY[name]] + _row_vals(fb, m, st.get(name) or {})) + " |")
-    f = s.get("fairlead") or {}
-    for other in (fb.BEFORE, "haproxy", "nginx"):
-        o = s.get(other) or {}
+        out.append("| " + " | ".join([fb.proxy_label(name, m)] + _row_vals(fb, m, st.get(name) or {}, uring_col))
+                   + " |")
+    for a, other in fb.ratio_pairs(s):
+        f, o = s[a], s[other]
         if not (f.get("rounds_ok") and o.get("rounds_ok")):
             continue
-        fv, ov = st.get("fairlead") or {}, st.get(other) or {}
+        fv, ov = st.get(a) or {}, st.get(other) or {}
         r = lambda a, b: fb.fr(fb.ratio(a, b))
-        row = ["**Fairlead/%s**" % fb.PRETTY[other], r(f["req_per_s"], o["req_per_s"]),
+        row = ["**%s**" % fb.pair_label(a, other), r(f["req_per_s"], o["req_per_s"]),
                r(f.get("cpu_us_per_req"), o.get("cpu_us_per_req")),
                r(f.get("cpu_user_us_per_req"), o.get("cpu_user_us_per_req")),
                r(f.get("cpu_sys_us_per_req"), o.get("cpu_sys_us_per_req")), "",
                r(f.get("segs_per_req"), o.get("segs_per_req")), "", "", "",
-               r(fv.get("per_req"), ov.get("per_req")), r(fv.get("epoll_wait_per_req"), ov.get("epoll_wait_per_req")),
-               r(fv.get("per_conn"), ov.get("per_conn")),
-               r(f["lat_ms"].get("99"), o["lat_ms"].get("99")), r(f["lat_ms"].get("99.99"), o["lat_ms"].get("99.99"))]
+               r(fv.get("per_req"), ov.get("per_req")), r(fv.get("epoll_wait_per_req"), ov.get("epoll_wait_per_req"))] + \
+            ([""] if uring_col else []) + \
+            [r(fv.get("per_conn"), ov.get("per_conn")),
+             r(f["lat_ms"].get("99"), o["lat_ms"].get("99")), r(f["lat_ms"].get("99.99"), o["lat_ms"].get("99.99"))]
         out.append("| " + " | ".join(row) + " |")
     return out
 
 
 def paired_line(fb, case):
     parts = []
-    for other, d in (case.get("paired") or {}).items():
-        c = (d or {}).get("cpu_us_per_req")
-        if c:
-            parts.append("Fairlead/%s %s (median ×%.3f, min ×%.3f, max ×%.3f)" % (
-                fb.PRETTY[other], ", ".join("×%.3f" % x for x in c["per_round"]), c["median"], c["min"], c["max"]))
+    for base, key in (("fairlead", "paired"), (fb.URING, "paired_uring")):
+        for other, d in (case.get(key) or {}).items():
+            c = (d or {}).get("cpu_us_per_req")
+            if c:
+                parts.append("%s %s (median ×%.3f, min ×%.3f, max ×%.3f)" % (
+                    fb.pair_label(base, other), ", ".join("×%.3f" % x for x in c["per_round"]), c["median"],
+                    c["min"], c["max"]))
     return ("Per-round CPU µs/req ratios (the two runs of a round are minutes apart at most; the spread "
             "is the noise): %s." % "; ".join(parts)) if parts else ""
 
@@ -257,7 +269,9 @@ def report_all(fb, md):
            "involuntary context switches per second and the share of wall time the busiest proxy thread was "
            "runnable but waiting for its CPU (`/proc/PID/task/*/status`, `schedstat`); *strace* columns: a "
            "separate, unmeasured run under `strace -f -c` (much slower, so fewer requests per wake-up than "
-           "in the measured run).", ""]
+           "in the measured run); *io_uring_enter/req* (where Fairlead-uring ran: the same binary with "
+           "`FAIRLEAD_IO_URING=1`): the io_uring worker's submit-and-wait call. Kernel io_uring worker threads (`iou-wrk`, `iou-sqp`) are threads of the proxy "
+           "process: their CPU is in the proxy's µs/req.", ""]
     for fn in files:
         path = os.path.join(fb.RESULTS, fn)
         with open(path) as f:

@@ -6,8 +6,17 @@ import math
 import os
 import re
 
-from fbcore import (BEFORE, COLORS, DISTURBED_PCT, NAMES, PRETTY, ROOT, f0, f1, f2, f3, fr, med,
-                    mib, ratio)
+from fbcore import (BEFORE, COLORS, DISTURBED_PCT, NAMES, PRETTY, ROOT, URING, URING_ENV, f0, f1, f2,
+                    f3, fr, med, mib, pair_label, ratio, ratio_pairs)
+
+
+def proxy_label(name, m=None):
+    """The proxy's name in a table; Fairlead-uring that held no io_uring instance is flagged (its
+    numbers are epoll Fairlead's: the binary ignored FAIRLEAD_IO_URING=1). Old results have no
+    io_uring field and are shown as they were."""
+    if name == URING and m is not None and m.get("io_uring") == 0:
+        return "%s (**no io_uring**: ran as epoll)" % PRETTY[name]
+    return PRETTY[name]
 
 
 
@@ -180,7 +189,7 @@ def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False, s
                 (m.get("first_error") or "").splitlines()[0] if m.get("first_error") else "")))
             continue
         lat = m["lat_ms"]
-        row = [PRETTY[name], f0(m["req_per_s"]), f2(m["cpu_us_per_req"]), f1(m["proxy_cpu_pct"]),
+        row = [proxy_label(name, m), f0(m["req_per_s"]), f2(m["cpu_us_per_req"]), f1(m["proxy_cpu_pct"]),
                f3(lat["50"]), f3(lat["90"]), f3(lat["99"]), f3(lat["99.9"]), f3(lat["99.99"]),
                mib(m["peak_rss_kib"]), str(m["errors"]) + (" (%d failed rounds)" % m["rounds_failed"]
                                                           if m.get("rounds_failed") else "")]
@@ -191,12 +200,11 @@ def proxy_table(summary, rate_label="req/s", extra_wrk=False, show_rate=False, s
         if extra_wrk:
             row.append(f0(m.get("wrk_req_per_s")))
         out.append("| " + " | ".join(row) + " |")
-    f = summary.get("fairlead", {})
-    for other in (BEFORE, "haproxy", "nginx"):
-        o = summary.get(other, {})
+    for a, other in ratio_pairs(summary):
+        f, o = summary[a], summary[other]
         if not (f.get("rounds_ok") and o.get("rounds_ok")):
             continue
-        row = ["**Fairlead/%s**" % PRETTY[other], fr(ratio(f["req_per_s"], o["req_per_s"])),
+        row = ["**%s**" % pair_label(a, other), fr(ratio(f["req_per_s"], o["req_per_s"])),
                fr(ratio(f["cpu_us_per_req"], o["cpu_us_per_req"])), "",
                fr(ratio(f["lat_ms"]["50"], o["lat_ms"]["50"])), fr(ratio(f["lat_ms"]["90"], o["lat_ms"]["90"])),
                fr(ratio(f["lat_ms"]["99"], o["lat_ms"]["99"])),
@@ -239,9 +247,11 @@ def other_line(case):
 
 
 def machine_line(m):
-    return ("%s × %s, kernel %s; %s; %s; %s (%s); CPUs proxy %s / client %s / origin %s, "
+    return ("%s × %s, kernel %s%s; %s; %s; %s (%s); CPUs proxy %s / client %s / origin %s, "
             "proxy threads %s; load average at start %s." % (
-                m["nproc"], m["cpu_model"] or "?", m["kernel"], m["haproxy"], m["nginx"],
+                m["nproc"], m["cpu_model"] or "?", m["kernel"],
+                " (kernel.io_uring_disabled=%s)" % m["io_uring_disabled"]
+                if m.get("io_uring_disabled") is not None else "", m["haproxy"], m["nginx"],
                 m["fairlead"], ("binary from " + m["build"]["commit"][:10]) if m.get("build") else
                 m.get("fairlead_git", "?"), m["cpus"]["proxy"], m["cpus"]["client"],
                 m["cpus"]["origin"], m["threads"]["proxy"], " ".join(m.get("loadavg_at_start", []))))
@@ -315,9 +325,14 @@ def config_block(case):
     out = []
     cfgs = {k: re.sub(r"/tmp/fairbench-[A-Za-z0-9_]+", "$TMPDIR", v)
             for k, v in case.get("configs", {}).items()}
-    if "fairlead" in cfgs or "haproxy" in cfgs:
-        out += ["<details><summary>configuration (the same file for Fairlead and HAProxy)</summary>", "",
-                "```haproxy", (cfgs.get("fairlead") or cfgs.get("haproxy")).rstrip(), "```", ""]
+    if "fairlead" in cfgs or URING in cfgs or "haproxy" in cfgs:
+        who = "Fairlead, Fairlead-uring and HAProxy" if URING in cfgs else "Fairlead and HAProxy"
+        out += ["<details><summary>configuration (the same file for %s)</summary>" % who, "",
+                "```haproxy", (cfgs.get("fairlead") or cfgs.get(URING) or cfgs.get("haproxy")).rstrip(),
+                "```", ""]
+        if URING in cfgs:
+            out += ["Fairlead-uring is the same `fairlead` binary with this file, started with `%s=1` in "
+                    "its environment (io_uring for the whole process)." % URING_ENV, ""]
         if "nginx" in cfgs:
             out += ["```nginx", cfgs["nginx"].rstrip(), "```", ""]
         out += ["</details>", ""]

@@ -229,11 +229,14 @@ def syscall_rates(calls, responses, conns):
     """Calls per request and per client connection, total and by syscall (sorted, top ones)."""
     total = sum(calls.values())
     ep = sum(calls.get(k, 0) for k in EPOLL_WAITS)
+    # the io_uring worker's wait and submit call (fairlead-uring); 0 for an epoll proxy
+    ue = calls.get("io_uring_enter", 0)
     per = lambda n, d: round(n / d, 4) if d else None
     top = sorted(calls.items(), key=lambda kv: -kv[1])
     return {"responses": responses, "client_conns": conns, "total_calls": total,
             "per_req": per(total, responses), "per_conn": per(total, conns),
             "epoll_wait_per_req": per(ep, responses), "epoll_wait_per_conn": per(ep, conns),
+            "io_uring_enter_per_req": per(ue, responses),
             "by_syscall_per_req": {k: per(v, responses) for k, v in top[:16]},
             "calls": dict(top)}
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from fbcore import (BenchError, NAMES, PRETTY, PROXIES, RunningProxy, aggregate, brief, clean_run,
+from fbcore import (BenchError, KNOWN, NAMES, PRETTY, RunningProxy, aggregate, brief, clean_run,
                     f0, f2, f3, fmt_ratio, fr, load_cmd, loadavg1, log, med, mib, new_result,
                     port_free, print_summary, ratio, run_load, run_wrk, summarize_load, wait_ready)
 from fbfmt import (_esc, client_cmd_of, config_block, header_block, other_line, proxy_table,
@@ -329,7 +329,7 @@ def sc_crosscheck(ctx, args):
                     case["cap"] = cap.desc
                     log("origin capped: %s" % cap.desc)
             else:
-                if t not in PROXIES:
+                if t not in KNOWN:
                     raise BenchError("unknown target %s" % t)
                 proxy = RunningProxy(ctx, t, "http", 9500, cpus=tcpus)
                 case.setdefault("configs", {})[t] = proxy.config_text

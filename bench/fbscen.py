@@ -9,12 +9,13 @@ import resource
 import socket
 import time
 
-from fbcore import (BEFORE, BIG, BenchError, COLORS, PCTS, PRETTY, PROXIES, ROOT, RunningProxy,
-                    SIZES, aggregate, brief, clean_run, compare_build, f0, f2, f3, fmt_ratio, fr,
-                    http_get, latest, loadavg1, log, measured_run, med, mib, new_result,
-                    paired_ratios, print_summary, proxied_rounds, ratio, run_load, summarize_load)
+from fbcore import (BEFORE, BIG, BenchError, COLORS, FAIRLEADS, KNOWN, PCTS, PRETTY, ROOT, RunningProxy,
+                    SIZES, URING, aggregate, brief, clean_run, compare_build, f0, f2, f3, fmt_ratio,
+                    fr, http_get, latest, loadavg1, log, measured_run, med, mib, new_result,
+                    pair_label, paired_ratios, print_summary, proxied_rounds, ratio, ratio_pairs,
+                    run_load, summarize_load)
 from fbfmt import (_esc, chart_name, client_cmd_of, config_block, header_block, other_line,
-                   proxy_table, rounds_line, svg_bars, svg_lines)
+                   proxy_label, proxy_table, rounds_line, svg_bars, svg_lines)
 import fbcore
 
 
@@ -182,7 +183,9 @@ def sc_idle(ctx, args):
                         "still_open": still_open(socks),
                         "proxy_alive": proxy.alive(),
                     })
-                    log("   %-8s base %d KiB, with %d conns %d KiB: %.2f KiB/conn, %d still open, "
+                    if proxy.io_uring is not None:
+                        entry["io_uring"] = proxy.io_uring
+                    log("   %-14s base %d KiB, with %d conns %d KiB: %.2f KiB/conn, %d still open, "
                         "%d fds" % (name, base, n, with_n, entry["kib_per_conn"], entry["still_open"], fds))
                 except BenchError as e:
                     entry["error"] = str(e)
@@ -212,6 +215,8 @@ def sc_idle(ctx, args):
                 "open_failures": max(r["open_failures"] for r in rs),
                 "proxy_fds": med([r["proxy_fds"] for r in rs]),
             }
+            if any("io_uring" in r for r in rs):
+                summ[name]["io_uring"] = min(r.get("io_uring") or 0 for r in rs)
         case["summary"] = summ
     return res
 
@@ -235,6 +240,11 @@ def sc_tail(ctx, args):
             if summ.get(p, {}).get("req_per_s"):
                 rates[p] = summ[p]["req_per_s"]
         source = os.path.relpath(ka, ROOT)
+        if URING in ctx.proxies and URING not in rates and rates.get("fairlead"):
+            # a keepalive result from before fairlead-uring existed: epoll Fairlead's maximum
+            rates[URING] = rates["fairlead"]
+            source += " (%s: fairlead's rate, the result has no %s)" % (URING, URING)
+            log("tail: %s has no keep-alive maximum in %s; using fairlead's" % (URING, os.path.relpath(ka, ROOT)))
     res = new_result(ctx, "tail", {"rounds": args.rounds, "duration_s": args.duration,
                                    "ramp_s": args.ramp, "conns": args.conns, "path": args.path,
                                    "levels_pct": levels, "max_rates": rates, "rates_from": source})
@@ -455,20 +465,18 @@ def report_sizes(path, res, md):
     md += ["`GET /?s=SIZE` over keep-alive, %s rounds × %s s; medians. Gbit/s counts every byte "
            "received by the client (headers included)." % (res["params"]["rounds"],
                                                             res["params"]["duration_s"]), ""]
-    names = [n for n in PROXIES if any(n in c.get("summary", {}) for c in res["cases"])]
+    names = [n for n in KNOWN if any(n in c.get("summary", {}) for c in res["cases"])]
+    pairs = ratio_pairs(names)
     cols = ["size", "conns"] + ["%s hits/s" % PRETTY[n] for n in names] + \
            ["%s Gbit/s" % PRETTY[n] for n in names]
-    if "fairlead" in names:
-        cols += ["Fairlead/%s hits" % PRETTY[o] for o in names if o != "fairlead"]
+    cols += ["%s hits" % pair_label(a, b) for a, b in pairs]
     md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for case in res["cases"]:
         s = case["summary"]
         row = [case["size"], str(case["conns"])]
         row += [f0(s.get(n, {}).get("req_per_s")) for n in names]
         row += [f2(s.get(n, {}).get("gbit_per_s")) for n in names]
-        if "fairlead" in names:
-            row += [fr(ratio(s.get("fairlead", {}).get("req_per_s"), s.get(o, {}).get("req_per_s")))
-                    for o in names if o != "fairlead"]
+        row += [fr(ratio(s.get(a, {}).get("req_per_s"), s.get(b, {}).get("req_per_s"))) for a, b in pairs]
         md.append("| " + " | ".join(row) + " |")
     md += ["", "Cost per request and memory:", ""]
     cols = ["size"] + ["%s CPU µs/req" % PRETTY[n] for n in names] + \
@@ -485,6 +493,8 @@ def report_sizes(path, res, md):
             m = s.get(n, {})
             if not m.get("rounds_ok"):
                 errs.append("%s failed" % PRETTY[n])
+            elif n == URING and m.get("io_uring") == 0:
+                errs.append("%s: **no io_uring** (ran as epoll)" % PRETTY[n])
             elif m.get("errors") or m.get("rounds_failed"):
                 errs.append("%s %d" % (PRETTY[n], m["errors"]) + (" (%d failed rounds)" % m["rounds_failed"]
                                                                 if m.get("rounds_failed") else ""))
@@ -506,38 +516,60 @@ def report_sizes(path, res, md):
 
 def report_idle(path, res, md):
     md += ["## Idle keep-alive connections", ""]
+    plain = [c for c in res["cases"] if not c["name"].startswith("tls-")]
+    tls = [c for c in res["cases"] if c["name"].startswith("tls-")]
     md += ["N connections opened from Python through the proxy; each sends one `GET %s`, reads the "
            "response and stays idle. Memory per connection = (VmRSS with N − VmRSS before) / N, "
-           "of the proxy process (nginx: its worker). Kernel socket buffers are not in RSS. %s round(s)."
-           % (res["params"]["path"], res["params"]["rounds"]), ""]
-    cols = ["N", "proxy", "RSS before", "RSS with N", "KiB per connection", "still open", "proxy fds",
-            "Fairlead/this"]
-    md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    groups, vals = [], {}
-    for case in res["cases"]:
+           "of the proxy process (nginx: its worker). Kernel socket buffers are not in RSS%s. %s round(s)."
+           % (res["params"]["path"], " (nor io_uring's in-flight requests; Fairlead-uring's rings are mapped into the process and in RSS "
+              "from the start, so in the baseline)"
+              if any(URING in c.get("summary", {}) for c in res["cases"]) else "", res["params"]["rounds"]), ""]
+    for cases, label, title, suffix in ((plain, "KiB per connection", "RSS per idle keep-alive connection", "kib"),
+                                        (tls, "KiB per TLS connection", "RSS per idle TLS connection", "tlskib")):
+        if not cases:
+            continue
+        if cases is tls:
+            md += ["", "### Idle TLS connections", "",
+                   "The same over TLS, in the same run (`--tls-counts`): TLS 1.3 with an ECDSA P-256 "
+                   "certificate (`bind ... ssl crt PEM alpn http/1.1`; nginx `listen ... ssl`), handshakes of 200 "
+                   "connections at a time driven concurrently from Python's `ssl` module, one `GET` each, then "
+                   "idle; the baseline after 20 TLS requests on fresh connections.", ""]
+        md += idle_table(cases, label)
+        groups = ["N=%d" % c["conns"] for c in cases]
+        vals = {"N=%d" % c["conns"]: {n: m["kib_per_conn"] for n, m in c["summary"].items() if m.get("rounds_ok")}
+                for c in cases}
+        cn = chart_name(path, suffix)
+        if svg_bars(os.path.join(fbcore.RESULTS, cn), title, "KiB/conn", groups,
+                    [n for n in KNOWN if any(n in v for v in vals.values())], vals):
+            md += ["", "![%s](bench/results/%s)" % (label, cn)]
+    md += [""] + header_block(res, path) + config_block(plain[0] if plain else res["cases"][0])
+
+
+def idle_table(cases, kib_label, fail=None):
+    """The idle-memory table (plain and TLS): one row per N and proxy, then one ratio column per
+    Fairlead kind present (Fairlead/this, Fairlead-uring/this)."""
+    present = [n for n in KNOWN if any((c["summary"].get(n) or {}).get("rounds_ok") for c in cases)]
+    bases = [b for b in FAIRLEADS if b in present]
+    cols = ["N", "proxy", "RSS before", "RSS with N", kib_label, "still open", "proxy fds"] + \
+           ["%s/this" % PRETTY[b] for b in bases]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for case in cases:
         s = case["summary"]
-        g = "N=%d" % case["conns"]
-        groups.append(g)
-        vals[g] = {}
-        fk = s.get("fairlead", {}).get("kib_per_conn")
-        for name in PROXIES:
+        for name in KNOWN:
             m = s.get(name)
             if m is None:
                 continue
             if not m.get("rounds_ok"):
-                md.append("| %d | %s | **failed**: %s |" % (case["conns"], PRETTY[name],
-                                                         _esc((m.get("first_error") or "").splitlines()[0])))
+                err = m.get("first_error") or ""
+                out.append("| %d | %s | **failed**: %s |" % (case["conns"], PRETTY[name], fail(err) if fail else
+                                                             _esc(err.splitlines()[0] if err else "")))
                 continue
-            vals[g][name] = m["kib_per_conn"]
-            md.append("| %d | %s | %s | %s | %.2f | %d/%d | %s | %s |" % (
-                case["conns"], PRETTY[name], mib(m["rss_base_kib"]), mib(m["rss_with_n_kib"]),
+            out.append("| %d | %s | %s | %s | %.2f | %d/%d | %s | %s |" % (
+                case["conns"], proxy_label(name, m), mib(m["rss_base_kib"]), mib(m["rss_with_n_kib"]),
                 m["kib_per_conn"], m["still_open"], case["conns"], f0(m["proxy_fds"]),
-                "" if name == "fairlead" else fr(ratio(fk, m["kib_per_conn"]))))
-    cn = chart_name(path, "kib")
-    if svg_bars(os.path.join(fbcore.RESULTS, cn), "RSS per idle keep-alive connection", "KiB/conn", groups,
-                [n for n in PROXIES if any(n in v for v in vals.values())], vals):
-        md += ["", "![KiB per connection](bench/results/%s)" % cn]
-    md += [""] + header_block(res, path) + config_block(res["cases"][0])
+                " | ".join("" if name == b else fr(ratio((s.get(b) or {}).get("kib_per_conn"), m["kib_per_conn"]))
+                           for b in bases)))
+    return out
 
 
 def pct_x(p):
@@ -547,12 +579,13 @@ def pct_x(p):
 def report_tail(path, res, md):
     md += ["## Tail latency at a fixed rate", ""]
     md += ["Open-loop load (`fairlead-load -R`, latency from the intended send time) at %s of each proxy's "
-           "median keep-alive maximum (from `%s`), %d connections, %s s ramp-up then %s s measured, "
-           "%s rounds. Each proxied run is paired with a direct run at the same rate straight to the origin "
-           "(the reference); *added* = proxied − direct. Medians across rounds; latencies in ms (TTLB)." % (
+           "median keep-alive maximum (from `%s`), %d connections, runs of %s s whose first %s s (a ramp-up) "
+           "the percentiles leave out, %s rounds. Each proxied run is paired with a direct run at the same "
+           "rate straight to the origin (the reference); *added* = proxied − direct. Medians across rounds; "
+           "latencies in ms (TTLB)." % (
                " and ".join("%g%%" % lv for lv in res["params"]["levels_pct"]),
-               res["params"].get("rates_from"), res["params"]["conns"], res["params"]["ramp_s"],
-               res["params"]["duration_s"], res["params"]["rounds"]), ""]
+               res["params"].get("rates_from"), res["params"]["conns"], res["params"]["duration_s"],
+               res["params"]["ramp_s"], res["params"]["rounds"]), ""]
     for case in res["cases"]:
         s, ref = case["summary"], case.get("direct_summary", {})
         md += ["### %g%% of max" % case["level_pct"], ""]
@@ -560,7 +593,7 @@ def report_tail(path, res, md):
                 "proxied p50", "proxied p99", "proxied p99.9", "proxied p99.99", "added p99",
                 "added p99.99", "proxy CPU µs/req", "errors"]
         md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        for name in PROXIES:
+        for name in KNOWN:
             m = s.get(name)
             if m is None:
                 continue
@@ -572,22 +605,21 @@ def report_tail(path, res, md):
             dl, pl = d["lat_ms"], m["lat_ms"]
             add = lambda p: (pl[p] - dl[p]) if (pl.get(p) is not None and dl.get(p) is not None) else None
             md.append("| " + " | ".join([
-                PRETTY[name], f0(m.get("rate")), f0(m["req_per_s"]), f3(dl.get("50")), f3(dl.get("99")),
+                proxy_label(name, m), f0(m.get("rate")), f0(m["req_per_s"]), f3(dl.get("50")), f3(dl.get("99")),
                 f3(dl.get("99.99")), f3(pl["50"]), f3(pl["99"]), f3(pl["99.9"]), f3(pl["99.99"]),
                 f3(add("99")), f3(add("99.99")), f2(m["cpu_us_per_req"]),
                 str(m["errors"] + d.get("errors", 0))]) + " |")
-        f = s.get("fairlead", {})
-        for other in ("haproxy", "nginx"):
-            o = s.get(other, {})
+        for a, other in ratio_pairs(s):
+            f, o = s[a], s[other]
             if f.get("rounds_ok") and o.get("rounds_ok"):
-                md.append("| **Fairlead/%s** | %s | | | | | %s | %s | %s | %s | | | %s | |" % (
-                    PRETTY[other], fr(ratio(f.get("rate"), o.get("rate"))),
+                md.append("| **%s** | %s | | | | | %s | %s | %s | %s | | | %s | |" % (
+                    pair_label(a, other), fr(ratio(f.get("rate"), o.get("rate"))),
                     fr(ratio(f["lat_ms"]["50"], o["lat_ms"]["50"])), fr(ratio(f["lat_ms"]["99"], o["lat_ms"]["99"])),
                     fr(ratio(f["lat_ms"]["99.9"], o["lat_ms"]["99.9"])),
                     fr(ratio(f["lat_ms"]["99.99"], o["lat_ms"]["99.99"])),
                     fr(ratio(f["cpu_us_per_req"], o["cpu_us_per_req"]))))
         series = []
-        for name in PROXIES:
+        for name in KNOWN:
             m = s.get(name)
             if m and m.get("rounds_ok"):
                 series.append(("%s @%s" % (PRETTY[name], f0(m.get("rate"))), COLORS[name], False,
@@ -631,7 +663,7 @@ def report_servers(path, res, md):
     md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     cases = {(c["balance"], c["servers"]): c for c in res["cases"]}
     for a in p["algos"]:
-        for name in PROXIES:
+        for name in KNOWN:
             v = sc.get("%s/%s" % (a, name))
             if not v:
                 continue
@@ -640,23 +672,29 @@ def report_servers(path, res, md):
             md.append("| %s | %s | %s | %s | **%s** | %s | %s | %s |" % (
                 a, PRETTY[name], f2(ml["cpu_us_per_req"]), f2(mh["cpu_us_per_req"]), fr(v["cpu"]),
                 ", ".join("%.2f" % x for x in v["cpu_paired"]), fr(v["req_per_s"]), fr(v["p99"])))
-    md += ["", "### Fairlead/HAProxy and Fairlead/nginx per backend", ""]
-    cols = ["algorithm", "servers", "CPU µs/req F/H", "CPU µs/req F/n", "req/s F/H", "req/s F/n",
-            "p99 F/H", "p99 F/n"]
+    present = [nm for nm in KNOWN if any(nm in c.get("summary", {}) for c in res["cases"])]
+    pairs = [(x, y) for x, y in ratio_pairs(present) if y != BEFORE]
+    ab = {"fairlead": "F", URING: "U", "haproxy": "H", "nginx": "n"}
+    md += ["", "### %s per backend" % ("Ratios" if URING in present else
+                                        " and ".join(pair_label(x, y) for x, y in pairs)), ""]
+    if URING in present:
+        md += ["F: Fairlead, U: Fairlead-uring, H: HAProxy, n: nginx.", ""]
+    cols = ["algorithm", "servers"] + ["%s %s/%s" % (k, ab[x], ab[y]) for k in ("CPU µs/req", "req/s", "p99")
+                                       for x, y in pairs]
     md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for a in p["algos"]:
         for n in p["counts"]:
             s = cases[(a, n)]["summary"]
-            f, h, g = s.get("fairlead", {}), s.get("haproxy", {}), s.get("nginx", {})
-            def rr(k, o):
+
+            def rr(k, x, y):
+                f, o = s.get(x, {}), s.get(y, {})
                 if not (f.get("rounds_ok") and o.get("rounds_ok")):
                     return "–"
                 if k == "p99":
                     return fr(ratio(f["lat_ms"]["99"], o["lat_ms"]["99"]))
                 return fr(ratio(f[k], o[k]))
-            md.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
-                a, n, rr("cpu_us_per_req", h), rr("cpu_us_per_req", g), rr("req_per_s", h),
-                rr("req_per_s", g), rr("p99", h), rr("p99", g)))
+            md.append("| %s | %d | %s |" % (a, n, " | ".join(rr(k, x, y) for k in ("cpu_us_per_req", "req_per_s", "p99")
+                                                              for x, y in pairs)))
     md += [""]
     for a in p["algos"]:
         for n in p["counts"]:
@@ -668,7 +706,7 @@ def report_servers(path, res, md):
             tab[1] = tab[1] + "---|"
             for k in range(2, len(tab)):
                 row = tab[k]
-                name = next((nm for nm in PROXIES if row.startswith("| %s |" % PRETTY[nm])), None)
+                name = next((nm for nm in KNOWN if row.startswith("| %s |" % PRETTY[nm])), None)
                 m = case["summary"].get(name, {}) if name else {}
                 tab[k] = row + " %s |" % (("%d/%d" % (m["servers_with_conns"], n))
                                           if m.get("servers_with_conns") is not None else "")

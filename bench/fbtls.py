@@ -10,12 +10,12 @@ import subprocess
 import sys
 import time
 
-from fbcore import (BENCH, BenchError, PRETTY, PROXIES, RunningProxy, aggregate, client_tls_context,
+from fbcore import (BENCH, BenchError, KNOWN, PRETTY, URING, RunningProxy, aggregate, client_tls_context,
                     f0, f1, f2, f3, fr, http_get, loadavg1, log, med, mib, negotiated_str,
-                    new_result, print_summary, proxied_rounds, ratio)
+                    new_result, pair_label, print_summary, proxied_rounds, ratio, ratio_pairs)
 from fbfmt import (_esc, chart_name, client_cmd_of, config_block, header_block, other_line,
-                   proxy_table, rounds_line, svg_bars)
-from fbscen import read_response
+                   proxy_label, proxy_table, rounds_line, svg_bars)
+from fbscen import idle_table, read_response
 import fbcore
 
 
@@ -350,7 +350,9 @@ def tls_idle_case(ctx, args, res, certs, n):
                     "still_open": still_open_tls(socks),
                     "proxy_alive": proxy.alive(),
                 })
-                log("   %-8s base %d KiB, with %d TLS conns %d KiB: %.2f KiB/conn, %d still open, %d fds, "
+                if proxy.io_uring is not None:
+                    entry["io_uring"] = proxy.io_uring
+                log("   %-14s base %d KiB, with %d TLS conns %d KiB: %.2f KiB/conn, %d still open, %d fds, "
                     "opened in %.1f s" % (name, base, n, with_n, entry["kib_per_conn"], entry["still_open"],
                                           fds, opened))
             except BenchError as e:
@@ -384,6 +386,8 @@ def tls_idle_case(ctx, args, res, certs, n):
             "open_failures": max(r["open_failures"] for r in rs),
             "proxy_fds": med([r["proxy_fds"] for r in rs]),
         }
+        if any("io_uring" in r for r in rs):
+            summ[name]["io_uring"] = min(r.get("io_uring") or 0 for r in rs)
     case["summary"] = summ
 
 
@@ -425,7 +429,10 @@ def sc_tls(ctx, args):
     for n in counts:
         tls_idle_case(ctx, args, res, certs, n)
     if "scan" in wanted:
-        res["scan"] = [scan_proxy(ctx, name, certs) for name in ctx.proxies]
+        # fairlead-uring is the same binary and TLS stack as fairlead: its listener offers the same
+        # protocols and suites (the `tlsscan` scenario scans it when asked by name)
+        res["scan"] = [scan_proxy(ctx, name, certs) for name in ctx.proxies
+                       if not (name == URING and "fairlead" in ctx.proxies)]
     return res
 
 
@@ -508,7 +515,7 @@ def report_tls(path, res, md):
                            "Keep-alive, plain HTTP (reference, same rounds)"), ""]
         s = case["summary"]
         md += proxy_table(s)
-        neg = ["%s %s" % (PRETTY[n], negotiated_str(s[n].get("negotiated"))) for n in PROXIES
+        neg = ["%s %s" % (PRETTY[n], negotiated_str(s[n].get("negotiated"))) for n in KNOWN
                if s.get(n, {}).get("negotiated")]
         md += ["", rounds_line(s), rounds_line(s, "cpu_us_per_req_all", "CPU µs/req"), other_line(case)]
         if neg:
@@ -537,7 +544,7 @@ def report_tls(path, res, md):
                      "resumed": "resumed, ECDSA P-256", "plain-close": "plain HTTP (no TLS)"}[kind]
             groups.append(label)
             rate_v[label], cpu_v[label] = {}, {}
-            for name in PROXIES:
+            for name in KNOWN:
                 m = s.get(name)
                 if m is None:
                     continue
@@ -549,7 +556,7 @@ def report_tls(path, res, md):
                 cpu = t.get("cpu_us_per_hs", m.get("cpu_us_per_req"))
                 rate_v[label][name], cpu_v[label][name] = rate, cpu
                 md.append("| " + " | ".join([
-                    label, PRETTY[name], f0(rate),
+                    label, proxy_label(name, m), f0(rate),
                     ("%s / %s%s" % (f0(t.get("full")), f0(t.get("resumed")),
                                     " (%.0f%% resumed)" % t["resumed_pct"] if t.get("resumed_pct") is not None
                                     and kind == "resumed" else "")) if t else "–",
@@ -557,19 +564,18 @@ def report_tls(path, res, md):
                     f3((t.get("hs_lat_ms") or {}).get("99")), f3(m["lat_ms"]["99"]), mib(m["peak_rss_kib"]),
                     str(m["errors"]) + (" (%d failed rounds)" % m["rounds_failed"] if m.get("rounds_failed") else ""),
                     negotiated_str(m.get("negotiated")) if t else "–"]) + " |")
-            f = s.get("fairlead", {})
-            for other in ("haproxy", "nginx"):
-                o = s.get(other, {})
+            for a, other in ratio_pairs(s):
+                f, o = s[a], s[other]
                 if f.get("rounds_ok") and o.get("rounds_ok"):
-                    md.append("| %s | **Fairlead/%s** | %s | | %s | | | | | %s | | |" % (
-                        label, PRETTY[other], fr(ratio(rate_v[label].get("fairlead"), rate_v[label].get(other))),
-                        fr(ratio(cpu_v[label].get("fairlead"), cpu_v[label].get(other))),
+                    md.append("| %s | **%s** | %s | | %s | | | | | %s | | |" % (
+                        label, pair_label(a, other), fr(ratio(rate_v[label].get(a), rate_v[label].get(other))),
+                        fr(ratio(cpu_v[label].get(a), cpu_v[label].get(other))),
                         fr(ratio(f["peak_rss_kib"], o["peak_rss_kib"]))))
         md += [""]
         for kind in hs_kinds:
             s = cases[kind]["summary"]
             per = []
-            for name in PROXIES:
+            for name in KNOWN:
                 t = (s.get(name) or {}).get("tls")
                 if t:
                     per.append("%s %s hs/s, %s µs" % (PRETTY[name], ", ".join(f0(v) for v in t["hs_per_s_all"]),
@@ -579,7 +585,7 @@ def report_tls(path, res, md):
             ol = other_line(cases[kind])
             if ol:
                 md.append(ol.replace("Per round (", "Per round, %s (" % kind, 1))
-        names = [n for n in PROXIES if any(n in v for v in rate_v.values())]
+        names = [n for n in KNOWN if any(n in v for v in rate_v.values())]
         c1, c2 = chart_name(path, "hs"), chart_name(path, "hscpu")
         if svg_bars(os.path.join(fbcore.RESULTS, c1), "TLS handshakes/s (one request per connection, median)",
                     "handshakes/s", groups, names, rate_v):
@@ -599,32 +605,13 @@ def report_tls(path, res, md):
                "the proxy process (nginx: its worker), the baseline taken after 20 TLS requests on fresh "
                "connections. Kernel socket buffers are not in RSS. %s round(s)." % (p["path"], p["idle_rounds"]),
                ""]
-        cols = ["N", "proxy", "RSS before", "RSS with N", "KiB per TLS connection", "still open", "proxy fds",
-                "Fairlead/this"]
-        md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        groups, vals = [], {}
-        for case in idle:
-            s = case["summary"]
-            g = "N=%d" % case["conns"]
-            groups.append(g)
-            vals[g] = {}
-            fk = s.get("fairlead", {}).get("kib_per_conn")
-            for name in PROXIES:
-                m = s.get(name)
-                if m is None:
-                    continue
-                if not m.get("rounds_ok"):
-                    md.append("| %d | %s | **failed**: %s |" % (case["conns"], PRETTY[name],
-                                                             fail_reason(m.get("first_error"))))
-                    continue
-                vals[g][name] = m["kib_per_conn"]
-                md.append("| %d | %s | %s | %s | %.2f | %d/%d | %s | %s |" % (
-                    case["conns"], PRETTY[name], mib(m["rss_base_kib"]), mib(m["rss_with_n_kib"]),
-                    m["kib_per_conn"], m["still_open"], case["conns"], f0(m["proxy_fds"]),
-                    "" if name == "fairlead" else fr(ratio(fk, m["kib_per_conn"]))))
+        md += idle_table(idle, "KiB per TLS connection", fail=fail_reason)
+        groups = ["N=%d" % c["conns"] for c in idle]
+        vals = {"N=%d" % c["conns"]: {n: m["kib_per_conn"] for n, m in c["summary"].items() if m.get("rounds_ok")}
+                for c in idle}
         cn = chart_name(path, "idlekib")
         if svg_bars(os.path.join(fbcore.RESULTS, cn), "RSS per idle TLS connection", "KiB/conn", groups,
-                    [n for n in PROXIES if any(n in v for v in vals.values())], vals):
+                    [n for n in KNOWN if any(n in v for v in vals.values())], vals):
             md += ["", "![KiB per TLS connection](bench/results/%s)" % cn]
         md += [""]
     if res.get("scan"):

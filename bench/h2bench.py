@@ -332,13 +332,12 @@ def _h2_table(fb, s):
             fb.f0(h.get("req_per_s")) if h else "",
             "%s (%s/%s)" % (fb.f2(h.get("cpu_us_per_req")), fb.f2(h.get("cpu_user_us_per_req")),
                             fb.f2(h.get("cpu_sys_us_per_req"))) if h else ""]) + " |")
-    f = s.get("fairlead", {})
-    for other in ("haproxy", "nginx"):
-        o = s.get(other, {})
-        if f.get("rounds_ok") and o.get("rounds_ok"):
+    for a, other in fb.ratio_pairs(s):
+        f, o = s[a], s[other]
+        if f.get("rounds_ok") and o.get("rounds_ok") and other != fb.BEFORE:
             fh, oh = f.get("h2load") or {}, o.get("h2load") or {}
             out.append("| " + " | ".join([
-                "**Fairlead/%s**" % fb.PRETTY[other], fb.fr(fb.ratio(f["req_per_s"], o["req_per_s"])),
+                "**%s**" % fb.pair_label(a, other), fb.fr(fb.ratio(f["req_per_s"], o["req_per_s"])),
                 fb.fr(fb.ratio(f["cpu_us_per_req"], o["cpu_us_per_req"])),
                 fb.fr(fb.ratio(f.get("cpu_user_us_per_req"), o.get("cpu_user_us_per_req"))),
                 fb.fr(fb.ratio(f.get("cpu_sys_us_per_req"), o.get("cpu_sys_us_per_req"))), "",
@@ -388,7 +387,7 @@ def report_h2(fb, path, res, md):
             cols = ["N", "proxy", "RSS before", "RSS with N", "KiB per connection", "still open", "Fairlead/this"]
             md += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
             fk = s.get("fairlead", {}).get("kib_per_conn")
-            for name in fb.PROXIES:
+            for name in fb.KNOWN:
                 m = s.get(name)
                 if m is None:
                     continue
