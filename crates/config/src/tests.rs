@@ -61,6 +61,13 @@ fn basic_config() {
     assert_eq!(g.ulimit_n, Some(65536));
     assert_eq!(g.bufsize, 32768);
     assert_eq!(g.maxaccept, 100);
+    // Fairlead's own I/O path keywords: off and 256 unless set.
+    assert!(!g.io_uring);
+    assert_eq!(g.uring_recv_bufs, 256);
+    let u = ok("global\n    io-uring on\n    tune.io-uring.recv-bufs 1024\n");
+    assert!(u.config.global.io_uring);
+    assert_eq!(u.config.global.uring_recv_bufs, 1024);
+    assert!(!ok("global\n    io-uring off\n").config.global.io_uring);
     assert_eq!(g.hard_stop_after, Some(Duration::from_secs(30)));
     assert_eq!(
         g.cpu_map,
@@ -348,6 +355,8 @@ fn error_messages() {
         ("global\n maxconn x\n", "'maxconn': 'maxconn' expects an unsigned integer (got 'x')"),
         ("global\n nbthread 0\n", "must be between 1"),
         ("global\n hard-stop-after 5x\n", "invalid unit 'x' in time value '5x'"),
+        ("global\n io-uring yes\n", "t.cfg:2: 'io-uring': expects 'on' or 'off' (got 'yes')"),
+        ("global\n tune.io-uring.recv-bufs 0\n", "must be between 1 and 32768 (got 0)"),
         ("maxconn 5\n", "t.cfg:1: unknown keyword 'maxconn' out of section"),
         ("backend b\n mode udp\n", "unknown proxy mode 'udp'."),
         ("backend b\n mode health\n", "'mode health' doesn't exist anymore"),
