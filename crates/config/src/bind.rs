@@ -82,7 +82,7 @@ const BIND_OPTIONS: &[(&str, bool, Opt)] = &[
     ("accept-netscaler-cip", true, NY),
     ("accept-proxy", false, Opt::Impl),
     ("backlog", true, NY),
-    ("defer-accept", false, NY),
+    ("defer-accept", false, Opt::Impl),
     ("expose-fd", true, NY),
     ("gid", true, Opt::Unix),
     ("group", true, Opt::Unix),
@@ -377,6 +377,7 @@ pub(crate) fn parse_bind(
     let mut unix_opts = Vec::new();
     let mut v6only = None;
     let mut accept_proxy = false;
+    let mut defer_accept = false;
     let mut proto_h2 = false;
     let mut tls = BindDraft {
         list: list.clone(),
@@ -407,6 +408,7 @@ pub(crate) fn parse_bind(
         let arg = if takes_arg { words[i + 1].as_str() } else { "" };
         match kind {
             Opt::Impl if name == "accept-proxy" => accept_proxy = true,
+            Opt::Impl if name == "defer-accept" => defer_accept = true,
             Opt::Impl if name == "proto" => match arg {
                 "h2" => proto_h2 = true,
                 "h1" => proto_h2 = false,
@@ -496,6 +498,7 @@ pub(crate) fn parse_bind(
                 proto_h2,
                 tls: None,
                 accept_proxy,
+                defer_accept,
                 sockets,
                 unix_perms,
                 location: loc.clone(),

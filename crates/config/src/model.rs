@@ -616,6 +616,11 @@ pub struct Bind {
     /// header (v1 or v2), whose addresses replace the socket's. Default
     /// is off.
     pub accept_proxy: bool,
+    /// `defer-accept`: the kernel completes the accept of a connection only
+    /// once data arrived on it, or after one second at worst
+    /// (`TCP_DEFER_ACCEPT` 1, as HAProxy sets it). Default is off (the
+    /// option is set to 0, so an inherited listener loses it).
+    pub defer_accept: bool,
     /// The line's listening sockets that are not an IP address and port:
     /// UNIX sockets (`unix@`, `/path`, `abns@`) and inherited descriptors
     /// (`fd@`). Default is none.

@@ -99,6 +99,8 @@ pub struct FrontendRt {
     pub tls_stats: TlsStats,
     /// Listening addresses of `bind ... accept-proxy` lines.
     pub accept_proxy: Vec<SocketAddr>,
+    /// Listening addresses of `bind ... defer-accept` lines.
+    pub defer_accept: Vec<SocketAddr>,
     /// The listening sockets that are not IP addresses (UNIX, `fd@`),
     /// with what their `bind` line asks.
     pub sockets: Vec<SockRt>,
@@ -339,6 +341,12 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .filter(|b| b.accept_proxy)
             .flat_map(|b| b.addrs.iter().copied())
             .collect();
+        let defer_accept = f
+            .binds
+            .iter()
+            .filter(|b| b.defer_accept)
+            .flat_map(|b| b.addrs.iter().copied())
+            .collect();
         let mut tls = Vec::new();
         let mut bind_tls = Vec::new();
         for b in &f.binds {
@@ -420,6 +428,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             tls,
             tls_stats: TlsStats::default(),
             accept_proxy,
+            defer_accept,
             sockets,
             smart_accept: f.options.smart_accept(),
         }));
@@ -682,13 +691,23 @@ fn bind_all(
 
 /// TCP_NODELAY and `option tcp-smart-accept` on a TCP listener, once,
 /// as soon as it listens, instead of on every accepted connection (they
-/// inherit both).
+/// inherit both), and `defer-accept` (`TCP_DEFER_ACCEPT`: 1 s when the
+/// `bind` line asks, 0 otherwise, as HAProxy does).
 fn tune_listener(fe: &FrontendRt, l: &std::net::TcpListener) {
     if let Err(e) = fairlead_net::tune_listener(l, fe.smart_accept) {
         eprintln!(
             "[WARNING]  frontend '{}': cannot set TCP options on a listener: {e}",
             fe.front.name
         );
+    }
+    let defer = l.local_addr().is_ok_and(|a| fe.defer_accept.contains(&a));
+    if let Err(e) = os::set_defer_accept(l, u32::from(defer)) {
+        if defer {
+            eprintln!(
+                "[WARNING]  frontend '{}': cannot enable DEFER_ACCEPT: {e}",
+                fe.front.name
+            );
+        }
     }
 }
 

@@ -517,3 +517,24 @@ mod tests {
         assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
     }
 }
+
+/// `TCP_DEFER_ACCEPT` on a listening socket: `secs` seconds (0: off).
+pub fn set_defer_accept(l: &std::net::TcpListener, secs: u32) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let v = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt with a valid descriptor and a c_int option value.
+    let r = unsafe {
+        libc::setsockopt(
+            l.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(Error::last_os_error())
+    }
+}

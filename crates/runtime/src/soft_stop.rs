@@ -26,8 +26,8 @@ pub(crate) fn wait_for_signals(
         let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
         let mut usr1 = signal(SignalKind::user_defined1()).expect("SIGUSR1 handler");
         tokio::select! {
-            _ = term.recv() => std::process::exit(0),
-            _ = int.recv() => std::process::exit(0),
+            _ = term.recv() => exit_now(),
+            _ = int.recv() => exit_now(),
             _ = usr1.recv() => {}
         }
         shared.notice("SIGUSR1 received: soft stop, closing listeners and draining connections");
@@ -59,8 +59,8 @@ pub(crate) fn wait_for_signals(
             }
         };
         tokio::select! {
-            _ = term.recv() => std::process::exit(0),
-            _ = int.recv() => std::process::exit(0),
+            _ = term.recv() => exit_now(),
+            _ = int.recv() => exit_now(),
             _ = std::future::ready(()) => {}
         }
         let handed = tokio::task::spawn_blocking(move || {
@@ -69,8 +69,8 @@ pub(crate) fn wait_for_signals(
             }
         });
         tokio::select! {
-            _ = term.recv() => std::process::exit(0),
-            _ = int.recv() => std::process::exit(0),
+            _ = term.recv() => exit_now(),
+            _ = int.recv() => exit_now(),
             _ = handed => {}
         }
         if !done {
@@ -78,9 +78,17 @@ pub(crate) fn wait_for_signals(
                 "[WARNING]  hard stop: {} connection(s) still open after the grace period",
                 shared.global.cur.load(Ordering::SeqCst)
             );
-            std::process::exit(0);
+            exit_now();
         }
         shared.notice("soft stop complete");
-        std::process::exit(0);
+        exit_now();
     });
+}
+
+/// A hard stop: the io_uring listeners are shut first (their rings outlive
+/// the process briefly, and would keep the ports busy), then the process
+/// exits.
+fn exit_now() -> ! {
+    fairlead_net::release_uring_listeners();
+    std::process::exit(0)
 }

@@ -46,7 +46,7 @@ mod driver;
 mod listen;
 mod sock;
 
-pub use listen::UringListener;
+pub use listen::{release_listeners, UringListener};
 pub use sock::UringSock;
 
 use std::cell::{Cell, OnceCell, RefCell};

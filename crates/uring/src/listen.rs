@@ -5,7 +5,26 @@ use crate::{Ring, UringSock};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
+use std::sync::Mutex;
 use std::task::{Context, Poll};
+
+/// Every listener on a ring in this process, for [`release_listeners`].
+static OPEN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Stops every listener on a ring at once (`shutdown`), so that their
+/// ports are free when the process exits: a ring is torn down by the
+/// kernel after the process is gone, and until then its pending accepts
+/// (and fixed file table) keep the listening sockets open. Called before a
+/// hard stop's exit.
+pub fn release_listeners() {
+    if let Ok(open) = OPEN.lock() {
+        for &fd in open.iter() {
+            // SAFETY: plain system call; the descriptor is open (it leaves
+            // the list before its owner closes it).
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+    }
+}
 
 /// A listener on the worker's ring. One multishot accept, on the
 /// listener's fixed file, serves every connection; accepted descriptors
@@ -28,6 +47,9 @@ impl UringListener {
         let (idx, _) = st.alloc(fd.as_raw_fd());
         st.fix(idx);
         drop(st);
+        if let Ok(mut open) = OPEN.lock() {
+            open.push(fd.as_raw_fd());
+        }
         Ok(UringListener {
             ring,
             idx,
@@ -78,6 +100,10 @@ impl UringListener {
 
 impl Drop for UringListener {
     fn drop(&mut self) {
+        if let Ok(mut open) = OPEN.lock() {
+            let fd = self._sock.as_raw_fd();
+            open.retain(|&f| f != fd);
+        }
         let Ok(mut st) = self.ring.st.try_borrow_mut() else {
             return;
         };
