@@ -266,3 +266,41 @@ backend h\n    server o {origin}\n"
         assert_eq!(tcp_info(&c).segs_in, 3, "SYN-ACK, ACK, response with FIN");
     }
 }
+
+/// `bind ... defer-accept` (`TCP_DEFER_ACCEPT`): the kernel hands a
+/// connection to the proxy only once data arrived on it, so a silent
+/// client is not a current connection of its frontend, while on a plain
+/// `bind` it is at once; the deferred one is served as soon as it sends.
+#[test]
+fn defer_accept_hands_over_connections_once_data_arrived() {
+    use std::time::{Duration, Instant};
+    let ip = test_ip();
+    let (_t, origin) = term(ip, "o");
+    let (plain, deferred) = (free_addr(ip), free_addr(ip));
+    let sock = admin_sock("smart", "defer");
+    let cfg = format!(
+        "global\n    nbthread 1\n    stats socket {} level admin\n\
+defaults\n    mode http\n    timeout connect 5s\n    timeout client 10s\n    timeout server 10s\n\
+frontend plain\n    bind {plain}\n    default_backend b\n\
+frontend deferred\n    bind {deferred} defer-accept\n    default_backend b\n\
+backend b\n    server o {origin}\n",
+        sock.display()
+    );
+    let _p = Proxy::start(&cfg, &[plain, deferred]);
+    let scur = |fe: &str| stat_of(&sock, fe, "FRONTEND", "scur");
+    let _silent = connect(plain);
+    wait_until("the plain frontend's silent client counted", || {
+        scur("plain") == "1"
+    });
+    let mut d = connect(deferred);
+    // A bounded window (the kernel's deferral lasts about a second): the
+    // silent client stays unknown to the proxy.
+    let end = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < end {
+        assert_eq!(scur("deferred"), "0", "a silent client was accepted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    d.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let r = read_response(&mut BufReader::new(d), false).expect("response");
+    assert_eq!(r.status, 200);
+}
