@@ -142,7 +142,7 @@ pub async fn connect_sock(
 }
 
 /// Starts this worker thread's io_uring ring (`io-uring on`): its receive
-/// buffers come from the thread's pool ([`pool::take`]), `recv_bufs` of
+/// buffers come from the thread's pool ([`pool::lend`]), `recv_bufs` of
 /// them. Call from inside the worker's runtime, after [`pool::init`].
 pub fn start_uring(recv_bufs: u16) -> std::io::Result<()> {
     let cfg = fairlead_uring::Config {
@@ -150,8 +150,7 @@ pub fn start_uring(recv_bufs: u16) -> std::io::Result<()> {
         ..fairlead_uring::Config::default()
     };
     let n = (recv_bufs as usize).next_power_of_two();
-    let bufs = (0..n).map(|_| pool::take()).collect();
-    fairlead_uring::Ring::start(&cfg, bufs).map(drop)
+    fairlead_uring::Ring::start(&cfg, pool::lend(n)).map(drop)
 }
 
 /// Whether io_uring can be used here (see [`fairlead_uring::available`]).

@@ -22,6 +22,7 @@ struct Pool {
     size: usize,
     free: Vec<Vec<u8>>,
     allocated: usize,
+    lent: usize,
     /// This thread's figures as other threads may read them (`show pools`).
     public: Option<std::sync::Arc<Published>>,
 }
@@ -34,6 +35,9 @@ pub struct Published {
     pub allocated: AtomicUsize,
     /// Buffers waiting in the pool.
     pub free: AtomicUsize,
+    /// Buffers lent for good to the thread's io_uring ring ([`lend`]),
+    /// counted apart from `allocated`.
+    pub lent: AtomicUsize,
 }
 
 /// Every thread's figures, per size class.
@@ -47,6 +51,7 @@ impl Pool {
             size,
             free: Vec::new(),
             allocated: 0,
+            lent: 0,
             public: None,
         }
     }
@@ -55,6 +60,7 @@ impl Pool {
         if let Some(p) = &self.public {
             p.allocated.store(self.allocated, Ordering::Relaxed);
             p.free.store(self.free.len(), Ordering::Relaxed);
+            p.lent.store(self.lent, Ordering::Relaxed);
         }
     }
 
@@ -173,6 +179,33 @@ pub fn bufsize() -> usize {
 /// Takes an empty buffer whose length is the pool's buffer size.
 pub fn take() -> Vec<u8> {
     POOL.with(|p| p.borrow_mut().take())
+}
+
+/// Takes `n` buffers for good: the receive buffers of this thread's
+/// io_uring ring. They are counted as lent (`show pools`: `uring_recv`),
+/// not as buffers in use by connections.
+pub fn lend(n: usize) -> Vec<Vec<u8>> {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let bufs: Vec<Vec<u8>> = (0..n).map(|_| p.take()).collect();
+        p.allocated = p.allocated.saturating_sub(n);
+        p.lent += n;
+        p.publish();
+        bufs
+    })
+}
+
+/// The buffers lent to io_uring rings, every thread summed: (buffer size,
+/// buffers).
+pub fn lent_totals() -> (usize, usize) {
+    let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let size = reg
+        .first()
+        .map_or(DEFAULT_BUFSIZE, |p| p.size.load(Ordering::Relaxed));
+    (
+        size,
+        reg.iter().map(|p| p.lent.load(Ordering::Relaxed)).sum(),
+    )
 }
 
 /// Returns a buffer taken with [`take`].

@@ -363,10 +363,16 @@ impl AdminApi for Admin {
             used: used as u64,
             failed: 0,
         };
-        vec![
+        let mut out = vec![
             info("buffer", fairlead_net::pool::totals()),
             info("tls_buffer", fairlead_net::pool::tls_totals()),
-        ]
+        ];
+        // The io_uring rings' receive buffers, all in the rings' hands.
+        let (size, lent) = fairlead_net::pool::lent_totals();
+        if lent > 0 {
+            out.push(info("uring_recv", (size, lent, lent)));
+        }
+        out
     }
 
     fn errors(&self) -> ErrorReport {

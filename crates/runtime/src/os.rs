@@ -454,6 +454,27 @@ pub fn send_fd(sock: std::os::fd::RawFd, passed: std::os::fd::OwnedFd) -> Result
     }
 }
 
+/// `TCP_DEFER_ACCEPT` on a listening socket: `secs` seconds (0: off).
+pub fn set_defer_accept(l: &std::net::TcpListener, secs: u32) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let v = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt with a valid descriptor and a c_int option value.
+    let r = unsafe {
+        libc::setsockopt(
+            l.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,26 +536,5 @@ mod tests {
         let (e, _f) = UnixStream::pair().unwrap();
         let err = send_fd(c.as_raw_fd(), std::os::fd::OwnedFd::from(e)).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
-    }
-}
-
-/// `TCP_DEFER_ACCEPT` on a listening socket: `secs` seconds (0: off).
-pub fn set_defer_accept(l: &std::net::TcpListener, secs: u32) -> Result<()> {
-    use std::os::fd::AsRawFd;
-    let v = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
-    // SAFETY: setsockopt with a valid descriptor and a c_int option value.
-    let r = unsafe {
-        libc::setsockopt(
-            l.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_DEFER_ACCEPT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(Error::last_os_error())
     }
 }
