@@ -304,3 +304,40 @@ backend b\n    server o {origin}\n",
     let r = read_response(&mut BufReader::new(d), false).expect("response");
     assert_eq!(r.status, 200);
 }
+
+/// A server connection the proxy closes first (the response said
+/// `Connection: close`, but the server keeps its end open) is closed with
+/// a reset, as HAProxy 2.6 does (its "linger risk" on server connections:
+/// checked with the same origin behind it), so that the proxy's ports do
+/// not pile up in TIME_WAIT.
+#[test]
+fn server_connections_closed_first_by_the_proxy_are_reset() {
+    use std::time::Duration;
+    let ip = test_ip();
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let (origin, _) = raw_origin(ip, move |mut s| {
+        let mut b = [0u8; 4096];
+        let _ = s.read(&mut b);
+        s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            .unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let seen = match s.read(&mut b) {
+            Ok(0) => "fin",
+            Ok(_) => "data",
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => "reset",
+            Err(_) => "nothing",
+        };
+        let _ = tx.lock().unwrap().send(seen);
+    });
+    let bind = free_addr(ip);
+    let _p = Proxy::start(
+        &http_cfg(bind, "", &format!("    server s1 {origin}")),
+        &[bind],
+    );
+    let mut c = connect(bind);
+    c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let r = read_response(&mut BufReader::new(c.try_clone().unwrap()), false).unwrap();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+    assert_eq!(rx.recv_timeout(DEADLINE).unwrap(), "reset");
+}
