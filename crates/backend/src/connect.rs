@@ -189,11 +189,19 @@ async fn open_with(
     if server.conf.send_proxy != 0 {
         send_proxy_header(&tcp, server.conf.send_proxy, &names, timeout).await?;
     }
-    let Some(tls) = &server.conf.tls else {
-        return Ok(Conn::plain(tcp));
+    let mut conn = match &server.conf.tls {
+        None => Conn::plain(tcp),
+        Some(tls) => {
+            let name = tls.server_name(names.client_sni, names.host, addr.ip());
+            fairlead_tls::stream::connect(tcp, tls.config(), name, timeout).await?
+        }
     };
-    let name = tls.server_name(names.client_sni, names.host, addr.ip());
-    fairlead_tls::stream::connect(tcp, tls.config(), name, timeout).await
+    if server.conf.unix.is_none() {
+        // Closed with a reset if the proxy closes it first, as HAProxy
+        // does with TCP server connections (UNIX ones leave no TIME_WAIT).
+        conn.set_linger_risk();
+    }
+    Ok(conn)
 }
 
 /// Connects to the server of `slot`, retrying as the backend's retry

@@ -89,10 +89,6 @@ pub fn put(id: ServerId, stream: Conn, reused: bool) {
                 at: std::time::Instant::now(),
                 safe: reused,
             });
-        } else {
-            // Closed first by us, with the server's end still open: a reset
-            // (see [`close_hard`]).
-            close_hard(stream);
         }
     })
 }
@@ -126,13 +122,7 @@ pub fn purge() -> usize {
         let mut closed = 0;
         for list in m.values_mut() {
             let before = list.len();
-            list.retain(|p| {
-                let keep = now.duration_since(p.at) < PURGE_DELAY;
-                if !keep {
-                    p.conn.abort();
-                }
-                keep
-            });
+            list.retain(|p| now.duration_since(p.at) < PURGE_DELAY);
             closed += before - list.len();
         }
         m.retain(|_, l| !l.is_empty());
@@ -140,25 +130,9 @@ pub fn purge() -> usize {
     })
 }
 
-/// Drops every idle connection of this thread (used at soft stop), with
-/// a reset (see [`close_hard`]).
+/// Drops every idle connection of this thread (used at soft stop).
 pub fn clear() {
-    IDLE.with(|m| {
-        let mut m = m.borrow_mut();
-        for p in m.values().flatten() {
-            p.conn.abort();
-        }
-        m.clear();
-    });
-}
-
-/// Closes a server connection that the server has not closed: with a
-/// reset (`SO_LINGER` 0), as HAProxy closes the server connections it
-/// closes first (its "linger risk"), so that the proxy's ports do not pile
-/// up in TIME_WAIT. Only for a connection with nothing left to deliver:
-/// its last exchange is complete, or it is being abandoned anyway.
-pub fn close_hard(conn: Conn) {
-    conn.abort();
+    IDLE.with(|m| m.borrow_mut().clear());
 }
 
 #[cfg(test)]

@@ -177,11 +177,6 @@ impl Session {
                 // Shared: an idle client holds no server connection.
                 park(conn, self.eff);
             }
-        } else {
-            // Not kept, and the server has not closed it (its close would
-            // have ended the response): closed with a reset, as HAProxy
-            // does, so that the proxy's ports do not pile up in TIME_WAIT.
-            fairlead_backend::idle::close_hard(conn.stream);
         }
         Some(Outcome {
             client_keep,

@@ -107,10 +107,14 @@ pub struct Conn {
 }
 
 /// What only some connections have.
+#[derive(Default)]
 struct Ext {
     tls: Option<RefCell<Box<dyn TlsLayer>>>,
     /// The PROXY protocol header received, if any. Default is none.
     proxy: Option<ProxyInfo>,
+    /// Closed with a reset when dropped before the peer closed its side
+    /// (see [`Conn::set_linger_risk`]). Default is off.
+    linger_risk: std::cell::Cell<bool>,
 }
 
 impl Conn {
@@ -131,15 +135,19 @@ impl Conn {
     /// [`Conn::peer_addr`] and [`Conn::local_addr`] return the addresses
     /// it carried, and [`Conn::proxy_info`] its TLVs.
     pub fn set_proxy_info(&mut self, info: ProxyInfo) {
-        match &mut self.ext {
-            Some(e) => e.proxy = Some(info),
-            None => {
-                self.ext = Some(Box::new(Ext {
-                    tls: None,
-                    proxy: Some(info),
-                }))
-            }
-        }
+        self.ext.get_or_insert_with(Box::default).proxy = Some(info);
+    }
+
+    /// Marks a server connection, as HAProxy marks its TCP server
+    /// connections (`FD_LINGER_RISK`): dropped before the server closed
+    /// its side (a read returned the end of the stream), it is closed with
+    /// a reset (`SO_LINGER` 0), so that the proxy's ports do not pile up
+    /// in TIME_WAIT. Bytes still unsent are dropped then, as in HAProxy.
+    pub fn set_linger_risk(&mut self) {
+        self.ext
+            .get_or_insert_with(Box::default)
+            .linger_risk
+            .set(true);
     }
 
     /// The PROXY protocol header the connection started with, if any.
@@ -157,7 +165,7 @@ impl Conn {
             tcp: tcp.into(),
             ext: Some(Box::new(Ext {
                 tls: Some(RefCell::new(tls)),
-                proxy: None,
+                ..Ext::default()
             })),
         }
     }
@@ -244,10 +252,17 @@ impl Conn {
     /// nothing is ready. On a clear connection a short read also clears the
     /// socket's readiness (see [`crate::io::try_read_drain`]).
     pub fn try_read(&self, buf: &mut [u8]) -> Result<usize> {
-        match self.tls() {
+        let r = match self.tls() {
             None => self.tcp.try_read(buf),
             Some(tls) => tls.borrow_mut().try_read(&self.tcp, buf),
+        };
+        if let (Ok(0), Some(e)) = (&r, &self.ext) {
+            if !buf.is_empty() {
+                // The peer closed first: no TIME_WAIT is left here.
+                e.linger_risk.set(false);
+            }
         }
+        r
     }
 
     /// Waits for data and reads once.
@@ -433,6 +448,14 @@ impl Conn {
         match self.proxied() {
             Some((_, dst)) => Ok(dst),
             None => self.tcp.local_addr(),
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if self.ext.as_ref().is_some_and(|e| e.linger_risk.get()) {
+            self.tcp.set_abortive_close();
         }
     }
 }
