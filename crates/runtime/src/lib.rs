@@ -21,6 +21,7 @@ mod dns;
 mod dynamic;
 pub mod inherit;
 pub mod limits;
+mod listeners;
 pub mod master;
 pub mod os;
 mod peers;
@@ -41,6 +42,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Notify};
+
+pub(crate) use listeners::FeListeners;
 
 /// Bytes of `tune.bufsize` kept free for header rewriting, like HAProxy's
 /// `tune.maxrewrite`. Default is 1024.
@@ -573,159 +576,6 @@ fn longest_timeout(cfg: &Config) -> Option<Duration> {
     .max()
 }
 
-/// A worker's listening sockets of one frontend: one per IP address, and
-/// one per UNIX or `fd@` socket (its index in [`FrontendRt::sockets`]).
-#[derive(Default)]
-pub(crate) struct FeListeners {
-    pub tcp: Vec<std::net::TcpListener>,
-    pub socks: Vec<(usize, sockets::Lsock)>,
-}
-
-/// Binds one listening socket per worker for every frontend address.
-/// Returns `listeners[worker][frontend]`.
-type Listeners = Vec<Vec<FeListeners>>;
-
-/// Opens (or takes from the master) each UNIX and `fd@` socket once and
-/// gives every worker a duplicate of it.
-fn bind_sockets(
-    shared: &Shared,
-    out: &mut Listeners,
-    inherited: Option<&inherit::FdMap>,
-) -> Result<()> {
-    let mut opened: Vec<(String, sockets::Lsock)> = Vec::new();
-    for (fe_idx, fe) in shared.frontends.iter().enumerate() {
-        for (i, s) in fe.sockets.iter().enumerate() {
-            let key = s.sock.to_string();
-            let l = match opened.iter().find(|(k, _)| *k == key) {
-                Some((_, l)) => l.try_clone()?,
-                None => {
-                    let l = match inherited.and_then(|m| m.1.get(&key)) {
-                        Some(&fd) => sockets::from_master(fd),
-                        None => sockets::open(&s.sock, &s.perms),
-                    }
-                    .map_err(|e| {
-                        Error::new(e.kind(), format!("frontend '{}': {e}", fe.front.name))
-                    })?;
-                    opened.push((key, l.try_clone()?));
-                    l
-                }
-            };
-            l.set_nonblocking()?;
-            if let sockets::Lsock::Tcp(t) = &l {
-                tune_listener(fe, t);
-            }
-            for worker in out.iter_mut() {
-                worker[fe_idx].socks.push((i, l.try_clone()?));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn bind_all(
-    shared: &Shared,
-    workers: usize,
-    check_free: bool,
-    inherited: Option<&inherit::FdMap>,
-) -> Result<Listeners> {
-    let mut out: Listeners = (0..workers).map(|_| Vec::new()).collect();
-    for fe in &shared.frontends {
-        for w in out.iter_mut() {
-            w.push(FeListeners::default());
-        }
-        for &(addr, v6only) in &fe.addrs {
-            // Sockets handed down by the master: the same kernel sockets
-            // the previous worker used.
-            if let Some(fds) = inherited
-                .and_then(|m| m.0.get(&addr))
-                .filter(|f| !f.is_empty())
-            {
-                // Every inherited socket is used (one left unused would hold
-                // connections nobody accepts): spread them over the workers,
-                // and give workers without one a new SO_REUSEPORT socket.
-                for (j, &fd) in fds.iter().enumerate() {
-                    let l = os::listener_from_fd(fd, addr)?;
-                    l.set_nonblocking(true)?;
-                    tune_listener(fe, &l);
-                    out[j % workers]
-                        .last_mut()
-                        .expect("pushed above")
-                        .tcp
-                        .push(l);
-                }
-                for w in out.iter_mut().skip(fds.len()) {
-                    let l =
-                        fairlead_net::bind_reuseport(addr, v6only, fairlead_net::DEFAULT_BACKLOG)?;
-                    tune_listener(fe, &l);
-                    w.last_mut().expect("pushed above").tcp.push(l);
-                }
-                continue;
-            }
-            if check_free {
-                check_port_free(addr).map_err(|e| {
-                    Error::new(
-                        e.kind(),
-                        format!(
-                            "frontend '{}': cannot bind {addr}: {e} (another process listens there)",
-                            fe.front.name
-                        ),
-                    )
-                })?;
-            }
-            for w in out.iter_mut() {
-                let l = fairlead_net::bind_reuseport(addr, v6only, fairlead_net::DEFAULT_BACKLOG)
-                    .map_err(|e| {
-                    Error::new(
-                        e.kind(),
-                        format!("frontend '{}': cannot bind {addr}: {e}", fe.front.name),
-                    )
-                })?;
-                tune_listener(fe, &l);
-                w.last_mut().expect("pushed above").tcp.push(l);
-            }
-        }
-    }
-    bind_sockets(shared, &mut out, inherited)?;
-    Ok(out)
-}
-
-/// TCP_NODELAY and `option tcp-smart-accept` on a TCP listener, once,
-/// as soon as it listens, instead of on every accepted connection (they
-/// inherit both), and `defer-accept` (`TCP_DEFER_ACCEPT`: 1 s when the
-/// `bind` line asks, 0 otherwise, as HAProxy does).
-fn tune_listener(fe: &FrontendRt, l: &std::net::TcpListener) {
-    if let Err(e) = fairlead_net::tune_listener(l, fe.smart_accept) {
-        eprintln!(
-            "[WARNING]  frontend '{}': cannot set TCP options on a listener: {e}",
-            fe.front.name
-        );
-    }
-    let defer = l.local_addr().is_ok_and(|a| fe.defer_accept.contains(&a));
-    if let Err(e) = os::set_defer_accept(l, u32::from(defer)) {
-        if defer {
-            eprintln!(
-                "[WARNING]  frontend '{}': cannot enable DEFER_ACCEPT: {e}",
-                fe.front.name
-            );
-        }
-    }
-}
-
-/// SO_REUSEPORT lets two processes share a port silently: refuse to start
-/// when something already listens there, by binding once without it.
-fn check_port_free(addr: SocketAddr) -> Result<()> {
-    if addr.port() == 0 {
-        return Ok(());
-    }
-    let s = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        None,
-    )?;
-    s.set_reuse_address(true)?;
-    s.bind(&addr.into())
-}
-
 /// Number of workers: `nbthread`, else one per CPU.
 pub fn worker_count(cfg: &Config) -> usize {
     cfg.global
@@ -845,7 +695,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
             )));
         }
     }
-    let listeners = bind_all(
+    let listeners = listeners::bind_all(
         &shared,
         workers,
         opts.old_pids.is_empty() && inherited.is_none(),

@@ -296,7 +296,7 @@ impl Sockets {
         for (addr, v6only) in wanted(cfg) {
             let have = self.map.get(&addr).map_or(0, Vec::len);
             if have == 0 {
-                crate::check_port_free(addr).map_err(|e| {
+                crate::listeners::check_port_free(addr).map_err(|e| {
                     Error::new(
                         e.kind(),
                         format!("cannot bind {addr}: {e} (another process listens there)"),
