@@ -104,13 +104,7 @@ pub async fn connect_with(
     if delay_ack {
         s.set_quickack(false)?;
     }
-    let fut = socket.connect(addr);
-    match timeout {
-        Some(t) => tokio::time::timeout(t, fut)
-            .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))?,
-        None => fut.await,
-    }
+    io::with_timeout(timeout, "connect timeout", socket.connect(addr)).await
 }
 
 /// [`connect_with`] through this thread's io_uring ring when its worker
@@ -132,12 +126,7 @@ pub async fn connect_sock(
         socket.set_quickack(false)?;
     }
     let fut = fairlead_uring::UringSock::connect(socket, addr);
-    let s = match timeout {
-        Some(t) => tokio::time::timeout(t, fut)
-            .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timeout"))?,
-        None => fut.await,
-    }?;
+    let s = io::with_timeout(timeout, "connect timeout", fut).await?;
     Ok(Sock::Uring(s))
 }
 

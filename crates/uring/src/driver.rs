@@ -225,7 +225,7 @@ impl State {
     }
 
     /// A slot for descriptor `fd`, owned by a new handle.
-    pub(crate) fn alloc(&mut self, fd: RawFd) -> (u32, u32) {
+    pub(crate) fn alloc(&mut self, fd: RawFd) -> u32 {
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -236,7 +236,7 @@ impl State {
         let s = &mut self.slots[idx as usize];
         s.fd = fd;
         s.owned = true;
-        (idx, s.gen)
+        idx
     }
 
     pub(crate) fn slot(&mut self, idx: u32) -> &mut Slot {

@@ -44,7 +44,7 @@ impl UringListener {
         let ring = crate::current().ok_or_else(|| io::Error::other("no io_uring ring"))?;
         let fd = OwnedFd::from(l);
         let mut st = ring.st.borrow_mut();
-        let (idx, _) = st.alloc(fd.as_raw_fd());
+        let idx = st.alloc(fd.as_raw_fd());
         st.fix(idx);
         drop(st);
         if let Ok(mut open) = OPEN.lock() {

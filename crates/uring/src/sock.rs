@@ -34,7 +34,7 @@ impl UringSock {
     pub(crate) fn adopt(ring: &Rc<Ring>, fd: OwnedFd, recv: bool) -> UringSock {
         let fd = fd.into_raw_fd();
         let mut st = ring.st.borrow_mut();
-        let (idx, _) = st.alloc(fd);
+        let idx = st.alloc(fd);
         if recv {
             st.arm_read(idx);
         }
