@@ -137,6 +137,27 @@ fn soft_limit_raised_to_what_maxconn_needs() {
     assert_eq!(soft_nofile(pid), 2014);
 }
 
+/// The kernel's descriptor table of `pid` (`FDSize` in
+/// `/proc/<pid>/status`: the entries it holds now, a power of two).
+fn fd_table_size(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// The descriptor table is grown to what maxconn needs before any
+/// connection comes (growing it later stalls a worker for an RCU grace
+/// period): 2014 descriptors for maxconn 1000, so 2048 entries, where a
+/// process that opened a dozen descriptors has 64.
+#[test]
+fn descriptor_table_reserved_for_maxconn() {
+    let bind = free_addr(test_ip());
+    let child = spawn(&cfg("    maxconn 1000\n", bind), 1024, hard_nofile());
+    let pid = child.id();
+    let _r = listening(child, bind);
+    assert_eq!(fd_table_size(pid), 2048);
+}
+
 /// `ulimit-n` is the target, whatever maxconn needs; below the need, the
 /// warning is HAProxy's.
 #[test]

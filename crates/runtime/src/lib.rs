@@ -590,7 +590,39 @@ pub fn worker_count(cfg: &Config) -> usize {
 /// default), a warning otherwise; without `maxconn`, derived from the
 /// limit.
 pub fn setup_limits(cfg: &Config) -> Result<u32> {
-    let fds = limits::FdPlan {
+    let fds = fd_plan(cfg);
+    let g = &cfg.global;
+    let d = limits::plan(
+        fds,
+        g.maxconn,
+        g.ulimit_n,
+        g.strict_limits,
+        os::nofile_limit().0,
+        os::raise_nofile,
+    );
+    if let Some(f) = d.fatal {
+        return Err(Error::other(f));
+    }
+    if let Some(w) = d.warning {
+        eprintln!("[WARNING]  {w}");
+    }
+    Ok(d.maxconn)
+}
+
+/// Grows the kernel's descriptor table to what `maxconn` needs, before
+/// the worker threads start: growing it later stalls the worker that
+/// crossed the size for an RCU grace period (see
+/// [`os::reserve_fd_table`]). A failure only costs that stall later.
+fn reserve_fd_table(cfg: &Config, maxconn: u32) {
+    let n = limits::table_reserve(&fd_plan(cfg), maxconn, os::nofile_limit().0);
+    if let Err(e) = os::reserve_fd_table(n) {
+        eprintln!("[WARNING]  cannot reserve a descriptor table of {n} entries: {e}");
+    }
+}
+
+/// What the configuration asks of the file-descriptor limit.
+fn fd_plan(cfg: &Config) -> limits::FdPlan {
+    limits::FdPlan {
         listeners: cfg
             .frontends
             .iter()
@@ -609,23 +641,7 @@ pub fn setup_limits(cfg: &Config) -> Result<u32> {
             n => n + u64::from(cfg.global.stats_maxconn.unwrap_or(10)),
         },
         pipes: pipe_budget(cfg),
-    };
-    let g = &cfg.global;
-    let d = limits::plan(
-        fds,
-        g.maxconn,
-        g.ulimit_n,
-        g.strict_limits,
-        os::nofile_limit().0,
-        os::raise_nofile,
-    );
-    if let Some(f) = d.fatal {
-        return Err(Error::other(f));
     }
-    if let Some(w) = d.warning {
-        eprintln!("[WARNING]  {w}");
-    }
-    Ok(d.maxconn)
 }
 
 /// The pipes splicing may open: `maxpipes` when set, else a quarter of
@@ -651,6 +667,7 @@ fn splices(cfg: &Config) -> bool {
 /// SIGTERM exits the process directly.
 pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
     let maxconn = setup_limits(&cfg)?;
+    reserve_fd_table(&cfg, maxconn);
     let pipes = pipe_budget(&cfg).pipes(maxconn);
     let pipes = usize::try_from(pipes).unwrap_or(usize::MAX);
     let on = !cfg.global.nosplice && splices(&cfg);

@@ -97,6 +97,18 @@ pub struct Decision {
     pub fatal: Option<String>,
 }
 
+/// The largest descriptor table reserved at start-up (see
+/// [`crate::os::reserve_fd_table`]): 1,048,576 descriptors, about 8.4 MiB
+/// of kernel memory. Beyond it the table still grows on demand.
+pub const MAX_RESERVED_FDS: u64 = 1 << 20;
+
+/// How many descriptors to reserve in the kernel's table at start-up: what
+/// `maxconn` needs (HAProxy's maxsock), within the limit in force and
+/// [`MAX_RESERVED_FDS`].
+pub fn table_reserve(fds: &FdPlan, maxconn: u32, limit: u64) -> u64 {
+    fds.need(maxconn).min(limit).min(MAX_RESERVED_FDS)
+}
+
 /// Decides the limit. `raise(target)` tries to set the soft limit to
 /// `target` and returns the soft limit in force afterwards; `current` is
 /// the soft limit before.
@@ -161,6 +173,14 @@ mod tests {
         stats: 0,
         pipes: PipeBudget::None,
     };
+
+    #[test]
+    fn table_reserve_is_the_need_within_the_limit() {
+        // maxconn 4000, one listener, one thread: 8000 + 1 + 3 + 10.
+        assert_eq!(table_reserve(&ONE, 4000, 20_000), 8014);
+        assert_eq!(table_reserve(&ONE, 4000, 5000), 5000);
+        assert_eq!(table_reserve(&ONE, 4_000_000, u64::MAX), MAX_RESERVED_FDS);
+    }
 
     #[test]
     fn haproxy_numbers() {

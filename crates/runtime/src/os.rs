@@ -56,6 +56,34 @@ pub fn raise_nofile(want: u64) -> u64 {
     cur
 }
 
+/// Grows the kernel's descriptor table of this process so that it holds
+/// descriptors `0..n` (rounded up to a power of two by the kernel), by
+/// duplicating a descriptor to number `n - 1` and closing it again.
+///
+/// The table never shrinks. Growing it later, once worker threads exist,
+/// makes the kernel wait for an RCU grace period (`expand_files` calls
+/// `synchronize_rcu` when the table is shared by several threads): the
+/// thread whose `socket()` or `accept()` crossed a power of two stops for
+/// 10 to 40 ms, and with it every connection it serves. `n` must not be
+/// above the soft `RLIMIT_NOFILE`.
+pub fn reserve_fd_table(n: u64) -> Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let Some(top) = n.checked_sub(1).and_then(|t| libc::c_int::try_from(t).ok()) else {
+        return Ok(());
+    };
+    let probe = std::os::unix::net::UnixDatagram::unbound()?;
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor we own into the
+    // lowest free number >= top; it only reads its arguments.
+    let fd = unsafe { libc::fcntl(probe.as_raw_fd(), libc::F_DUPFD_CLOEXEC, top) };
+    if fd < 0 {
+        return Err(Error::last_os_error());
+    }
+    // SAFETY: fcntl returned a new descriptor that nothing else owns; the
+    // OwnedFd closes it when dropped.
+    drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    Ok(())
+}
+
 /// Forks into the background (`-D` / `daemon`): the parent exits, the child
 /// starts a new session and points stdin/stdout/stderr at /dev/null. Must be
 /// called before any thread is started.
