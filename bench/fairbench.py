@@ -362,6 +362,9 @@ def main():
                     help="a second Fairlead build (DIR/fairlead, e.g. from `build --commit REV`) run as one "
                          "more proxy, `fairlead-before`, right after `fairlead` in every round; keepalive "
                          "then saves a `keepalive-ab` result (builds alternate A B, B A...)")
+    ap.add_argument("--compare-uring", action="store_true",
+                    help="run fairlead-before with %s=1 (an io_uring A/B: compare it with "
+                         "fairlead-uring)" % fbcore.URING_ENV)
     ap.add_argument("--quiet-load", type=float, help="before measuring, wait until the 1-minute load "
                                                      "average is below this (polled every 30 s)")
     ap.add_argument("--quiet-max", type=float, default=1200.0,

@@ -55,7 +55,8 @@ def ratio_pairs(names):
         if a not in names:
             continue
         for b in (BEFORE, "fairlead", "haproxy", "nginx"):
-            if b != a and b in names and not (a == URING and b == BEFORE):
+            # Fairlead-uring/Fairlead (before) only without epoll Fairlead (--compare-uring)
+            if b != a and b in names and not (a == URING and b == BEFORE and "fairlead" in names):
                 out.append((a, b))
     return out
 
@@ -447,6 +448,7 @@ class Ctx:
         self.bin_dir = getattr(args, "bin_dir", None) or env("FAIRBENCH_BIN_DIR") or RELEASE
         self.proxies = [p.strip() for p in args.proxies.split(",") if p.strip()]
         self.compare_bin_dir = getattr(args, "compare_bin_dir", None)
+        self.compare_uring = getattr(args, "compare_uring", False)
         if self.compare_bin_dir and BEFORE not in self.proxies:
             # the second build runs right after the first in every round
             i = self.proxies.index("fairlead") + 1 if "fairlead" in self.proxies else 0
@@ -563,7 +565,7 @@ class RunningProxy:
             # the environment (a `global io-uring on` would need a second file); the others run
             # without the variable even if this script inherited it
             env = {k: v for k, v in os.environ.items() if k != URING_ENV}
-            if name == URING:
+            if name == URING or (name == BEFORE and ctx.compare_uring):
                 env[URING_ENV] = "1"
                 self.env_shown = "%s=1" % URING_ENV
         if name in FAIRLEADS:
@@ -590,7 +592,7 @@ class RunningProxy:
             log("WARNING: %s holds no io_uring instance after serving a request: the binary ignored "
                 "%s=1 (or the kernel refused io_uring, io_uring_disabled=%s); its numbers are epoll "
                 "Fairlead's (recorded per run as io_uring=0)" % (name, URING_ENV, io_uring_disabled()))
-        elif name != URING and self.io_uring:
+        elif name != URING and self.io_uring and not (name == BEFORE and ctx.compare_uring):
             log("WARNING: %s holds %d io_uring instance(s) without %s=1" % (name, self.io_uring, URING_ENV))
 
     def pids(self):
