@@ -158,10 +158,18 @@ pub(crate) struct Dir<'a> {
 
 /// Forwards `src` to `dst` until EOF, then shuts `dst`'s write side
 /// (half-close) and tells the other direction.
+///
+/// When the other direction already ended at its EOF, `dst` has been read
+/// to its end and the tunnel closes both sockets next: `close()` sends the
+/// FIN itself, so the `shutdown()` call is skipped (HAProxy does not shut
+/// a socket whose read side is already shut either). TLS still sends its
+/// `close_notify` first.
 async fn pump(dir: Dir<'_>, shared: &Shared) -> PumpEnd {
     let end = copy(&dir, shared).await;
     if matches!(end, PumpEnd::Eof) {
-        dir.dst.shutdown_write();
+        if !shared.half_closed.get() || dir.dst.is_tls() {
+            dir.dst.shutdown_write();
+        }
         shared.close_one();
     }
     end
