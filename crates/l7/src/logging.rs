@@ -22,7 +22,6 @@ fn ms(from: Instant, to: Instant) -> u64 {
 pub(crate) struct ReqLog {
     /// Accept time (first request) or end of the previous response.
     pub start: Instant,
-    pub start_wall: SystemTime,
     pub first_byte: Option<Instant>,
     pub head_done: Option<Instant>,
     pub queue_done: Option<Instant>,
@@ -70,11 +69,8 @@ pub(crate) struct Captured {
 impl ReqLog {
     /// A request whose connection became ready for it at `start`.
     pub fn new(start: Instant) -> ReqLog {
-        // The wall-clock date of `start`, from the monotonic clock.
-        let start_wall = SystemTime::now() - start.elapsed();
         ReqLog {
             start,
-            start_wall,
             first_byte: None,
             head_done: None,
             queue_done: None,
@@ -231,7 +227,9 @@ pub(crate) fn emit(
             .and_then(|c| c.local_addr().ok()),
         backend_src: rl.server_conn.src,
         server_addr: rl.server_conn.dst,
-        accept_date: rl.start_wall,
+        // The wall-clock date of `start`, from the monotonic clock: read
+        // only when a line is written (two clock reads per request saved).
+        accept_date: SystemTime::now() - rl.start.elapsed(),
         frontend,
         backend,
         server,

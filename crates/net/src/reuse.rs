@@ -16,11 +16,15 @@
 use std::any::Any;
 use std::cell::RefCell;
 use std::future::Future;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 
-/// A heap slot for one future of type `F`.
+/// A heap slot for one future of type `F`: uninitialised while free.
 struct Slot<F> {
-    fut: Box<Option<F>>,
+    fut: Box<MaybeUninit<F>>,
+    /// `fut` holds a future (kept here, not in the caller's guard, so that
+    /// the guard in every connection's task stays one pointer).
+    live: bool,
 }
 
 thread_local! {
@@ -40,7 +44,8 @@ fn take_slot<F: 'static>() -> Box<Slot<F>> {
     })
     .unwrap_or_else(|| {
         Box::new(Slot {
-            fut: Box::new(None),
+            fut: Box::new_uninit(),
+            live: false,
         })
     })
 }
@@ -64,8 +69,12 @@ struct Guard<F: 'static> {
 impl<F: 'static> Drop for Guard<F> {
     fn drop(&mut self) {
         if let Some(mut slot) = self.slot.take() {
-            // Assigning drops the old value in place; nothing pinned moves.
-            *slot.fut = None;
+            if std::mem::take(&mut slot.live) {
+                // SAFETY: `live` is set right after the future was written
+                // and cleared only here: the slot holds an initialised `F`,
+                // dropped here in place (nothing pinned moves), once.
+                unsafe { slot.fut.assume_init_drop() };
+            }
             give_slot(slot);
         }
     }
@@ -80,12 +89,15 @@ pub async fn run_pooled<F: Future + 'static>(make: impl FnOnce() -> F) -> F::Out
         slot: Some(take_slot::<F>()),
     };
     let slot = guard.slot.as_mut().expect("slot present");
-    // The slot is empty here, so writing it moves no pinned value.
-    *slot.fut = Some(make());
-    let inner: &mut F = slot.fut.as_mut().as_mut().expect("just set");
-    // SAFETY: the future lives in a heap allocation (`Box<Option<F>>`)
-    // whose address does not change while it is `Some`: the slot is only
-    // ever emptied by assigning `None` (dropping the future in place, in
+    // The slot is free (uninitialised) here, so writing it moves no pinned
+    // value. Written through `MaybeUninit` (no `Option` to drop first),
+    // the future is built in the slot rather than built on the stack and
+    // copied there (7,680 bytes for the HTTP request phase).
+    let inner: &mut F = slot.fut.write(make());
+    // Only once written: a panic in `make` leaves the slot free.
+    slot.live = true;
+    // SAFETY: the future lives in a heap allocation (`Box<MaybeUninit<F>>`)
+    // whose address does not change: it is only dropped in place (in
     // `Guard::drop`), and is never moved out of the box or swapped while
     // it holds a future. So the future is not moved between being pinned
     // here and being dropped.
@@ -121,6 +133,27 @@ mod tests {
             }
             assert_eq!(free_slots(), free, "no new slot per call");
         });
+    }
+
+    /// A constructor that panics leaves the slot free (nothing to drop in
+    /// it) and returns it to the pool.
+    #[test]
+    fn panicking_constructor_leaves_the_slot_free() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let before = free_slots();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(run_pooled(|| -> std::future::Ready<u32> {
+                panic!("constructor fails")
+            }))
+        }));
+        assert!(r.is_err());
+        assert_eq!(free_slots(), before + 1);
+        rt.block_on(async {
+            assert_eq!(run_pooled(|| std::future::ready(7u32)).await, 7);
+        });
+        assert_eq!(free_slots(), before + 1, "the slot was reused");
     }
 
     #[test]
