@@ -83,14 +83,17 @@ fn stderr_now(r: &mut Running) -> String {
     stderr_of(&mut r.0)
 }
 
+/// Word `nth` (from 0) of the first line of the `/proc` file `path` that
+/// starts with `prefix`, as a number.
+fn proc_field(path: &str, prefix: &str, nth: usize) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    let line = text.lines().find(|l| l.starts_with(prefix)).unwrap();
+    line.split_whitespace().nth(nth).unwrap().parse().unwrap()
+}
+
 /// The soft "Max open files" limit of `pid`.
 fn soft_nofile(pid: u32) -> u64 {
-    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .unwrap();
-    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+    proc_field(&format!("/proc/{pid}/limits"), "Max open files", 3)
 }
 
 /// Whether this environment lets a process raise its hard limit (root
@@ -113,12 +116,7 @@ backend b\n    server s 127.0.0.1:9\n"
 
 /// The hard limit this test process runs under (a child may keep it).
 fn hard_nofile() -> u64 {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max open files"))
-        .unwrap();
-    let hard: u64 = line.split_whitespace().nth(4).unwrap().parse().unwrap();
+    let hard = proc_field("/proc/self/limits", "Max open files", 4);
     assert!(
         hard >= 4096,
         "these tests need a hard fd limit of 4096 or more"
@@ -140,9 +138,7 @@ fn soft_limit_raised_to_what_maxconn_needs() {
 /// The kernel's descriptor table of `pid` (`FDSize` in
 /// `/proc/<pid>/status`: the entries it holds now, a power of two).
 fn fd_table_size(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    proc_field(&format!("/proc/{pid}/status"), "FDSize:", 1)
 }
 
 /// The descriptor table is grown to what maxconn needs before any

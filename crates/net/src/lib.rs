@@ -151,9 +151,3 @@ pub fn uring_available() -> std::io::Result<()> {
 pub fn shutdown_write(stream: &tokio::net::TcpStream) {
     let _ = SockRef::from(stream).shutdown(std::net::Shutdown::Write);
 }
-
-/// Sets SO_LINGER to zero so that dropping the stream sends a RST instead of
-/// a FIN (used when aborting).
-pub fn set_abortive_close(stream: &tokio::net::TcpStream) {
-    let _ = SockRef::from(stream).set_linger(Some(std::time::Duration::ZERO));
-}

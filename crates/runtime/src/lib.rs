@@ -338,18 +338,16 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             .iter()
             .flat_map(|b| b.addrs.iter().map(move |a| (*a, b.v6only)))
             .collect();
-        let accept_proxy = f
-            .binds
-            .iter()
-            .filter(|b| b.accept_proxy)
-            .flat_map(|b| b.addrs.iter().copied())
-            .collect();
-        let defer_accept = f
-            .binds
-            .iter()
-            .filter(|b| b.defer_accept)
-            .flat_map(|b| b.addrs.iter().copied())
-            .collect();
+        // The addresses of the `bind` lines with a flag set.
+        let addrs_with = |flag: fn(&fairlead_config::Bind) -> bool| {
+            f.binds
+                .iter()
+                .filter(|b| flag(b))
+                .flat_map(|b| b.addrs.iter().copied())
+                .collect()
+        };
+        let accept_proxy = addrs_with(|b| b.accept_proxy);
+        let defer_accept = addrs_with(|b| b.defer_accept);
         let mut tls = Vec::new();
         let mut bind_tls = Vec::new();
         for b in &f.binds {
