@@ -33,10 +33,20 @@ pub fn test_ip() -> IpAddr {
 }
 
 /// A free port on `ip` (bound then released; each test has its own IP so
-/// nobody races for it).
+/// nobody else races for it). The kernel may hand a released port out
+/// again, so an address given to this process before is never returned
+/// twice: three calls in a row yield three distinct addresses.
 pub fn free_addr(ip: IpAddr) -> SocketAddr {
-    let l = TcpListener::bind((ip, 0)).expect("bind probe");
-    l.local_addr().unwrap()
+    static GIVEN: Mutex<Vec<SocketAddr>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let l = TcpListener::bind((ip, 0)).expect("bind probe");
+        let addr = l.local_addr().unwrap();
+        if !given.contains(&addr) {
+            given.push(addr);
+            return addr;
+        }
+    }
 }
 
 /// Polls `f` until it returns true or the deadline passes.

@@ -18,12 +18,22 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// A free port on 127.0.0.77 (the listener is closed before use).
+/// A free port on 127.0.0.77 (the listener is closed before use). The
+/// kernel may hand a released port out again, so no address is returned
+/// twice.
 fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.77:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
+    static GIVEN: std::sync::Mutex<Vec<SocketAddr>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let addr = TcpListener::bind("127.0.0.77:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        if !given.contains(&addr) {
+            given.push(addr);
+            return addr;
+        }
+    }
 }
 
 /// Connects as peer `slow` with a tiny receive buffer and completes the

@@ -46,10 +46,19 @@ impl Drop for Daemon {
     }
 }
 
-/// A port of `ip` that is free now.
+/// A port of `ip` that is free now. The kernel may hand a released port
+/// out again, so no address is returned twice in one test binary.
 pub fn free_port(ip: &str) -> SocketAddr {
-    let l = TcpListener::bind((ip, 0)).expect("bind a free port");
-    l.local_addr().unwrap()
+    static GIVEN: std::sync::Mutex<Vec<SocketAddr>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let l = TcpListener::bind((ip, 0)).expect("bind a free port");
+        let addr = l.local_addr().unwrap();
+        if !given.contains(&addr) {
+            given.push(addr);
+            return addr;
+        }
+    }
 }
 
 /// A fresh directory under the system temp dir, writable by everyone
