@@ -32,21 +32,23 @@ pub fn test_ip() -> IpAddr {
     ))
 }
 
-/// A free port on `ip` (bound then released; each test has its own IP so
-/// nobody else races for it). The kernel may hand a released port out
-/// again, so an address given to this process before is never returned
-/// twice: three calls in a row yield three distinct addresses.
+/// A free port on `ip`, below the kernel's ephemeral range (32768 and up
+/// by default), so that no `bind(port 0)` of an origin or listener in the
+/// same test can be handed the port before Fairlead binds it. Ports come
+/// from a counter, so one test binary never returns the same address
+/// twice, and each is checked free by binding it once.
 pub fn free_addr(ip: IpAddr) -> SocketAddr {
-    static GIVEN: Mutex<Vec<SocketAddr>> = Mutex::new(Vec::new());
-    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let l = TcpListener::bind((ip, 0)).expect("bind probe");
-        let addr = l.local_addr().unwrap();
-        if !given.contains(&addr) {
-            given.push(addr);
+    const FIRST: u32 = 20000;
+    const SPAN: u32 = 12000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) % SPAN;
+        let addr = SocketAddr::new(ip, (FIRST + n) as u16);
+        if TcpListener::bind(addr).is_ok() {
             return addr;
         }
     }
+    panic!("no free port on {ip} between {FIRST} and {}", FIRST + SPAN);
 }
 
 /// Polls `f` until it returns true or the deadline passes.
