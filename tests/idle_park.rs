@@ -62,8 +62,12 @@ fn wait_eof(s: &mut TcpStream) -> Instant {
 #[test]
 fn parked_connection_serves_its_next_requests() {
     let (t, bind, sock, _p) = proxy("reuse", "");
-    // The start's readiness probe counts in `stot`.
-    let stot: u64 = stat_of(&sock, "fe", "FRONTEND", "stot").parse().unwrap();
+    // The start's readiness probe is one connection in `stot`; the worker
+    // may accept it after `Proxy::start` returns, so wait for it.
+    wait_until("the readiness probe counted", || {
+        stat_of(&sock, "fe", "FRONTEND", "stot") == "1" && info_field(&sock, "CurrConns") == "0"
+    });
+    let stot = 1;
     let s = connect(bind);
     let local = s.local_addr().unwrap().to_string();
     let r = exchange(&s, "/?s=3");
