@@ -211,7 +211,8 @@ fn binds_port_ranges_and_several_addresses() {
             return;
         }
     }
-    let other = free_addr(ip);
+    // On an address of its own: `free_addr` hands out consecutive ports.
+    let other = free_addr(test_ip());
     let cfg = format!(
         "defaults\n    mode tcp\n    timeout client 5s\n    timeout server 5s\n    timeout connect 1s\n\
 listen app\n    bind {ip}:{base}-{},{other}\n    server o {origin}\n",
