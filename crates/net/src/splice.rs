@@ -46,6 +46,10 @@ static PIPESIZE: AtomicUsize = AtomicUsize::new(0);
 static USED: AtomicUsize = AtomicUsize::new(0);
 /// Pipes that exist and wait in a pool (HAProxy's `PipesFree`).
 static FREE: AtomicUsize = AtomicUsize::new(0);
+/// Pipes that exist, used or free: the one counter the cap is checked
+/// against (`USED + FREE` read as two counters could miss a pipe moving
+/// from one to the other on another thread).
+static EXISTING: AtomicUsize = AtomicUsize::new(0);
 /// Bytes moved with `splice` into pipes since start (a Fairlead figure,
 /// for tests and benchmarks).
 static SPLICED: AtomicUsize = AtomicUsize::new(0);
@@ -142,14 +146,15 @@ fn create() -> Option<Pipe> {
     let max = MAXPIPES.load(Ordering::Relaxed);
     // The slot is reserved first, so that threads racing for the last
     // one cannot both get it.
-    let before = USED.fetch_add(1, Ordering::Relaxed);
-    let pipe = if before + FREE.load(Ordering::Relaxed) >= max {
-        None
-    } else {
-        open()
-    };
-    if pipe.is_none() {
-        USED.fetch_sub(1, Ordering::Relaxed);
+    let before = EXISTING.fetch_add(1, Ordering::Relaxed);
+    let pipe = if before >= max { None } else { open() };
+    match pipe {
+        Some(_) => {
+            USED.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            EXISTING.fetch_sub(1, Ordering::Relaxed);
+        }
     }
     pipe
 }
@@ -179,6 +184,8 @@ fn open() -> Option<Pipe> {
 pub fn give(p: Pipe) {
     USED.fetch_sub(1, Ordering::Relaxed);
     if p.held > 0 {
+        drop(p);
+        EXISTING.fetch_sub(1, Ordering::Relaxed);
         return;
     }
     FREE.fetch_add(1, Ordering::Relaxed);
@@ -266,6 +273,30 @@ mod tests {
     /// One test owns the process-wide settings (tests run in parallel).
     #[test]
     fn pool_caps_reuses_and_splices() {
+        // Two threads racing to take and give back the only pipe allowed:
+        // never a second one (a pipe moving between used and free on one
+        // thread once let the other create another).
+        configure(true, 1, None);
+        let race = || {
+            std::thread::spawn(|| {
+                for _ in 0..20_000 {
+                    if let Some(p) = take() {
+                        give(p);
+                    }
+                }
+                // This thread's pooled pipe closes with it.
+                LOCAL.with(|l| l.borrow_mut().clear());
+            })
+        };
+        let (a, b) = (race(), race());
+        a.join().expect("racer a");
+        b.join().expect("racer b");
+        // At rest: no pipe used, at most one ever made.
+        let st = stats();
+        assert!(st.used == 0 && st.free <= 1, "{st:?}");
+        // Start the rest from an empty pool.
+        FREE.store(0, Ordering::Relaxed);
+        EXISTING.store(0, Ordering::Relaxed);
         configure(true, 2, Some(131072));
         let a = take().expect("first pipe");
         let b = take().expect("second pipe");
