@@ -22,7 +22,9 @@ pub mod wait;
 
 pub use buf::IoBuf;
 pub use conn::{Conn, ProxyInfo, TlsInfo, TlsLayer};
-pub use fairlead_uring::{release_listeners as release_uring_listeners, UringListener};
+pub use fairlead_uring::{
+    release_listeners as release_uring_listeners, unsent as uring_unsent, UringListener,
+};
 pub use sock::{uring_worker, Sock};
 pub use stop::Stop;
 

@@ -50,6 +50,8 @@ pub(crate) fn wait_for_signals(
                 }
                 let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
             }
+            // Read after the sessions' count (see `fairlead_net::uring_unsent`).
+            flush_uring_sends().await;
         };
         let done = match grace {
             Some(g) => tokio::time::timeout(g, drained).await.is_ok(),
@@ -83,6 +85,21 @@ pub(crate) fn wait_for_signals(
         shared.notice("soft stop complete");
         exit_now();
     });
+}
+
+/// How long a soft stop waits, once every session ended, for bytes that
+/// io_uring connections still have to send (a peer that stopped reading
+/// holds them). Default is 10 s.
+const UNSENT_WAIT: Duration = Duration::from_secs(10);
+
+/// Waits until the io_uring rings sent what ended sessions wrote last: a
+/// write on io_uring returns once its bytes are queued, and the process's
+/// exit would drop them with the rings. At most [`UNSENT_WAIT`].
+async fn flush_uring_sends() {
+    let end = tokio::time::Instant::now() + UNSENT_WAIT;
+    while fairlead_net::uring_unsent() > 0 && tokio::time::Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// A hard stop: the io_uring listeners are shut first (their rings outlive

@@ -185,6 +185,23 @@ enum Acceptor {
 }
 
 impl Acceptor {
+    /// The soft stop of an accept loop. An io_uring listener stops its
+    /// accept and serves the connections the kernel already handed it
+    /// (see [`fairlead_net::UringListener::stop_accepting`]); the others
+    /// just stop, their unaccepted connections staying in the socket's
+    /// queue for the next worker.
+    async fn stop(&self, acc: &Accepted<'_>) {
+        let Acceptor::Uring(l) = self else {
+            return;
+        };
+        l.stop_accepting().await;
+        while let Some(r) = l.try_accept() {
+            if let Ok((s, peer)) = r {
+                acc.serve(s.into(), peer);
+            }
+        }
+    }
+
     async fn accept(&self) -> std::io::Result<(Sock, std::net::SocketAddr)> {
         match self {
             Acceptor::Tcp(l) => l.accept().await.map(|(s, a)| (s.into(), a)),
@@ -389,6 +406,16 @@ async fn accept_loop(
         fe: fe.clone(),
         worker,
     });
+    let acc = Accepted {
+        shared: &shared,
+        fe: &fe,
+        ctx: &ctx,
+        tls: &tls,
+        account: &account,
+        worker,
+        fe_idx,
+        accept_proxy,
+    };
     let mut burst = 0usize;
     loop {
         // Stop accepting while a limit is reached; wake when a connection
@@ -401,45 +428,16 @@ async fn accept_loop(
             tokio::select! {
                 _ = freed => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = stop.wait() => return,
+                _ = stop.wait() => return listener.stop(&acc).await,
             }
         }
         let accepted = tokio::select! {
             r = listener.accept() => r,
-            _ = stop.wait() => return,
+            _ = stop.wait() => return listener.stop(&acc).await,
         };
         match accepted {
             Ok((stream, peer)) => {
-                let mut sess = SessState::default();
-                // A refused connection is dropped (reset) at the end of
-                // this arm; it still counts in the accept burst.
-                if admit(&fe, &stream, peer, &mut sess) {
-                    sess.expect_proxy |= accept_proxy;
-                    shared.global.cur.fetch_add(1, Ordering::Relaxed);
-                    let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
-                    // A read first: the shared line is only written
-                    // (fetch_max always writes) when the peak moves.
-                    if cur > fe.smax.load(Ordering::Relaxed) {
-                        fe.smax.fetch_max(cur, Ordering::Relaxed);
-                    }
-                    fe.front.counters.inc(fairlead_backend::counters::C::Stot);
-                    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-                    let ctl = fairlead_l7::ConnCtl::new();
-                    let hold = fairlead_l7::ConnHold::new(account.clone(), id, ctl.clone());
-                    let task = spawn_session(&fe, &ctx, &tls, stream, peer, hold, sess);
-                    ctl.set_task(task.abort_handle());
-                    if let Ok(mut reg) = shared.sessions[worker].lock() {
-                        reg.insert(
-                            id,
-                            crate::SessionEntry {
-                                frontend: fe_idx,
-                                client: peer,
-                                since: std::time::Instant::now(),
-                                ctl,
-                            },
-                        );
-                    }
-                }
+                acc.serve(stream, peer);
                 burst += 1;
                 if burst >= shared.maxaccept {
                     burst = 0;
@@ -455,12 +453,62 @@ async fn accept_loop(
                 tokio::select! {
                     _ = freed => {}
                     _ = tokio::time::sleep(FD_EXHAUSTION_PAUSE) => {}
-                    _ = stop.wait() => return,
+                    _ = stop.wait() => return listener.stop(&acc).await,
                 }
             }
             Err(_) => {
                 // ECONNABORTED and similar: the next accept will do.
             }
+        }
+    }
+}
+
+/// What an accept loop needs to turn an accepted connection into a
+/// session.
+struct Accepted<'a> {
+    shared: &'a Arc<Shared>,
+    fe: &'a Arc<FrontendRt>,
+    ctx: &'a Rc<HttpCtx>,
+    tls: &'a Option<Arc<fairlead_tls::BindContext>>,
+    account: &'a Rc<dyn fairlead_l7::ConnAccount>,
+    worker: usize,
+    fe_idx: usize,
+    accept_proxy: bool,
+}
+
+impl Accepted<'_> {
+    /// `tcp-request connection` rules, then the session's task, counted
+    /// and listed. A refused connection is dropped (reset) here.
+    fn serve(&self, stream: Sock, peer: std::net::SocketAddr) {
+        let (shared, fe) = (self.shared, self.fe);
+        let mut sess = SessState::default();
+        if !admit(fe, &stream, peer, &mut sess) {
+            return;
+        }
+        sess.expect_proxy |= self.accept_proxy;
+        shared.global.cur.fetch_add(1, Ordering::Relaxed);
+        let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
+        // A read first: the shared line is only written (fetch_max always
+        // writes) when the peak moves.
+        if cur > fe.smax.load(Ordering::Relaxed) {
+            fe.smax.fetch_max(cur, Ordering::Relaxed);
+        }
+        fe.front.counters.inc(fairlead_backend::counters::C::Stot);
+        let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
+        let ctl = fairlead_l7::ConnCtl::new();
+        let hold = fairlead_l7::ConnHold::new(self.account.clone(), id, ctl.clone());
+        let task = spawn_session(fe, self.ctx, self.tls, stream, peer, hold, sess);
+        ctl.set_task(task.abort_handle());
+        if let Ok(mut reg) = shared.sessions[self.worker].lock() {
+            reg.insert(
+                id,
+                crate::SessionEntry {
+                    frontend: self.fe_idx,
+                    client: peer,
+                    since: std::time::Instant::now(),
+                    ctl,
+                },
+            );
         }
     }
 }

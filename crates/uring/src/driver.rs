@@ -100,6 +100,9 @@ pub(crate) struct Slot {
     pub(crate) acc_armed: bool,
     /// The listener's index in the registered file table.
     pub(crate) fixed: Option<u32>,
+    /// Counted in the ring's [`State::unsent`]: bytes are queued or in
+    /// flight.
+    pub(crate) unsent: bool,
 }
 
 pub(crate) struct State {
@@ -121,6 +124,11 @@ pub(crate) struct State {
     /// says so; the ring's own descriptor and 0 without one.
     enter_fd: (i32, u32),
     pub(crate) stats: Stats,
+    /// Connections with bytes queued or in flight, live or dropped (a
+    /// dropped one closes once they left). Read by other threads
+    /// ([`crate::unsent`]): a soft stop must not end the process before
+    /// they left.
+    unsent: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// `IORING_REGISTER_RING_FDS`.
@@ -195,7 +203,10 @@ impl State {
             Ok(()) => (0..FIXED_FILES).rev().collect(),
             Err(_) => Vec::new(),
         };
+        let unsent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        crate::register_unsent(unsent.clone());
         Ok(State {
+            unsent,
             uring,
             bufs: ring,
             slots: Vec::new(),
@@ -358,6 +369,13 @@ impl State {
     /// Notes bytes to send: they leave with the turn's submission.
     pub(crate) fn queue_send(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
+        if !s.unsent {
+            s.unsent = true;
+            // SeqCst: a soft stop reads the sessions' count, then this one
+            // (see `crate::unsent`).
+            self.unsent
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         if !s.tx_queued && s.tx_flight == 0 {
             s.tx_queued = true;
             self.to_send.push(idx);
@@ -441,11 +459,27 @@ impl State {
     }
 
     /// Frees the slot once its handle is gone and nothing is in flight.
+    /// Connections of this ring with bytes still to send.
+    pub(crate) fn unsent(&self) -> usize {
+        self.unsent.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The slot has no bytes left to send (they left, or were dropped).
+    pub(crate) fn sent(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        if std::mem::take(&mut s.unsent) {
+            self.unsent
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
     pub(crate) fn maybe_free(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         if s.owned || s.ops > 0 || s.fd >= 0 {
             return;
         }
+        self.sent(idx);
+        let s = &mut self.slots[idx as usize];
         let gen = s.gen.wrapping_add(1);
         let mut rx = std::mem::take(&mut s.rx);
         let mut acc = std::mem::take(&mut s.acc);
@@ -586,6 +620,8 @@ impl State {
         if !s.tx.is_empty() || s.tx_flight > 0 {
             return;
         }
+        self.sent(idx);
+        let s = &mut self.slots[idx as usize];
         if s.shut == Shut::Wanted {
             self.shutdown(idx);
         }

@@ -97,6 +97,32 @@ pub fn current() -> Option<Rc<Ring>> {
     CURRENT.with(|c| c.get().cloned())
 }
 
+/// The unsent-bytes counter of every ring of the process
+/// ([`unsent`]).
+static UNSENT: std::sync::Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicUsize>>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn register_unsent(c: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    if let Ok(mut l) = UNSENT.lock() {
+        l.push(c);
+    }
+}
+
+/// Connections of every ring in the process with bytes still to send:
+/// queued by a write, or in a send in flight. A write returns once its
+/// bytes are queued, so a session can end (and its handle be dropped)
+/// before they leave; a soft stop waits for this to reach 0 before the
+/// process exits, or they would be lost with the ring. Read it after the
+/// count of live sessions: a session's last write is counted here before
+/// the session ends.
+pub fn unsent() -> usize {
+    UNSENT.lock().map_or(0, |l| {
+        l.iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::SeqCst))
+            .sum()
+    })
+}
+
 /// Whether this kernel and process can set up a ring as [`Ring::start`]
 /// does (io_uring may be disabled by `kernel.io_uring_disabled` or a
 /// seccomp filter).
@@ -141,6 +167,11 @@ impl Ring {
                 w.wake_by_ref();
             }
         }
+    }
+
+    /// This ring's connections with bytes still to send (see [`unsent`]).
+    pub fn unsent(&self) -> usize {
+        self.st.borrow().unsent()
     }
 
     /// Counters of this ring, for tests and `show info`-like output.

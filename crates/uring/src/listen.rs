@@ -36,6 +36,11 @@ pub struct UringListener {
     /// Owns the listening descriptor; the ring's fixed file table holds a
     /// second reference until the drop below empties its entry.
     _sock: OwnedFd,
+    /// [`UringListener::stop_accepting`] was called: the accept is never
+    /// armed again.
+    stopped: std::cell::Cell<bool>,
+    /// The cancel of the multishot accept is queued.
+    cancelled: std::cell::Cell<bool>,
 }
 
 impl UringListener {
@@ -54,6 +59,8 @@ impl UringListener {
             ring,
             idx,
             _sock: fd,
+            stopped: std::cell::Cell::new(false),
+            cancelled: std::cell::Cell::new(false),
         })
     }
 
@@ -79,6 +86,11 @@ impl UringListener {
         if let Some(e) = s.acc_err.take() {
             return Poll::Ready(Err(io::Error::from_raw_os_error(-e)));
         }
+        if self.stopped.get() {
+            // Nothing more comes: the caller's soft stop drains with
+            // `try_accept`.
+            return Poll::Pending;
+        }
         if !s.acc_armed {
             st.arm_accept(self.idx);
             drop(st);
@@ -95,6 +107,50 @@ impl UringListener {
     /// Waits for the next connection.
     pub async fn accept(&self) -> io::Result<(UringSock, std::net::SocketAddr)> {
         std::future::poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// Stops accepting (a soft stop): cancels the multishot accept and
+    /// waits for its last completion, so that nothing is accepted after
+    /// this returns. The kernel takes connections off the listening
+    /// socket's queue as they come, before the accept loop asks for them:
+    /// those already taken wait in this listener's queue, and the caller
+    /// must serve them ([`UringListener::try_accept`]). Left in the
+    /// socket's own queue, as on the epoll path, they would have gone to
+    /// the next worker sharing the socket; dropped, they would be lost.
+    pub async fn stop_accepting(&self) {
+        self.stopped.set(true);
+        std::future::poll_fn(|cx| {
+            let mut st = self.ring.st.borrow_mut();
+            if !st.slot(self.idx).acc_armed {
+                return Poll::Ready(());
+            }
+            if !self.cancelled.replace(true) {
+                st.cancel(self.idx, Op::Accept);
+                drop(st);
+                self.ring.kick();
+                st = self.ring.st.borrow_mut();
+            }
+            let s = st.slot(self.idx);
+            if !s.rwaker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                s.rwaker = Some(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// A connection already accepted and waiting in this listener's queue,
+    /// without waiting for one; `None` when the queue is empty.
+    pub fn try_accept(&self) -> Option<io::Result<(UringSock, std::net::SocketAddr)>> {
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let was = self.stopped.replace(true);
+        let r = match self.poll_accept(&mut cx) {
+            Poll::Ready(r) => Some(r),
+            Poll::Pending => None,
+        };
+        self.stopped.set(was);
+        r
     }
 }
 

@@ -294,6 +294,9 @@ impl Drop for UringSock {
                 st.cancel(idx, Op::Send);
             }
             st.slot(idx).tx.clear();
+            if !sending {
+                st.sent(idx);
+            }
         }
         let s = st.slot(idx);
         if s.tx.is_empty() && s.tx_flight == 0 {

@@ -296,3 +296,115 @@ fn a_stalled_reader_holds_few_buffers() {
             .expect("join");
     });
 }
+
+/// A dropped connection whose peer does not read yet keeps its queued
+/// bytes, counted as unsent until they have all left (a soft stop waits
+/// for that count before the process exits).
+#[test]
+fn unsent_bytes_are_counted_until_they_left() {
+    with_ring(Config::default(), |ring| async move {
+        let (l, addr) = listener("127.0.0.64");
+        let l = UringListener::new(l).expect("listener");
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let client = std::thread::spawn(move || {
+            let c = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .expect("socket");
+            c.set_recv_buffer_size(4096).expect("rcvbuf");
+            c.connect(&addr.into()).expect("connect");
+            let mut c = std::net::TcpStream::from(c);
+            go_rx.recv().expect("go");
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).expect("read to FIN");
+            got.len()
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        socket2::SockRef::from(&s)
+            .set_send_buffer_size(4096)
+            .expect("sndbuf");
+        assert_eq!(ring.unsent(), 0);
+        // Fill the kernel's buffers and the connection's queue.
+        let chunk = vec![b'y'; 16384];
+        let mut written = 0usize;
+        loop {
+            match s.try_write(&chunk, false) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("write: {e}"),
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(written >= 65536, "the queue took {written} bytes");
+        drop(s);
+        tokio::task::yield_now().await;
+        assert_eq!(ring.unsent(), 1, "queued bytes of a dropped connection");
+        assert!(fairlead_uring::unsent() >= 1);
+        go_tx.send(()).expect("go");
+        let got = tokio::task::spawn_blocking(move || client.join().expect("client"))
+            .await
+            .expect("join");
+        assert_eq!(got, written, "every queued byte arrived before the FIN");
+        while ring.unsent() != 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+}
+
+/// `stop_accepting` loses no connection: those the multishot accept took
+/// off the socket's queue come out of `try_accept`, the others are still
+/// in the socket's queue (for the next process sharing it).
+#[test]
+fn stop_accepting_loses_no_connection() {
+    with_ring(Config::default(), |_ring| async move {
+        let (l, addr) = listener("127.0.0.65");
+        let backlog = l.try_clone().expect("dup of the listening socket");
+        let l = UringListener::new(l).expect("listener");
+        const N: usize = 6;
+        let clients = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let first = std::net::TcpStream::connect(addr).expect("connect");
+            out.push(first);
+            for _ in 1..N {
+                out.push(std::net::TcpStream::connect(addr).expect("connect"));
+            }
+            out
+        });
+        // The first accept arms the multishot accept.
+        let (first, _) = l.accept().await.expect("accept");
+        let mut clients = tokio::task::spawn_blocking(move || clients.join().expect("clients"))
+            .await
+            .expect("join");
+        // Let the kernel hand some of the others over.
+        tokio::task::yield_now().await;
+        l.stop_accepting().await;
+        let mut served = vec![first];
+        while let Some(r) = l.try_accept() {
+            served.push(r.expect("queued connection").0);
+        }
+        let from_ring = served.len();
+        let mut rest = Vec::new();
+        while let Ok((s, _)) = backlog.accept() {
+            rest.push(s);
+        }
+        assert_eq!(
+            from_ring + rest.len(),
+            N,
+            "{from_ring} from the ring, {} left in the socket's queue",
+            rest.len()
+        );
+        // Every one of them is a live connection.
+        for s in &served {
+            write_all(s, b"k").await;
+        }
+        for mut s in rest {
+            s.write_all(b"k").expect("write");
+        }
+        let clients = tokio::task::spawn_blocking(move || {
+            for c in clients.iter_mut() {
+                let mut b = [0u8; 1];
+                c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                c.read_exact(&mut b).expect("a byte from the proxy side");
+            }
+        });
+        clients.await.expect("clients read");
+    });
+}
