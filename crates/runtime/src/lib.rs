@@ -762,6 +762,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
         })
         .collect();
     let _cli = start_cli(&cfg, &hub, is_worker)?;
+    let signals = soft_stop::Signals::install()?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut handles = Vec::new();
     for (i, l) in listeners.into_iter().enumerate() {
@@ -816,7 +817,7 @@ pub fn run(mut cfg: Config, opts: RunOptions) -> Result<()> {
         os::signal_pids(&opts.old_pids, sig);
     }
     let grace = cfg.global.hard_stop_after.or_else(|| longest_timeout(&cfg));
-    soft_stop::wait_for_signals(&shared, stop_tx, grace, peers);
+    soft_stop::wait_for_signals(signals, &shared, stop_tx, grace, peers);
     for h in handles {
         let _ = h.join();
     }

@@ -9,22 +9,52 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// The main thread's signal handlers, installed before the workers serve:
+/// a SIGUSR1 (the soft stop of a reload) or SIGTERM that arrived before
+/// them would end the process at once, by the signals' default action,
+/// dropping every connection.
+pub(crate) struct Signals {
+    rt: tokio::runtime::Runtime,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    usr1: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub(crate) fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let _in = rt.enter();
+        let term = signal(SignalKind::terminate())?;
+        let int = signal(SignalKind::interrupt())?;
+        let usr1 = signal(SignalKind::user_defined1())?;
+        drop(_in);
+        Ok(Signals {
+            rt,
+            term,
+            int,
+            usr1,
+        })
+    }
+}
+
 /// Blocks the main thread on signals. Returns after a soft stop finished.
 pub(crate) fn wait_for_signals(
+    signals: Signals,
     shared: &Arc<Shared>,
     stop_tx: watch::Sender<bool>,
     grace: Option<Duration>,
     peers: Vec<fairlead_peers::Handle>,
 ) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("signal runtime");
+    let Signals {
+        rt,
+        mut term,
+        mut int,
+        mut usr1,
+    } = signals;
     rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-        let mut usr1 = signal(SignalKind::user_defined1()).expect("SIGUSR1 handler");
         tokio::select! {
             _ = term.recv() => exit_now(),
             _ = int.recv() => exit_now(),

@@ -129,6 +129,10 @@ pub(crate) struct State {
     /// ([`crate::unsent`]): a soft stop must not end the process before
     /// they left.
     unsent: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Dropped connections waiting for their queued bytes to leave, with
+    /// their slot's generation and deadline, oldest first.
+    lingering: VecDeque<(u32, u32, std::time::Instant)>,
+    linger: std::time::Duration,
 }
 
 /// `IORING_REGISTER_RING_FDS`.
@@ -207,6 +211,8 @@ impl State {
         crate::register_unsent(unsent.clone());
         Ok(State {
             unsent,
+            lingering: VecDeque::new(),
+            linger: cfg.linger,
             uring,
             bufs: ring,
             slots: Vec::new(),
@@ -459,6 +465,74 @@ impl State {
     }
 
     /// Frees the slot once its handle is gone and nothing is in flight.
+    /// Notes a dropped connection whose queued bytes have not left yet:
+    /// [`State::expire_lingering`] resets it if they are still there after
+    /// the ring's linger time.
+    pub(crate) fn linger(&mut self, idx: u32) {
+        let gen = self.slots[idx as usize].gen;
+        let until = std::time::Instant::now() + self.linger;
+        self.lingering.push_back((idx, gen, until));
+    }
+
+    /// Resets the dropped connections whose bytes are still queued at
+    /// their deadline (their peer stopped reading); forgets those that
+    /// closed. Returns the next deadline.
+    pub(crate) fn expire_lingering(
+        &mut self,
+        now: std::time::Instant,
+    ) -> Option<std::time::Instant> {
+        while let Some(&(idx, gen, until)) = self.lingering.front() {
+            let s = &self.slots[idx as usize];
+            let live = s.gen == gen && !s.owned && s.fd >= 0 && s.unsent;
+            if live && until > now {
+                return Some(until);
+            }
+            self.lingering.pop_front();
+            if live {
+                self.stats.linger_resets += 1;
+                self.reset(idx);
+            }
+        }
+        None
+    }
+
+    /// Drops a dropped connection's queued bytes and closes it with a
+    /// reset (`SO_LINGER` 0).
+    fn reset(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: plain system call on this slot's open descriptor, with
+        // a valid option value and its size.
+        unsafe {
+            libc::setsockopt(
+                s.fd,
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        s.abort = true;
+        // The allocation stays: a send in flight may still read it.
+        s.tx.clear();
+        if s.tx_flight > 0 {
+            // Closed once the send is cancelled (see `after_send`).
+            self.cancel(idx, Op::Send);
+            return;
+        }
+        self.sent(idx);
+        self.finish(idx);
+        self.maybe_free(idx);
+    }
+
+    /// Whether dropped connections wait for their bytes to leave.
+    pub(crate) fn has_lingering(&self) -> bool {
+        !self.lingering.is_empty()
+    }
+
     /// Connections of this ring with bytes still to send.
     pub(crate) fn unsent(&self) -> usize {
         self.unsent.load(std::sync::atomic::Ordering::SeqCst)
@@ -599,7 +673,9 @@ impl State {
             }
             self.give_tx(idx);
         } else {
-            let n = (res as usize).min(flight);
+            // Within what is left: an aborted connection's queue was
+            // emptied while this send was in flight.
+            let n = (res as usize).min(flight).min(s.tx.len());
             s.tx.drain(..n);
             if !s.tx.is_empty() {
                 self.queue_send(idx);
@@ -622,7 +698,7 @@ impl State {
         }
         self.sent(idx);
         let s = &mut self.slots[idx as usize];
-        if s.shut == Shut::Wanted {
+        if s.shut == Shut::Wanted && !s.abort {
             self.shutdown(idx);
         }
         if !self.slots[idx as usize].owned {
@@ -714,10 +790,40 @@ fn turn(ring: &Ring, mut events: bool) {
     }
 }
 
+/// Resets the lingering connections that are due, and keeps a timer for
+/// the next deadline (none once nothing lingers).
+fn watch_lingering(
+    ring: &Ring,
+    timer: &mut Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    cx: &mut std::task::Context<'_>,
+) {
+    loop {
+        let next = ring
+            .st
+            .borrow_mut()
+            .expire_lingering(std::time::Instant::now());
+        let Some(next) = next else {
+            *timer = None;
+            break;
+        };
+        let next = tokio::time::Instant::from_std(next);
+        let t = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(next)));
+        if t.deadline() != next {
+            t.as_mut().reset(next);
+        }
+        if std::future::Future::poll(t.as_mut(), cx).is_pending() {
+            break;
+        }
+    }
+    // The resets' cancels and closes leave now.
+    turn(ring, false);
+}
+
 /// The driver task: a turn whenever entries were queued or the eventfd
 /// says completions are waiting. The eventfd's counter is never read:
 /// its readiness is edge-triggered, and each signal is a new edge.
 pub(crate) async fn drive(ring: Rc<Ring>) {
+    let mut linger: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     std::future::poll_fn(|cx| {
         {
             let mut d = ring.driver.borrow_mut();
@@ -726,6 +832,9 @@ pub(crate) async fn drive(ring: Rc<Ring>) {
             }
         }
         turn(&ring, false);
+        if ring.st.borrow().has_lingering() || linger.is_some() {
+            watch_lingering(&ring, &mut linger, cx);
+        }
         loop {
             match ring.evfd.poll_read_ready(cx) {
                 Poll::Ready(Ok(mut ready)) => {

@@ -65,6 +65,11 @@ pub struct Config {
     /// Bytes queued for sending per connection before `try_write` says
     /// "would block". Default is 65536.
     pub send_queue: usize,
+    /// How long a dropped connection may keep its queued bytes waiting for
+    /// a peer that does not read: then they are dropped and the connection
+    /// is reset. The kernel bounds an orphaned socket's unsent data the
+    /// same way (`tcp_orphan_retries`). Default is 30 s.
+    pub linger: std::time::Duration,
 }
 
 impl Default for Config {
@@ -73,6 +78,7 @@ impl Default for Config {
             entries: 1024,
             recv_bufs: 256,
             send_queue: 65536,
+            linger: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -199,4 +205,7 @@ pub struct Stats {
     pub accepted: u64,
     /// Receive buffers in the ring now (not holding received bytes).
     pub bufs_free: u64,
+    /// Dropped connections reset because their queued bytes had not left
+    /// after [`Config::linger`].
+    pub linger_resets: u64,
 }

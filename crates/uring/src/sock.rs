@@ -305,6 +305,9 @@ impl Drop for UringSock {
                 st.shutdown(idx);
             }
             st.finish(idx);
+        } else if !abort {
+            // Bounded: a peer that stops reading gets a reset.
+            st.linger(idx);
         }
         st.maybe_free(idx);
         drop(st);

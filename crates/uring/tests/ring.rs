@@ -408,3 +408,55 @@ fn stop_accepting_loses_no_connection() {
         clients.await.expect("clients read");
     });
 }
+
+/// A dropped connection whose peer never reads keeps its queued bytes for
+/// the ring's linger time only: then it is reset, and nothing is left.
+#[test]
+fn a_peer_that_never_reads_is_reset_after_the_linger_time() {
+    let cfg = Config {
+        linger: Duration::from_millis(300),
+        ..Config::default()
+    };
+    with_ring(cfg, |ring| async move {
+        let (l, addr) = listener("127.0.0.66");
+        let l = UringListener::new(l).expect("listener");
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let client = std::thread::spawn(move || {
+            let c = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .expect("socket");
+            c.set_recv_buffer_size(4096).expect("rcvbuf");
+            c.connect(&addr.into()).expect("connect");
+            let mut c = std::net::TcpStream::from(c);
+            go_rx.recv().expect("go");
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).map_err(|e| e.kind())
+        });
+        let (s, _) = l.accept().await.expect("accept");
+        socket2::SockRef::from(&s)
+            .set_send_buffer_size(4096)
+            .expect("sndbuf");
+        let chunk = vec![b'z'; 16384];
+        loop {
+            match s.try_write(&chunk, false) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("write: {e}"),
+            }
+            tokio::task::yield_now().await;
+        }
+        drop(s);
+        tokio::task::yield_now().await;
+        assert_eq!(ring.unsent(), 1);
+        while ring.stats().linger_resets == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        while ring.unsent() != 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        go_tx.send(()).expect("go");
+        let r = tokio::task::spawn_blocking(move || client.join().expect("client"))
+            .await
+            .expect("join");
+        assert_eq!(r, Err(std::io::ErrorKind::ConnectionReset));
+    });
+}
