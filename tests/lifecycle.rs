@@ -171,6 +171,32 @@ fn port_already_in_use_is_an_error() {
     assert!(err.contains("cannot bind"), "{err}");
 }
 
+/// A port freed within the start-up's retry (a predecessor killed with
+/// SIGKILL on io_uring frees its ports a few milliseconds late) does not
+/// stop the start-up.
+#[test]
+fn port_freed_soon_after_start_is_taken() {
+    let ip = test_ip();
+    let bind = free_addr(ip);
+    let taken = std::net::TcpListener::bind(bind).unwrap();
+    let path = write_cfg(&http_cfg(bind, "", "    server s1 127.0.0.1:9"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fairlead"))
+        .arg("-f")
+        .arg(&path)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut p = Proxy::from_child(child, path);
+    // Busy when Fairlead first looks (it gets there within a few ms),
+    // free well within its 1 s of retries.
+    std::thread::sleep(Duration::from_millis(200));
+    drop(taken);
+    wait_until("fairlead listening, or gone", || {
+        std::net::TcpStream::connect(bind).is_ok() || !matches!(p.child.try_wait(), Ok(None))
+    });
+    assert!(matches!(p.child.try_wait(), Ok(None)), "{}", p.stderr());
+}
+
 #[test]
 fn hard_stop_after_bounds_the_soft_stop() {
     let ip = test_ip();

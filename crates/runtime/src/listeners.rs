@@ -4,7 +4,7 @@
 //! options set once on each listener.
 
 use crate::{inherit, os, sockets, FrontendRt, Shared};
-use std::io::{Error, Result};
+use std::io::{Error, ErrorKind, Result};
 use std::net::SocketAddr;
 
 /// A worker's listening sockets of one frontend: one per IP address, and
@@ -145,17 +145,32 @@ fn tune_listener(fe: &FrontendRt, l: &std::net::TcpListener) {
     }
 }
 
+/// How long a busy port is tried again before start-up fails: a process
+/// killed with SIGKILL while on io_uring keeps its listening sockets for
+/// a moment after it is gone (the kernel tears its rings down
+/// asynchronously; about 40 ms here). Default is 1 s.
+const PORT_BUSY_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// SO_REUSEPORT lets two processes share a port silently: refuse to start
-/// when something already listens there, by binding once without it.
+/// when something already listens there, by binding once without it
+/// (again for up to [`PORT_BUSY_RETRY`] while the port is busy).
 pub(crate) fn check_port_free(addr: SocketAddr) -> Result<()> {
     if addr.port() == 0 {
         return Ok(());
     }
-    let s = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        None,
-    )?;
-    s.set_reuse_address(true)?;
-    s.bind(&addr.into())
+    let end = std::time::Instant::now() + PORT_BUSY_RETRY;
+    loop {
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            None,
+        )?;
+        s.set_reuse_address(true)?;
+        match s.bind(&addr.into()) {
+            Err(e) if e.kind() == ErrorKind::AddrInUse && std::time::Instant::now() < end => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
 }
