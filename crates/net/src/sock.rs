@@ -99,7 +99,7 @@ impl Sock {
         match self {
             Sock::Epoll(s) if !more => s.try_write(data),
             Sock::Epoll(s) => s.try_io(tokio::io::Interest::WRITABLE, || {
-                socket2::SockRef::from(s).send_with_flags(data, libc::MSG_MORE)
+                socket2::SockRef::from(s).send_with_flags(data, libc::MSG_MORE | libc::MSG_NOSIGNAL)
             }),
             Sock::Uring(s) => s.try_write(data, more),
         }
@@ -111,7 +111,9 @@ impl Sock {
         match self {
             Sock::Epoll(s) => {
                 let bufs = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
-                let flags = if more { libc::MSG_MORE } else { 0 };
+                // MSG_NOSIGNAL as tokio's own sends (SIGPIPE is ignored
+                // anyway: a closed peer is an EPIPE error either way).
+                let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
                 s.try_io(tokio::io::Interest::WRITABLE, || {
                     socket2::SockRef::from(s).send_vectored_with_flags(&bufs, flags)
                 })
