@@ -464,7 +464,6 @@ impl State {
         }
     }
 
-    /// Frees the slot once its handle is gone and nothing is in flight.
     /// Notes a dropped connection whose queued bytes have not left yet:
     /// [`State::expire_lingering`] resets it if they are still there after
     /// the ring's linger time.
@@ -547,6 +546,7 @@ impl State {
         }
     }
 
+    /// Frees the slot once its handle is gone and nothing is in flight.
     pub(crate) fn maybe_free(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         if s.owned || s.ops > 0 || s.fd >= 0 {

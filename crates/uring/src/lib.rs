@@ -103,6 +103,13 @@ pub fn current() -> Option<Rc<Ring>> {
     CURRENT.with(|c| c.get().cloned())
 }
 
+/// Keeps `cx`'s waker in `slot` (a clone only when it changed).
+pub(crate) fn set_waker(slot: &mut Option<std::task::Waker>, cx: &std::task::Context<'_>) {
+    if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        *slot = Some(cx.waker().clone());
+    }
+}
+
 /// The unsent-bytes counter of every ring of the process
 /// ([`unsent`]).
 static UNSENT: std::sync::Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicUsize>>> =

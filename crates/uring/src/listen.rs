@@ -1,7 +1,7 @@
 //! [`UringListener`]: a listening socket served by a multishot accept.
 
 use crate::driver::Op;
-use crate::{Ring, UringSock};
+use crate::{set_waker, Ring, UringSock};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
@@ -39,8 +39,6 @@ pub struct UringListener {
     /// [`UringListener::stop_accepting`] was called: the accept is never
     /// armed again.
     stopped: std::cell::Cell<bool>,
-    /// The cancel of the multishot accept is queued.
-    cancelled: std::cell::Cell<bool>,
 }
 
 impl UringListener {
@@ -60,7 +58,6 @@ impl UringListener {
             idx,
             _sock: fd,
             stopped: std::cell::Cell::new(false),
-            cancelled: std::cell::Cell::new(false),
         })
     }
 
@@ -69,38 +66,22 @@ impl UringListener {
         &self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<(UringSock, std::net::SocketAddr)>> {
-        let mut st = self.ring.st.borrow_mut();
-        let s = st.slot(self.idx);
-        if let Some(fd) = s.acc.pop_front() {
-            drop(st);
-            let peer = socket2::SockRef::from(&fd).peer_addr().and_then(|a| {
-                a.as_socket()
-                    .ok_or_else(|| io::Error::other("not an inet socket"))
-            });
-            return Poll::Ready(match peer {
-                Ok(peer) => Ok((UringSock::adopt(&self.ring, fd, true), peer)),
-                // The client is already gone (ENOTCONN): the caller goes on.
-                Err(e) => Err(e),
-            });
-        }
-        if let Some(e) = s.acc_err.take() {
-            return Poll::Ready(Err(io::Error::from_raw_os_error(-e)));
+        if let Some(r) = self.try_accept() {
+            return Poll::Ready(r);
         }
         if self.stopped.get() {
             // Nothing more comes: the caller's soft stop drains with
             // `try_accept`.
             return Poll::Pending;
         }
-        if !s.acc_armed {
+        let mut st = self.ring.st.borrow_mut();
+        if !st.slot(self.idx).acc_armed {
             st.arm_accept(self.idx);
             drop(st);
             self.ring.kick();
             st = self.ring.st.borrow_mut();
         }
-        let s = st.slot(self.idx);
-        if !s.rwaker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            s.rwaker = Some(cx.waker().clone());
-        }
+        set_waker(&mut st.slot(self.idx).rwaker, cx);
         Poll::Pending
     }
 
@@ -119,38 +100,50 @@ impl UringListener {
     /// the next worker sharing the socket; dropped, they would be lost.
     pub async fn stop_accepting(&self) {
         self.stopped.set(true);
+        let armed = {
+            let mut st = self.ring.st.borrow_mut();
+            let armed = st.slot(self.idx).acc_armed;
+            if armed {
+                st.cancel(self.idx, Op::Accept);
+            }
+            armed
+        };
+        if armed {
+            self.ring.kick();
+        }
         std::future::poll_fn(|cx| {
             let mut st = self.ring.st.borrow_mut();
-            if !st.slot(self.idx).acc_armed {
+            let s = st.slot(self.idx);
+            if !s.acc_armed {
                 return Poll::Ready(());
             }
-            if !self.cancelled.replace(true) {
-                st.cancel(self.idx, Op::Accept);
-                drop(st);
-                self.ring.kick();
-                st = self.ring.st.borrow_mut();
-            }
-            let s = st.slot(self.idx);
-            if !s.rwaker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                s.rwaker = Some(cx.waker().clone());
-            }
+            set_waker(&mut s.rwaker, cx);
             Poll::Pending
         })
         .await
     }
 
-    /// A connection already accepted and waiting in this listener's queue,
-    /// without waiting for one; `None` when the queue is empty.
+    /// A connection already accepted and waiting in this listener's queue
+    /// (or the accept's error), without waiting; `None` when there is
+    /// neither.
     pub fn try_accept(&self) -> Option<io::Result<(UringSock, std::net::SocketAddr)>> {
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
-        let was = self.stopped.replace(true);
-        let r = match self.poll_accept(&mut cx) {
-            Poll::Ready(r) => Some(r),
-            Poll::Pending => None,
-        };
-        self.stopped.set(was);
-        r
+        let mut st = self.ring.st.borrow_mut();
+        let s = st.slot(self.idx);
+        if let Some(fd) = s.acc.pop_front() {
+            drop(st);
+            let peer = socket2::SockRef::from(&fd).peer_addr().and_then(|a| {
+                a.as_socket()
+                    .ok_or_else(|| io::Error::other("not an inet socket"))
+            });
+            return Some(match peer {
+                Ok(peer) => Ok((UringSock::adopt(&self.ring, fd, true), peer)),
+                // The client is already gone (ENOTCONN): the caller goes on.
+                Err(e) => Err(e),
+            });
+        }
+        s.acc_err
+            .take()
+            .map(|e| Err(io::Error::from_raw_os_error(-e)))
     }
 }
 

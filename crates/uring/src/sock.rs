@@ -2,11 +2,11 @@
 //! readiness-style calls of a non-blocking socket.
 
 use crate::driver::{Op, Shut};
-use crate::Ring;
+use crate::{set_waker, Ring};
 use std::io::{self, Error, ErrorKind};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 /// A connection on the worker's ring. Dropping it closes the connection
 /// once its queued bytes have left (at once after [`UringSock::abort`]).
@@ -16,12 +16,6 @@ pub struct UringSock {
     /// The descriptor, for socket options and addresses; closed by the
     /// ring after the handle is gone.
     fd: RawFd,
-}
-
-fn set_waker(slot: &mut Option<Waker>, cx: &Context<'_>) {
-    if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-        *slot = Some(cx.waker().clone());
-    }
 }
 
 fn os_err(neg: i32) -> Error {
