@@ -128,11 +128,17 @@ fn hard_nofile() -> u64 {
 /// check): the soft limit is raised to exactly that, within the hard one.
 #[test]
 fn soft_limit_raised_to_what_maxconn_needs() {
+    let (pid, _r) = listening_with_maxconn_1000();
+    assert_eq!(soft_nofile(pid), 2014);
+}
+
+/// Fairlead with `maxconn 1000`, started with a soft limit of 1024, once
+/// it listens: its pid and its guard.
+fn listening_with_maxconn_1000() -> (u32, Running) {
     let bind = free_addr(test_ip());
     let child = spawn(&cfg("    maxconn 1000\n", bind), 1024, hard_nofile());
     let pid = child.id();
-    let _r = listening(child, bind);
-    assert_eq!(soft_nofile(pid), 2014);
+    (pid, listening(child, bind))
 }
 
 /// The kernel's descriptor table of `pid` (`FDSize` in
@@ -147,10 +153,7 @@ fn fd_table_size(pid: u32) -> u64 {
 /// process that opened a dozen descriptors has 64.
 #[test]
 fn descriptor_table_reserved_for_maxconn() {
-    let bind = free_addr(test_ip());
-    let child = spawn(&cfg("    maxconn 1000\n", bind), 1024, hard_nofile());
-    let pid = child.id();
-    let _r = listening(child, bind);
+    let (pid, _r) = listening_with_maxconn_1000();
     assert_eq!(fd_table_size(pid), 2048);
 }
 
