@@ -242,12 +242,34 @@ async fn copy(dir: &Dir<'_>, shared: &Shared) -> PumpEnd {
                 fairlead_net::splice::give(p);
                 end
             }
-            None => forward_ready(dir, shared, &mut streamer).await,
+            None => match forward_lent(dir, shared).await {
+                Some(end) => end,
+                None => forward_ready(dir, shared, &mut streamer).await,
+            },
         };
         if let Some(end) = end {
             return end;
         }
     }
+}
+
+/// On the io_uring path, forwards what `src` received without copying it
+/// ([`fairlead_net::UringSock::lend_from`]). `None` when nothing could be
+/// lent: the caller reads and writes through a buffer, which also deals
+/// with the end of the stream and errors.
+async fn forward_lent(dir: &Dir<'_>, shared: &Shared) -> Option<Option<PumpEnd>> {
+    let (src, dst) = dir.src.ring_pair(dir.dst)?;
+    let room = fairlead_net::io::with_timeout(dir.write_idle, "write timeout", dst.lend_ready());
+    if room.await.is_err() {
+        return Some(Some(PumpEnd::WriteError));
+    }
+    let n = dst.lend_from(src, usize::MAX, (false, false));
+    if n == 0 {
+        return None;
+    }
+    shared.last_activity.set(Instant::now());
+    dir.count.set(dir.count.get() + n as u64);
+    Some(None)
 }
 
 /// Reads what `src` holds and writes it to `dst`, through one pooled

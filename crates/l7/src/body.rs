@@ -278,6 +278,12 @@ pub(crate) async fn forward(
             buf.release_if_empty();
             return Ok(total);
         }
+        if let Some(pair) = src.ring_pair(dst) {
+            let idle = (read_idle, write_idle);
+            if lend(framer, pair, idle, (no_delay, closing), &mut total).await? {
+                continue;
+            }
+        }
         if sp.wants(framer) {
             buf.release_if_empty();
             let ready =
@@ -316,6 +322,38 @@ pub(crate) async fn forward(
             Err(e) => return Err(BodyError::Source(e)),
         }
     }
+}
+
+/// On the io_uring path, forwards what `src` received of a body whose
+/// bytes pass unchanged (see [`Framer::splice_limit`]) without copying
+/// them ([`fairlead_net::UringSock::lend_from`]). False when nothing
+/// could be lent: the caller reads and writes through its buffer, which
+/// also deals with the end of the stream and errors.
+async fn lend(
+    framer: &mut Framer,
+    (src, dst): (&fairlead_net::UringSock, &fairlead_net::UringSock),
+    (read_idle, write_idle): (Option<Duration>, Option<Duration>),
+    (no_delay, closing): (bool, bool),
+    total: &mut Moved,
+) -> Result<bool, BodyError> {
+    let Some(due) = framer.splice_limit() else {
+        return Ok(false);
+    };
+    let room = fairlead_net::io::with_timeout(write_idle, "body write timeout", dst.lend_ready());
+    room.await.map_err(BodyError::Dest)?;
+    let ready = fairlead_net::io::with_timeout(read_idle, "body read timeout", src.readable());
+    ready.await.map_err(BodyError::Source)?;
+    let max = usize::try_from(due).unwrap_or(usize::MAX);
+    // MSG_MORE while more of the body is due, and after its last bytes
+    // when the FIN follows them.
+    let n = dst.lend_from(src, max, (!no_delay, closing));
+    if n == 0 {
+        return Ok(false);
+    }
+    framer.spliced(n as u64);
+    total.read += n as u64;
+    total.written += n as u64;
+    Ok(true)
 }
 
 /// A chunked body turned into its data and trailers.

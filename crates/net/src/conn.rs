@@ -180,6 +180,19 @@ impl Conn {
         self.tcp.epoll()
     }
 
+    /// Both clear-text io_uring sockets, source then destination, when
+    /// bytes may go from `self` to `dst` without a copy
+    /// ([`fairlead_uring::UringSock::lend_from`]).
+    pub fn ring_pair<'a>(
+        &'a self,
+        dst: &'a Conn,
+    ) -> Option<(&'a fairlead_uring::UringSock, &'a fairlead_uring::UringSock)> {
+        if self.is_tls() || dst.is_tls() {
+            return None;
+        }
+        Some((self.tcp.uring()?, dst.tcp.uring()?))
+    }
+
     pub fn is_tls(&self) -> bool {
         self.tls().is_some()
     }

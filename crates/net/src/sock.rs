@@ -36,6 +36,14 @@ impl Sock {
         }
     }
 
+    /// The ring's socket, on the io_uring path.
+    pub fn uring(&self) -> Option<&fairlead_uring::UringSock> {
+        match self {
+            Sock::Epoll(_) => None,
+            Sock::Uring(s) => Some(s),
+        }
+    }
+
     pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<Result<()>> {
         match self {
             Sock::Epoll(s) => s.poll_read_ready(cx),

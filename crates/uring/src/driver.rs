@@ -81,8 +81,14 @@ pub(crate) struct Slot {
     pub(crate) pollin: bool,
     pub(crate) rwaker: Option<Waker>,
     pub(crate) tx: Vec<u8>,
-    /// Bytes of `tx` in the send in flight (0: none).
+    /// Bytes of the send in flight (0: none), from `tx` or from the first
+    /// loan.
     pub(crate) tx_flight: usize,
+    /// Received chunks of another connection lent to this one's send
+    /// queue, sent after `tx` ([`crate::loan`]).
+    pub(crate) loans: VecDeque<Chunk>,
+    /// The send in flight reads the first loan.
+    pub(crate) flight_loan: bool,
     /// In [`State::to_send`].
     pub(crate) tx_queued: bool,
     /// `MSG_MORE` on the next send.
@@ -115,6 +121,8 @@ pub(crate) struct State {
     to_send: Vec<u32>,
     /// Receive buffers the kernel may still pick.
     pub(crate) free_bufs: usize,
+    /// Receive buffers in all.
+    pub(crate) nbufs: usize,
     /// Send queues not in use.
     tx_free: Vec<Vec<u8>>,
     pub(crate) send_queue: usize,
@@ -219,6 +227,7 @@ impl State {
             free: Vec::new(),
             to_send: Vec::new(),
             free_bufs: n,
+            nbufs: n,
             tx_free: Vec::new(),
             send_queue: cfg.send_queue.max(1024),
             fixed_free,
@@ -409,17 +418,30 @@ impl State {
         for &idx in &list {
             let s = &mut self.slots[idx as usize];
             s.tx_queued = false;
-            if s.tx_flight > 0 || s.tx.is_empty() || s.fd < 0 {
+            if s.tx_flight > 0 || s.fd < 0 {
                 continue;
             }
-            let len = s.tx.len().min(u32::MAX as usize);
+            // The queue first, then the loans (see `crate::loan`).
+            let (ptr, len, more) = if !s.tx.is_empty() {
+                let len = s.tx.len().min(u32::MAX as usize);
+                (s.tx.as_ptr(), len, s.more || !s.loans.is_empty())
+            } else if let Some(c) = s.loans.front() {
+                let b = self.bufs.bytes(c.bid, c.off as usize, c.len as usize);
+                s.flight_loan = true;
+                (b.as_ptr(), b.len(), s.more || s.loans.len() > 1)
+            } else {
+                continue;
+            };
+            if len == 0 {
+                continue;
+            }
             s.tx_flight = len;
             s.ops += 1;
             let mut flags = libc::MSG_NOSIGNAL;
-            if s.more {
+            if more {
                 flags |= libc::MSG_MORE;
             }
-            let e = opcode::Send::new(types::Fd(s.fd), s.tx.as_ptr(), len as u32).flags(flags);
+            let e = opcode::Send::new(types::Fd(s.fd), ptr, len as u32).flags(flags);
             let ud = self.user_data(idx, Op::Send);
             self.push(&e.build().user_data(ud));
         }
@@ -517,6 +539,8 @@ impl State {
         s.abort = true;
         // The allocation stays: a send in flight may still read it.
         s.tx.clear();
+        self.drop_loans(idx);
+        let s = &mut self.slots[idx as usize];
         if s.tx_flight > 0 {
             // Closed once the send is cancelled (see `after_send`).
             self.cancel(idx, Op::Send);
@@ -557,13 +581,18 @@ impl State {
         let gen = s.gen.wrapping_add(1);
         let mut rx = std::mem::take(&mut s.rx);
         let mut acc = std::mem::take(&mut s.acc);
+        let mut loans = std::mem::take(&mut s.loans);
         rx.clear();
         acc.clear();
+        // Empty by now (given back when their send completed or the
+        // connection was reset); cleared to keep the allocation only.
+        loans.clear();
         *s = Slot {
             gen,
             fd: -1,
             rx,
             acc,
+            loans,
             ..Slot::default()
         };
         self.free.push(idx);
@@ -667,20 +696,28 @@ impl State {
         let s = &mut self.slots[idx as usize];
         s.ops -= 1;
         let flight = std::mem::take(&mut s.tx_flight);
+        if s.flight_loan {
+            self.on_loan_sent(idx, res);
+            self.after_send(idx);
+            return;
+        }
         if res < 0 {
             if res != -libc::ECANCELED {
                 s.tx_err = Some(res);
             }
             self.give_tx(idx);
+            self.drop_loans(idx);
         } else {
             // Within what is left: an aborted connection's queue was
             // emptied while this send was in flight.
             let n = (res as usize).min(flight).min(s.tx.len());
             s.tx.drain(..n);
-            if !s.tx.is_empty() {
-                self.queue_send(idx);
-            } else {
+            let loans = !s.loans.is_empty();
+            if s.tx.is_empty() {
                 self.give_tx(idx);
+            }
+            if !self.slots[idx as usize].tx.is_empty() || loans {
+                self.queue_send(idx);
             }
         }
         self.after_send(idx);
@@ -693,7 +730,7 @@ impl State {
         if let Some(w) = s.wwaker.take() {
             w.wake();
         }
-        if !s.tx.is_empty() || s.tx_flight > 0 {
+        if !s.tx.is_empty() || s.tx_flight > 0 || !s.loans.is_empty() {
             return;
         }
         self.sent(idx);

@@ -15,13 +15,17 @@
 //!   kernel picks a buffer of the ring when data arrives, so an idle
 //!   connection holds none. The buffers are given by the caller (the
 //!   worker's per-thread pool) and go back to the ring as soon as the
-//!   proxy has copied their bytes out. When the ring runs dry, a receive
+//!   proxy has copied their bytes out (or sent them, when they were lent
+//!   to another connection). When the ring runs dry, a receive
 //!   ends with `ENOBUFS`; the connection is noted and its receive re-armed
 //!   when a buffer comes back;
 //! - **sends from a per-connection send queue**: `try_write` copies into a
 //!   queue (taken from a per-ring free list while it holds data, none when
 //!   drained) and one send per connection is in flight at a time, so two
 //!   sends can never reorder. Writes of one loop turn leave in one send;
+//! - **forwarding without copies** between two connections of the ring
+//!   ([`UringSock::lend_from`]): received chunks are sent from the very
+//!   receive buffers the kernel filled (see `loan.rs`);
 //! - **batched submission**: entries are only queued while tasks run; the
 //!   ring's driver task, woken by the first entry of a turn, submits them
 //!   all and reaps the completions with one `io_uring_enter` per turn;
@@ -44,6 +48,7 @@
 mod bufring;
 mod driver;
 mod listen;
+mod loan;
 mod sock;
 
 pub use listen::{release_listeners, UringListener};
@@ -215,4 +220,7 @@ pub struct Stats {
     /// Dropped connections reset because their queued bytes had not left
     /// after [`Config::linger`].
     pub linger_resets: u64,
+    /// Bytes forwarded from one connection's receive buffers to another's
+    /// send queue without a copy ([`UringSock::lend_from`]).
+    pub lent: u64,
 }

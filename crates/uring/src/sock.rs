@@ -172,11 +172,51 @@ impl UringSock {
         let mut st = self.ring.st.borrow_mut();
         let cap = st.send_queue;
         let s = st.slot(self.idx);
-        if s.tx_err.is_some() || s.shut != Shut::No || s.tx.len() < cap {
+        if s.tx_err.is_some() || s.shut != Shut::No || (s.tx.len() < cap && s.loans.is_empty()) {
             return Poll::Ready(Ok(()));
         }
         set_waker(&mut s.wwaker, cx);
         Poll::Pending
+    }
+
+    /// Ready when [`UringSock::lend_from`] may lend more (or the
+    /// connection failed).
+    pub fn poll_lend_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let mut st = self.ring.st.borrow_mut();
+        let s = st.slot(self.idx);
+        if s.tx_err.is_some() || s.shut != Shut::No || s.loans.len() < crate::loan::LOANS {
+            return Poll::Ready(Ok(()));
+        }
+        set_waker(&mut s.wwaker, cx);
+        Poll::Pending
+    }
+
+    /// Waits until [`UringSock::lend_from`] may lend more.
+    pub async fn lend_ready(&self) -> io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_lend_ready(cx)).await
+    }
+
+    /// Forwards received bytes of `src` to this connection without copying
+    /// them: whole chunks move from `src`'s receive queue to the end of
+    /// this one's send queue, at most `max` bytes (see `loan.rs`).
+    /// `more`: `MSG_MORE` after the moved bytes, `.0` when fewer than `max`
+    /// were moved, `.1` when `max` were.
+    ///
+    /// Returns the bytes moved. 0 asks the caller to use
+    /// [`UringSock::try_read`] and [`UringSock::try_write`] instead: the
+    /// two sockets are on different rings, nothing is received, the next
+    /// chunk is longer than `max`, the end of the stream or an error is
+    /// next, the send queue is full or failed, or receive buffers are
+    /// short.
+    pub fn lend_from(&self, src: &UringSock, max: usize, more: (bool, bool)) -> usize {
+        if !Rc::ptr_eq(&self.ring, &src.ring) || src.idx == self.idx {
+            return 0;
+        }
+        let n = self.ring.st.borrow_mut().lend(src.idx, self.idx, max, more);
+        if n > 0 {
+            self.ring.kick();
+        }
+        n
     }
 
     /// Waits until the send queue has room.
@@ -201,7 +241,8 @@ impl UringSock {
             return Ok(0);
         }
         let room = cap.saturating_sub(s.tx.len());
-        if room == 0 {
+        // Lent chunks leave first (see `loan.rs`).
+        if room == 0 || !s.loans.is_empty() {
             return Err(ErrorKind::WouldBlock.into());
         }
         if s.tx.capacity() == 0 {
@@ -227,7 +268,7 @@ impl UringSock {
         if s.shut != Shut::No {
             return;
         }
-        if s.tx.is_empty() && s.tx_flight == 0 {
+        if s.tx.is_empty() && s.tx_flight == 0 && s.loans.is_empty() {
             st.shutdown(self.idx);
         } else {
             s.shut = Shut::Wanted;
@@ -288,12 +329,13 @@ impl Drop for UringSock {
                 st.cancel(idx, Op::Send);
             }
             st.slot(idx).tx.clear();
+            st.drop_loans(idx);
             if !sending {
                 st.sent(idx);
             }
         }
         let s = st.slot(idx);
-        if s.tx.is_empty() && s.tx_flight == 0 {
+        if s.tx.is_empty() && s.tx_flight == 0 && s.loans.is_empty() {
             // Otherwise once the queue has left (see `after_send`).
             if s.shut == Shut::Wanted {
                 st.shutdown(idx);
