@@ -15,7 +15,7 @@
 //! `WouldBlock` meanwhile), so bytes leave in the order they were given.
 //!
 //! Bounds: a connection holds at most [`LOANS`] lent chunks, and nothing is
-//! lent while fewer than a quarter of the ring's receive buffers are free,
+//! lent while fewer than a sixteenth of the ring's receive buffers are free,
 //! so connections whose peers read slowly cannot empty the buffer ring for
 //! the others; the caller then copies, as without loans.
 
@@ -25,6 +25,12 @@ use crate::driver::{Shut, State};
 /// buffer). Default is 4, as many as a connection may hold received
 /// ([`crate::driver::RX_CHUNKS`]).
 pub(crate) const LOANS: usize = 4;
+/// Nothing is lent while fewer than this fraction (1/16) of the ring's
+/// receive buffers are free. With a quarter, 20 connections receiving
+/// 1 MiB responses kept the ring below it most of the time (a multishot
+/// receive takes a burst of buffers before its cancel takes effect), and
+/// most bytes were copied after all.
+const RESERVE_DIV: usize = 16;
 
 impl State {
     /// Moves whole received chunks of `src` behind `dst`'s send queue, at
@@ -38,7 +44,7 @@ impl State {
         if d.tx_err.is_some() || d.shut != Shut::No || d.fd < 0 || d.abort {
             return 0;
         }
-        if self.free_bufs < self.nbufs / 4 {
+        if self.free_bufs < self.nbufs / RESERVE_DIV {
             return 0;
         }
         let mut n = 0usize;
