@@ -81,14 +81,18 @@ pub(crate) struct Slot {
     pub(crate) pollin: bool,
     pub(crate) rwaker: Option<Waker>,
     pub(crate) tx: Vec<u8>,
-    /// Bytes of the send in flight (0: none), from `tx` or from the first
-    /// loan.
+    /// Bytes of the send in flight (0: none): of `tx`, then of loans.
     pub(crate) tx_flight: usize,
+    /// Of those, the bytes of `tx`.
+    pub(crate) flight_tx: usize,
     /// Received chunks of another connection lent to this one's send
     /// queue, sent after `tx` ([`crate::loan`]).
     pub(crate) loans: VecDeque<Chunk>,
-    /// The send in flight reads the first loan.
-    pub(crate) flight_loan: bool,
+    /// Loans the send in flight reads (the first ones).
+    pub(crate) flight_loans: usize,
+    /// The `sendmsg` header of a send of several pieces (kept while the
+    /// send is in flight; boxed, so that it stays put when slots move).
+    pub(crate) msg: Option<Box<crate::send::Msg>>,
     /// In [`State::to_send`].
     pub(crate) tx_queued: bool,
     /// `MSG_MORE` on the next send.
@@ -404,7 +408,7 @@ impl State {
             .unwrap_or_else(|| Vec::with_capacity(self.send_queue))
     }
 
-    fn give_tx(&mut self, idx: u32) {
+    pub(crate) fn give_tx(&mut self, idx: u32) {
         let mut tx = std::mem::take(&mut self.slots[idx as usize].tx);
         if tx.capacity() == self.send_queue && self.tx_free.len() < 1024 {
             tx.clear();
@@ -413,7 +417,7 @@ impl State {
     }
 
     /// Submits the sends of the connections with queued bytes.
-    fn flush_sends(&mut self) {
+    pub(crate) fn flush_sends(&mut self) {
         let list = std::mem::take(&mut self.to_send);
         for &idx in &list {
             let s = &mut self.slots[idx as usize];
@@ -421,29 +425,11 @@ impl State {
             if s.tx_flight > 0 || s.fd < 0 {
                 continue;
             }
-            // The queue first, then the loans (see `crate::loan`).
-            let (ptr, len, more) = if !s.tx.is_empty() {
-                let len = s.tx.len().min(u32::MAX as usize);
-                (s.tx.as_ptr(), len, s.more || !s.loans.is_empty())
-            } else if let Some(c) = s.loans.front() {
-                let b = self.bufs.bytes(c.bid, c.off as usize, c.len as usize);
-                s.flight_loan = true;
-                (b.as_ptr(), b.len(), s.more || s.loans.len() > 1)
-            } else {
+            let Some(e) = self.send_entry(idx) else {
                 continue;
             };
-            if len == 0 {
-                continue;
-            }
-            s.tx_flight = len;
-            s.ops += 1;
-            let mut flags = libc::MSG_NOSIGNAL;
-            if more {
-                flags |= libc::MSG_MORE;
-            }
-            let e = opcode::Send::new(types::Fd(s.fd), ptr, len as u32).flags(flags);
             let ud = self.user_data(idx, Op::Send);
-            self.push(&e.build().user_data(ud));
+            self.push(&e.user_data(ud));
         }
         // Keep the list's allocation.
         let mut list = list;
@@ -692,40 +678,9 @@ impl State {
         }
     }
 
-    fn on_send(&mut self, idx: u32, res: i32) {
-        let s = &mut self.slots[idx as usize];
-        s.ops -= 1;
-        let flight = std::mem::take(&mut s.tx_flight);
-        if s.flight_loan {
-            self.on_loan_sent(idx, res);
-            self.after_send(idx);
-            return;
-        }
-        if res < 0 {
-            if res != -libc::ECANCELED {
-                s.tx_err = Some(res);
-            }
-            self.give_tx(idx);
-            self.drop_loans(idx);
-        } else {
-            // Within what is left: an aborted connection's queue was
-            // emptied while this send was in flight.
-            let n = (res as usize).min(flight).min(s.tx.len());
-            s.tx.drain(..n);
-            let loans = !s.loans.is_empty();
-            if s.tx.is_empty() {
-                self.give_tx(idx);
-            }
-            if !self.slots[idx as usize].tx.is_empty() || loans {
-                self.queue_send(idx);
-            }
-        }
-        self.after_send(idx);
-    }
-
     /// Once a connection's queue is empty: the pending shutdown, and the
     /// close of a dropped handle. Wakes a writer.
-    fn after_send(&mut self, idx: u32) {
+    pub(crate) fn after_send(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         if let Some(w) = s.wwaker.take() {
             w.wake();

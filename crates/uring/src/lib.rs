@@ -49,6 +49,7 @@ mod bufring;
 mod driver;
 mod listen;
 mod loan;
+mod send;
 mod sock;
 
 pub use listen::{release_listeners, UringListener};

@@ -67,11 +67,11 @@ impl State {
         n
     }
 
-    /// Gives the buffers of `idx`'s loans back to the buffer ring, but the
-    /// one a send in flight still reads (given back when it completes).
+    /// Gives the buffers of `idx`'s loans back to the buffer ring, but
+    /// those a send in flight still reads (given back when it completes).
     pub(crate) fn drop_loans(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
-        let keep = usize::from(s.flight_loan);
+        let keep = s.flight_loans;
         let mut loans = std::mem::take(&mut s.loans);
         while loans.len() > keep {
             if let Some(c) = loans.pop_back() {
@@ -81,30 +81,23 @@ impl State {
         self.slots[idx as usize].loans = loans;
     }
 
-    /// The send of `idx`'s first loan completed with `res`.
-    pub(crate) fn on_loan_sent(&mut self, idx: u32, res: i32) {
-        let s = &mut self.slots[idx as usize];
-        s.flight_loan = false;
-        if res < 0 || (s.abort && !s.owned) {
-            if res < 0 && res != -libc::ECANCELED {
-                s.tx_err = Some(res);
+    /// A send took `n` bytes of `idx`'s loans, from the first: the chunks
+    /// sent whole go back to the buffer ring.
+    pub(crate) fn loans_sent(&mut self, idx: u32, mut n: usize) {
+        while n > 0 {
+            let s = &mut self.slots[idx as usize];
+            let Some(front) = s.loans.front_mut() else {
+                return;
+            };
+            let take = n.min(front.len as usize);
+            front.off += take as u32;
+            front.len -= take as u32;
+            n -= take;
+            if front.len == 0 {
+                if let Some(c) = s.loans.pop_front() {
+                    self.recycle(c.bid);
+                }
             }
-            self.drop_loans(idx);
-            return;
-        }
-        let Some(front) = s.loans.front_mut() else {
-            return;
-        };
-        let n = (res as u32).min(front.len);
-        front.off += n;
-        front.len -= n;
-        if front.len == 0 {
-            if let Some(c) = s.loans.pop_front() {
-                self.recycle(c.bid);
-            }
-        }
-        if !self.slots[idx as usize].loans.is_empty() {
-            self.queue_send(idx);
         }
     }
 }

@@ -97,6 +97,9 @@ async fn relay_ends(
     let (src, _) = l.accept().await.expect("accept");
     let sock =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    // As the proxy's server sockets (without it, Nagle's algorithm and
+    // delayed ACKs make a small window crawl).
+    sock.set_nodelay(true).expect("nodelay");
     if server_rcvbuf.is_some() {
         sock.set_send_buffer_size(4096).expect("sndbuf");
     }
@@ -135,35 +138,40 @@ async fn buffers_back(ring: &Ring) {
     }
 }
 
-/// 4 MiB through the relay, between a head and a tail written through the
+/// 4 MiB (1 MiB through a small send buffer) through the relay, between a head and a tail written through the
 /// send queue: the server gets every byte in order, nearly all of them
-/// were lent, a write waits while lent bytes are queued, and every buffer
-/// goes back to the ring.
+/// were lent, and every buffer goes back to the ring. Once with default
+/// buffers, once with a small send buffer on the relay's side, which
+/// makes most sends partial (a send of the queue and several loans stops
+/// anywhere in them).
 #[test]
 fn lent_bytes_arrive_in_order_between_written_ones() {
     with_ring(cfg(), |ring| async move {
-        let body = pattern(4 << 20);
-        let (src, dst, reader, go) = relay_ends("127.0.0.67", body.clone(), None).await;
-        go.send(()).expect("go");
-        write_all(&dst, b"HEAD").await;
-        let (lent, copied) = forward(&src, &dst).await;
-        assert_eq!(lent + copied, body.len());
-        assert!(lent >= body.len() / 2, "lent {lent}, copied {copied}");
-        assert_eq!(ring.stats().lent, lent as u64);
-        write_all(&dst, b"TAIL").await;
-        drop((src, dst));
-        let got = tokio::task::spawn_blocking(move || reader.join().expect("reader"))
-            .await
-            .expect("join")
-            .expect("read to FIN");
-        assert_eq!(got.len(), body.len() + 8);
-        assert_eq!(&got[..4], b"HEAD");
-        assert!(
-            got[4..4 + body.len()] == body[..],
-            "body bytes out of order"
-        );
-        assert_eq!(&got[4 + body.len()..], b"TAIL");
-        buffers_back(&ring).await;
+        for window in [None, Some(65536)] {
+            let body = pattern(if window.is_some() { 1 << 20 } else { 4 << 20 });
+            let before = ring.stats().lent;
+            let (src, dst, reader, go) = relay_ends("127.0.0.67", body.clone(), window).await;
+            go.send(()).expect("go");
+            write_all(&dst, b"HEAD").await;
+            let (lent, copied) = forward(&src, &dst).await;
+            assert_eq!(lent + copied, body.len());
+            assert!(lent >= body.len() / 2, "lent {lent}, copied {copied}");
+            assert_eq!(ring.stats().lent - before, lent as u64);
+            write_all(&dst, b"TAIL").await;
+            drop((src, dst));
+            let got = tokio::task::spawn_blocking(move || reader.join().expect("reader"))
+                .await
+                .expect("join")
+                .expect("read to FIN");
+            assert_eq!(got.len(), body.len() + 8, "window {window:?}");
+            assert_eq!(&got[..4], b"HEAD");
+            assert!(
+                got[4..4 + body.len()] == body[..],
+                "body bytes out of order (window {window:?})"
+            );
+            assert_eq!(&got[4 + body.len()..], b"TAIL");
+            buffers_back(&ring).await;
+        }
     });
 }
 
