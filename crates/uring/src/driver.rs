@@ -35,6 +35,7 @@ pub(crate) enum Op {
     Accept = 3,
     Connect = 4,
     Poll = 6,
+    PollOut = 7,
 }
 
 /// A received chunk waiting in a provided buffer.
@@ -77,6 +78,9 @@ pub(crate) struct Slot {
     pub(crate) recv_cancelled: bool,
     /// A readiness poll is in flight (receive buffers were short).
     pub(crate) poll_armed: bool,
+    /// A send found no room (`EAGAIN`): a one-shot `POLLOUT` poll is in
+    /// flight, after which the send is made again.
+    pub(crate) pollout_armed: bool,
     /// The poll said readable: the next read is a direct `recv`.
     pub(crate) pollin: bool,
     pub(crate) rwaker: Option<Waker>,
@@ -422,7 +426,7 @@ impl State {
         for &idx in &list {
             let s = &mut self.slots[idx as usize];
             s.tx_queued = false;
-            if s.tx_flight > 0 || s.fd < 0 {
+            if s.tx_flight > 0 || s.fd < 0 || s.pollout_armed {
                 continue;
             }
             let Some(e) = self.send_entry(idx) else {
@@ -527,6 +531,10 @@ impl State {
         s.tx.clear();
         self.drop_loans(idx);
         let s = &mut self.slots[idx as usize];
+        if s.pollout_armed {
+            self.cancel(idx, Op::PollOut);
+        }
+        let s = &mut self.slots[idx as usize];
         if s.tx_flight > 0 {
             // Closed once the send is cancelled (see `after_send`).
             self.cancel(idx, Op::Send);
@@ -623,6 +631,14 @@ impl State {
                 s.connected = Some(res);
                 if let Some(w) = s.wwaker.take() {
                     w.wake();
+                }
+            }
+            7 => {
+                let s = &mut self.slots[idx as usize];
+                s.ops -= 1;
+                s.pollout_armed = false;
+                if res != -libc::ECANCELED && (!s.tx.is_empty() || !s.loans.is_empty()) {
+                    self.queue_send(idx);
                 }
             }
             6 => {

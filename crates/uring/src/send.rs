@@ -7,7 +7,7 @@
 //! as few and as large sends as copied bytes do (a send per 16 KiB
 //! chunk cost about 4 times the operations and a third more packets).
 
-use crate::driver::State;
+use crate::driver::{Op, State};
 use crate::loan::LOANS;
 use io_uring::{opcode, squeue, types};
 
@@ -90,6 +90,20 @@ impl State {
         Some(e)
     }
 
+    /// Waits for room in `idx`'s socket (a one-shot `POLLOUT` poll), then
+    /// queues its send again.
+    fn arm_pollout(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        if s.pollout_armed || s.fd < 0 {
+            return;
+        }
+        s.pollout_armed = true;
+        s.ops += 1;
+        let e = opcode::PollAdd::new(types::Fd(s.fd), libc::POLLOUT as u32);
+        let ud = self.user_data(idx, Op::PollOut);
+        self.push(&e.build().user_data(ud));
+    }
+
     /// The send of `idx` completed with `res`: the bytes it took leave the
     /// queue, then the loans (whose buffers go back to the ring), and what
     /// is left is queued again.
@@ -99,6 +113,13 @@ impl State {
         s.tx_flight = 0;
         let flight_tx = std::mem::take(&mut s.flight_tx);
         s.flight_loans = 0;
+        if res == -libc::EAGAIN {
+            // No room after all (seen with `sendmsg`): nothing was sent.
+            // The send is made again once the socket is writable.
+            self.arm_pollout(idx);
+            self.after_send(idx);
+            return;
+        }
         if res < 0 {
             if res != -libc::ECANCELED {
                 s.tx_err = Some(res);

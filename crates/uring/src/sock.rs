@@ -328,6 +328,9 @@ impl Drop for UringSock {
             if sending {
                 st.cancel(idx, Op::Send);
             }
+            if st.slot(idx).pollout_armed {
+                st.cancel(idx, Op::PollOut);
+            }
             st.slot(idx).tx.clear();
             st.drop_loans(idx);
             if !sending {
