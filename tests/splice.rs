@@ -132,15 +132,19 @@ fn splices() -> bool {
     std::env::var("FAIRLEAD_IO_URING").map_or(true, |v| v != "1")
 }
 
-/// Once the pipes went back to the pools: at least one pipe was used
-/// (epoll), or none exists (io_uring).
+/// Once the pipes went back to the pools: at least one pipe was used and
+/// nothing was lent (epoll), or no pipe exists and bytes were lent
+/// (io_uring, `show info`'s `UringLentBytes`).
 fn assert_spliced(sock: &Path, what: &str) {
     wait_until("pipes given back", || info(sock, "PipesUsed") == 0);
     let free = info(sock, "PipesFree");
+    let lent = info(sock, "UringLentBytes");
     if splices() {
         assert!(free >= 1, "{what}: PipesFree {free}");
+        assert_eq!(lent, 0, "{what}: nothing is lent on epoll");
     } else {
         assert_eq!(free, 0, "{what}: io_uring connections never splice");
+        assert!(lent > 0, "{what}: the bytes went through loans");
     }
 }
 

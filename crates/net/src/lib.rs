@@ -23,7 +23,8 @@ pub mod wait;
 pub use buf::IoBuf;
 pub use conn::{Conn, ProxyInfo, TlsInfo, TlsLayer};
 pub use fairlead_uring::{
-    release_listeners as release_uring_listeners, unsent as uring_unsent, UringListener, UringSock,
+    lent as uring_lent, release_listeners as release_uring_listeners, unsent as uring_unsent,
+    UringListener, UringSock,
 };
 pub use sock::{uring_worker, Sock};
 pub use stop::Stop;

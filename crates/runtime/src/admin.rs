@@ -211,6 +211,9 @@ impl AdminApi for Admin {
                 u8::from(self.hub.shared.stopping.load(Ordering::Relaxed)).to_string(),
             ),
             ("node", crate::stats::hostname()),
+            // Fairlead's own: bytes the io_uring workers forwarded
+            // without a copy (docs/io-uring.md); 0 on epoll.
+            ("UringLentBytes", fairlead_net::uring_lent().to_string()),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -145,6 +145,8 @@ pub(crate) struct State {
     /// ([`crate::unsent`]): a soft stop must not end the process before
     /// they left.
     unsent: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Bytes lent ([`crate::lent`]), read by other threads.
+    pub(crate) lent_total: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Dropped connections waiting for their queued bytes to leave, with
     /// their slot's generation and deadline, oldest first.
     lingering: VecDeque<(u32, u32, std::time::Instant)>,
@@ -225,8 +227,11 @@ impl State {
         };
         let unsent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         crate::register_unsent(unsent.clone());
+        let lent_total = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        crate::register_lent(lent_total.clone());
         Ok(State {
             unsent,
+            lent_total,
             lingering: VecDeque::new(),
             linger: cfg.linger,
             uring,

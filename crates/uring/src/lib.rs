@@ -127,6 +127,26 @@ fn register_unsent(c: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     }
 }
 
+/// The lent-bytes counter of every ring of the process ([`lent`]).
+static LENT: std::sync::Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicU64>>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn register_lent(c: std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    if let Ok(mut l) = LENT.lock() {
+        l.push(c);
+    }
+}
+
+/// Bytes every ring of the process forwarded without a copy since it
+/// started ([`UringSock::lend_from`]): `show info`'s `UringLentBytes`.
+pub fn lent() -> u64 {
+    LENT.lock().map_or(0, |l| {
+        l.iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            .sum()
+    })
+}
+
 /// Connections of every ring in the process with bytes still to send:
 /// queued by a write, or in a send in flight. A write returns once its
 /// bytes are queued, so a session can end (and its handle be dropped)
