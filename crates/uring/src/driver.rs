@@ -581,6 +581,8 @@ impl State {
         let mut rx = std::mem::take(&mut s.rx);
         let mut acc = std::mem::take(&mut s.acc);
         let mut loans = std::mem::take(&mut s.loans);
+        // Kept for the slot's next connection, as the queues' allocations.
+        let msg = s.msg.take();
         rx.clear();
         acc.clear();
         // Empty by now (given back when their send completed or the
@@ -592,6 +594,7 @@ impl State {
             rx,
             acc,
             loans,
+            msg,
             ..Slot::default()
         };
         self.free.push(idx);
