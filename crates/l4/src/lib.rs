@@ -259,9 +259,13 @@ async fn copy(dir: &Dir<'_>, shared: &Shared) -> PumpEnd {
 /// with the end of the stream and errors.
 async fn forward_lent(dir: &Dir<'_>, shared: &Shared) -> Option<Option<PumpEnd>> {
     let (src, dst) = dir.src.ring_pair(dir.dst)?;
-    let room = fairlead_net::io::with_timeout(dir.write_idle, "write timeout", dst.lend_ready());
-    if room.await.is_err() {
-        return Some(Some(PumpEnd::WriteError));
+    // The timer only when there is no room (as `Conn::write_all` waits).
+    if !dst.lend_room() {
+        let room =
+            fairlead_net::io::with_timeout(dir.write_idle, "write timeout", dst.lend_ready());
+        if room.await.is_err() {
+            return Some(Some(PumpEnd::WriteError));
+        }
     }
     let n = dst.lend_from(src, usize::MAX, (false, false));
     if n == 0 {

@@ -535,12 +535,10 @@ impl State {
         // The allocation stays: a send in flight may still read it.
         s.tx.clear();
         self.drop_loans(idx);
-        let s = &mut self.slots[idx as usize];
-        if s.pollout_armed {
+        if self.slots[idx as usize].pollout_armed {
             self.cancel(idx, Op::PollOut);
         }
-        let s = &mut self.slots[idx as usize];
-        if s.tx_flight > 0 {
+        if self.slots[idx as usize].tx_flight > 0 {
             // Closed once the send is cancelled (see `after_send`).
             self.cancel(idx, Op::Send);
             return;

@@ -136,17 +136,16 @@ impl State {
         // while this send was in flight.
         let drained = from_tx.min(s.tx.len());
         s.tx.drain(..drained);
+        let (abort, owned, tx_empty) = (s.abort, s.owned, s.tx.is_empty());
         self.loans_sent(idx, n);
-        let s = &self.slots[idx as usize];
-        if s.abort && !s.owned {
+        if abort && !owned {
             self.drop_loans(idx);
         }
-        let s = &self.slots[idx as usize];
-        let loans = !s.loans.is_empty();
-        if s.tx.is_empty() {
+        if tx_empty {
             self.give_tx(idx);
         }
-        if !self.slots[idx as usize].tx.is_empty() || loans {
+        let s = &self.slots[idx as usize];
+        if !s.tx.is_empty() || !s.loans.is_empty() {
             self.queue_send(idx);
         }
         self.after_send(idx);

@@ -179,15 +179,22 @@ impl UringSock {
         Poll::Pending
     }
 
+    /// Whether [`UringSock::lend_from`] may lend more (or the connection
+    /// failed): no need to wait for [`UringSock::lend_ready`].
+    pub fn lend_room(&self) -> bool {
+        let mut st = self.ring.st.borrow_mut();
+        let s = st.slot(self.idx);
+        s.tx_err.is_some() || s.shut != Shut::No || s.loans.len() < crate::loan::LOANS
+    }
+
     /// Ready when [`UringSock::lend_from`] may lend more (or the
     /// connection failed).
     pub fn poll_lend_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut st = self.ring.st.borrow_mut();
-        let s = st.slot(self.idx);
-        if s.tx_err.is_some() || s.shut != Shut::No || s.loans.len() < crate::loan::LOANS {
+        if self.lend_room() {
             return Poll::Ready(Ok(()));
         }
-        set_waker(&mut s.wwaker, cx);
+        let mut st = self.ring.st.borrow_mut();
+        set_waker(&mut st.slot(self.idx).wwaker, cx);
         Poll::Pending
     }
 

@@ -4,9 +4,10 @@
 //! written before and after them, limits hold, and every receive buffer
 //! comes back, also when the destination is reset.
 
+mod common;
+use common::*;
 use fairlead_uring::{Config, Ring, UringListener, UringSock};
 use std::io::{Read, Write};
-use std::rc::Rc;
 use std::time::Duration;
 
 const BUFS: u16 = 64;
@@ -18,46 +19,8 @@ fn cfg() -> Config {
     }
 }
 
-/// Runs `f` on a current-thread runtime with a ring of [`BUFS`] 4 KiB
-/// receive buffers; false when io_uring cannot be set up here.
-fn with_ring<F, Fut>(cfg: Config, f: F) -> bool
-where
-    F: FnOnce(Rc<Ring>) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    if let Err(e) = fairlead_uring::available() {
-        eprintln!("io_uring unavailable here ({e}): skipped");
-        return false;
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        let bufs = (0..cfg.recv_bufs).map(|_| vec![0u8; 4096]).collect();
-        let ring = Ring::start(&cfg, bufs).expect("ring");
-        tokio::time::timeout(Duration::from_secs(20), f(ring))
-            .await
-            .expect("test finished before its deadline");
-    });
-    true
-}
-
 fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i % 251) as u8).collect()
-}
-
-async fn write_all(s: &UringSock, mut data: &[u8]) {
-    while !data.is_empty() {
-        match s.try_write(data, false) {
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                s.writable().await.expect("writable")
-            }
-            Err(e) => panic!("write: {e}"),
-        }
-    }
 }
 
 /// Accepts the client of `ip` on the ring, and connects through the ring
@@ -73,9 +36,7 @@ async fn relay_ends(
     std::thread::JoinHandle<std::io::Result<Vec<u8>>>,
     std::sync::mpsc::Sender<()>,
 ) {
-    let l = std::net::TcpListener::bind((ip, 0)).expect("bind");
-    l.set_nonblocking(true).expect("nonblocking");
-    let addr = l.local_addr().expect("addr");
+    let (l, addr) = listener(ip);
     let l = UringListener::new(l).expect("listener");
     let server = std::net::TcpListener::bind((ip, 0)).expect("bind server");
     let saddr = server.local_addr().expect("addr");
