@@ -267,6 +267,75 @@ backend h\n    server o {origin}\n"
     }
 }
 
+/// In TCP mode, bytes that arrive with the peer's FIN leave with the FIN:
+/// the origin sends its answer and its FIN in one segment (`MSG_MORE`,
+/// then `shutdown`), and the client receives them in one segment too, as
+/// HAProxy forwards them when `EPOLLRDHUP` comes with the data (without
+/// this, the proxy's FIN followed in a segment of its own). Both ways: the
+/// client's request and FIN reach the origin in one segment as well.
+#[test]
+fn fin_leaves_with_the_last_bytes_in_tcp_mode() {
+    let ip = test_ip();
+    let (segs_tx, segs_rx) = mpsc::channel();
+    let segs_tx = std::sync::Mutex::new(segs_tx);
+    let (origin, _) = raw_origin(ip, move |mut s| {
+        let mut req = Vec::new();
+        let _ = s.read_to_end(&mut req);
+        if req.is_empty() {
+            // The start-up probe's connection, forwarded in TCP mode.
+            return;
+        }
+        let _ = segs_tx.lock().unwrap().send((req, tcp_info(&s).segs_in));
+        let answer = b"pong, then the end";
+        // SAFETY: `answer` is readable for its length; the descriptor is
+        // this connection's, open while `s` lives.
+        let r = unsafe {
+            libc::send(
+                s.as_raw_fd(),
+                answer.as_ptr().cast(),
+                answer.len(),
+                libc::MSG_MORE,
+            )
+        };
+        assert_eq!(r, answer.len() as isize);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+    });
+    let bind = free_addr(ip);
+    let cfg = format!(
+        "{DEFAULTS}    mode tcp\nfrontend f\n    bind {bind}\n    default_backend t\n\
+backend t\n    server o {origin}\n"
+    );
+    let _p = Proxy::start(&cfg, &[bind]);
+    for _ in 0..3 {
+        let mut c = connect(bind);
+        let fd = c.as_raw_fd();
+        let req = b"ping and the end";
+        // SAFETY: as above, on the client's own descriptor.
+        let r = unsafe { libc::send(fd, req.as_ptr().cast(), req.len(), libc::MSG_MORE) };
+        assert_eq!(r, req.len() as isize);
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let (got, origin_segs) = segs_rx.recv_timeout(DEADLINE).expect("the origin read");
+        assert_eq!(got, req, "the request reached the origin whole");
+        // SYN, handshake ACK or the request, request with FIN.
+        assert!(
+            origin_segs <= 3,
+            "the origin received {origin_segs} segments up to the FIN: the request and the FIN came apart"
+        );
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).expect("the proxy closes");
+        assert_eq!(all, b"pong, then the end");
+        // SYN-ACK, the ACK of the request (with the proxy's FIN when it
+        // came first), the answer with the FIN.
+        let segs = tcp_info(&c).segs_in;
+        assert!(
+            segs <= 3,
+            "the client received {segs} segments: the answer and the FIN came apart"
+        );
+    }
+}
+
 /// `bind ... defer-accept` (`TCP_DEFER_ACCEPT`): the kernel hands a
 /// connection to the proxy only once data arrived on it, so a silent
 /// client is not a current connection of its frontend, while on a plain

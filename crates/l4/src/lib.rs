@@ -267,7 +267,11 @@ async fn forward_lent(dir: &Dir<'_>, shared: &Shared) -> Option<Option<PumpEnd>>
             return Some(Some(PumpEnd::WriteError));
         }
     }
-    let n = dst.lend_from(src, usize::MAX, (false, false));
+    // The peer's FIN is queued behind these bytes: they leave with
+    // `MSG_MORE`, and the FIN the pump sends next (once the following read
+    // returns 0) goes in the same segment. Not when no shutdown follows.
+    let fin = src.eof_received() && !shared.half_closed.get();
+    let n = dst.lend_from(src, usize::MAX, (fin, fin));
     if n == 0 {
         return None;
     }
@@ -286,16 +290,28 @@ async fn forward_ready(
     let (src, dst, count) = (dir.src, dir.dst, dir.count);
     let mut buf = fairlead_net::pool::take();
     let end = loop {
-        match src.try_read(&mut buf) {
-            Ok(0) => break Some(PumpEnd::Eof),
-            Ok(n) => {
+        match src.try_read_fin(&mut buf) {
+            Ok((0, _)) => break Some(PumpEnd::Eof),
+            Ok((n, fin)) => {
                 shared.last_activity.set(Instant::now());
                 count.set(count.get() + n as u64);
                 let data = buf.get(..n).unwrap_or_default();
-                if dst.write_all(data, dir.write_idle).await.is_err() {
+                // The last bytes before the peer's FIN: they go out held
+                // (`MSG_MORE`) and the pump's shutdown sends them with the
+                // FIN in one segment, as HAProxy does when `EPOLLRDHUP`
+                // comes with the data. Not when no shutdown follows.
+                let more = fin && !shared.half_closed.get();
+                if dst
+                    .write_all_more(data, dir.write_idle, more)
+                    .await
+                    .is_err()
+                {
                     break Some(PumpEnd::WriteError);
                 }
                 shared.last_activity.set(Instant::now());
+                if fin {
+                    break Some(PumpEnd::Eof);
+                }
                 streamer.record_read(n == buf.len());
                 if n < buf.len() {
                     break None;

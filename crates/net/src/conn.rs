@@ -278,6 +278,23 @@ impl Conn {
         r
     }
 
+    /// [`Conn::try_read`] that also tells whether the bytes read were the
+    /// last before the peer's end of stream (see [`Sock::try_read_fin`]);
+    /// always `false` over TLS.
+    pub fn try_read_fin(&self, buf: &mut [u8]) -> Result<(usize, bool)> {
+        if self.tls().is_some() {
+            return self.try_read(buf).map(|n| (n, false));
+        }
+        let r = self.tcp.try_read_fin(buf);
+        if let (Ok((n, fin)), Some(e)) = (&r, &self.ext) {
+            if (*n == 0 && !buf.is_empty()) || *fin {
+                // The peer closed first: no TIME_WAIT is left here.
+                e.linger_risk.set(false);
+            }
+        }
+        r
+    }
+
     /// Waits for data and reads once.
     pub async fn read(&self, buf: &mut [u8]) -> Result<usize> {
         loop {

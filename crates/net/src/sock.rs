@@ -2,6 +2,7 @@
 //! worker's epoll loop (tokio) or by its io_uring ring
 //! ([`fairlead_uring`]), with the same non-blocking calls either way.
 
+use std::future::Future;
 use std::io::{Error, ErrorKind, Result};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::task::{Context, Poll};
@@ -80,6 +81,28 @@ impl Sock {
         match self {
             Sock::Epoll(s) => crate::io::try_read_drain(s, buf),
             Sock::Uring(s) => s.try_read(buf),
+        }
+    }
+
+    /// [`Sock::try_read`] that also tells whether the read took the last
+    /// bytes before the peer's end of stream (`true`: its FIN had arrived
+    /// before this read, which drained what preceded it, so the next read
+    /// returns 0). The caller may then forward the bytes and the FIN
+    /// together, as HAProxy does when it sees `EPOLLRDHUP` with the data.
+    /// `false` when not known: the next read tells.
+    pub fn try_read_fin(&self, buf: &mut [u8]) -> Result<(usize, bool)> {
+        match self {
+            Sock::Epoll(s) => {
+                // Read before the data: a FIN seen after it could follow
+                // bytes that arrived meanwhile.
+                let closed = read_closed(s);
+                let n = crate::io::try_read_drain(s, buf)?;
+                Ok((n, closed && n > 0 && n < buf.len()))
+            }
+            Sock::Uring(s) => {
+                let n = s.try_read(buf)?;
+                Ok((n, n > 0 && s.at_eof()))
+            }
         }
     }
 
@@ -193,4 +216,17 @@ impl AsFd for Sock {
 /// Whether this thread's worker serves its sockets with io_uring.
 pub fn uring_worker() -> bool {
     fairlead_uring::current().is_some()
+}
+
+/// Whether tokio has seen the peer's FIN on `s` (`EPOLLRDHUP` or
+/// `EPOLLHUP` in an event already processed), without waiting: the
+/// readiness is read once with a waker that does nothing. Tokio never
+/// clears this state once set.
+fn read_closed(s: &TcpStream) -> bool {
+    let fut = std::pin::pin!(s.ready(tokio::io::Interest::READABLE));
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    match fut.poll(&mut cx) {
+        Poll::Ready(Ok(r)) => r.is_read_closed(),
+        _ => false,
+    }
 }

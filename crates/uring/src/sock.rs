@@ -105,6 +105,20 @@ impl UringSock {
         self.copy_out(buf, true)
     }
 
+    /// Whether the peer's end of stream has arrived (its FIN), whatever
+    /// received bytes still wait before it: no more bytes can come.
+    pub fn eof_received(&self) -> bool {
+        self.ring.st.borrow_mut().slot(self.idx).rx_end == Some(0)
+    }
+
+    /// Whether every received byte was read and the end of stream is next
+    /// ([`UringSock::try_read`] would return 0).
+    pub fn at_eof(&self) -> bool {
+        let mut st = self.ring.st.borrow_mut();
+        let s = st.slot(self.idx);
+        s.rx.is_empty() && s.rx_end == Some(0)
+    }
+
     /// [`UringSock::try_read`] without consuming.
     pub fn try_peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.copy_out(buf, false)
