@@ -349,6 +349,10 @@ def main():
     ap.add_argument("--origin-cpus", help="taskset list for the origin (env FAIRBENCH_ORIGIN_CPUS, default 0)")
     ap.add_argument("--threads", type=int, help="proxy threads: nbthread / worker_processes "
                                                 "(env FAIRBENCH_THREADS, default 1)")
+    ap.add_argument("--http-reuse", choices=("never", "safe", "aggressive", "always"),
+                    help="`http-reuse MODE` in the backend of every HTTP-mode configuration (Fairlead and "
+                         "HAProxy; nginx always reuses its upstream connections). Default: none written, "
+                         "which is `safe` for both")
     ap.add_argument("--client-threads", type=int, help="fairlead-load/wrk threads (default: number of client CPUs)")
     ap.add_argument("--origin-threads", type=int, help="fairlead-term threads (default: number of origin CPUs)")
     ap.add_argument("--origin-host", default="127.0.0.2")

@@ -44,6 +44,8 @@ def haproxy_cfg(ctx, mode, maxconn, keepalive_timeout="60s", balance="roundrobin
         "backend be",
         "    balance %s" % balance,
     ]
+    if mode == "http" and getattr(ctx, "http_reuse", None):
+        lines.append("    http-reuse %s" % ctx.http_reuse)
     lines += ["    server %s %s:%d" % sv for sv in backend_servers(ctx, servers)]
     lines.append("")
     return "\n".join(lines)

@@ -152,6 +152,7 @@ def machine(ctx):
         "python": platform.python_version(),
         "cpus": {"proxy": ctx.proxy_cpus, "client": ctx.client_cpus, "origin": ctx.origin_cpus},
         "threads": {"proxy": ctx.threads, "client": ctx.client_threads, "origin": ctx.origin_threads},
+        "http_reuse": ctx.http_reuse,
         "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         "cpu_vulnerabilities": fbmetrics.vulnerabilities(),
         "netns": bool(os.environ.get(NETNS_ENV)),
@@ -432,6 +433,7 @@ class Ctx:
         self.client_cpus = args.client_cpus or env("FAIRBENCH_CLIENT_CPUS", "0")
         self.origin_cpus = args.origin_cpus or env("FAIRBENCH_ORIGIN_CPUS", "0")
         self.threads = args.threads or int(env("FAIRBENCH_THREADS", "1"))
+        self.http_reuse = getattr(args, "http_reuse", None)
         self.client_threads = args.client_threads or int(
             env("FAIRBENCH_CLIENT_THREADS", str(len(cpu_list(self.client_cpus)))))
         self.origin_threads = args.origin_threads or int(
