@@ -472,6 +472,13 @@ pub trait AdminApi: Send + Sync {
     /// Memory pools.
     fn pools(&self) -> Vec<PoolInfo>;
 
+    /// `show activity`: per-worker counters, each a name and one value per
+    /// worker, in worker order (HAProxy's `accepted` and `accq_pushed`,
+    /// Fairlead's `curr_conns`). Default is none.
+    fn activity(&self) -> Vec<(String, Vec<u64>)> {
+        Vec::new()
+    }
+
     /// Captured protocol errors.
     fn errors(&self) -> ErrorReport;
 

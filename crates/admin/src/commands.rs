@@ -111,6 +111,13 @@ pub(crate) static COMMANDS: &[Command] = &[
         shutdown_session
     ),
     cmd!(
+        &["show", "activity"],
+        "show activity",
+        "show per-thread activity stats (for support/developers)",
+        User,
+        show_activity
+    ),
+    cmd!(
         &["show", "pools"],
         "show pools [by*] [match <pfx>] [nb]",
         "report information about the memory pools usage",
@@ -443,6 +450,21 @@ fn shutdown_session(s: &mut Session, w: &[String]) -> String {
         Some(id) if s.api.shutdown_session(id) => String::new(),
         Some(_) => "No such session (use 'show sess').\n".into(),
     }
+}
+
+/// `show activity`: `date_now`, then one line per counter, HAProxy's
+/// layout: `name: total [ worker1 worker2 ... ]`.
+fn show_activity(s: &mut Session, _w: &[String]) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut out = format!("date_now: {}.{:06}\n", now.as_secs(), now.subsec_micros());
+    for (name, per) in s.api.activity() {
+        let each: Vec<String> = per.iter().map(u64::to_string).collect();
+        let total: u64 = per.iter().sum();
+        out += &format!("{name}: {total} [ {} ]\n", each.join(" "));
+    }
+    out
 }
 
 fn show_pools(s: &mut Session, w: &[String]) -> String {

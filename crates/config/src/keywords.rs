@@ -191,7 +191,7 @@ pub(crate) static CATALOG: &[Kw] = &[
     kw!("tune.buffers.limit", G, W, PERF),
     kw!("tune.buffers.reserve", G, W, PERF),
     kw!("tune.pattern.cache-size", G, W, PERF),
-    kw!("tune.listener.multi-queue", G, W, PERF),
+    kw!("tune.listener.multi-queue", G, I),
     kw!("tune.h2.header-table-size", G, I),
     kw!("tune.h2.initial-window-size", G, I),
     kw!("tune.h2.fe.initial-window-size", G, I),

@@ -151,6 +151,11 @@ pub struct Global {
     /// `tune.maxaccept`: connections accepted per wake-up per listener.
     /// Default is 64; -1 means unlimited.
     pub maxaccept: i32,
+    /// `tune.listener.multi-queue on|off`: a worker that accepts a
+    /// connection while it serves clearly more than the least loaded
+    /// worker hands the connection to that one (HAProxy's accept spreading
+    /// over its threads). Default is on.
+    pub multi_queue: bool,
     /// `io-uring on|off` (Fairlead's own keyword): the workers serve their
     /// TCP listeners and connections with io_uring instead of epoll. The
     /// environment variable `FAIRLEAD_IO_URING=1` (or `0`) overrides it.
@@ -233,6 +238,7 @@ impl Default for Global {
             localpeer: None,
             bufsize: 16384,
             maxaccept: 64,
+            multi_queue: true,
             io_uring: false,
             uring_recv_bufs: 256,
             hard_stop_after: None,

@@ -61,6 +61,7 @@ fn basic_config() {
     assert_eq!(g.ulimit_n, Some(65536));
     assert_eq!(g.bufsize, 32768);
     assert_eq!(g.maxaccept, 100);
+    assert!(g.multi_queue, "on by default, as in HAProxy");
     // Fairlead's own I/O path keywords: off and 256 unless set.
     assert!(!g.io_uring);
     assert_eq!(g.uring_recv_bufs, 256);
@@ -68,6 +69,15 @@ fn basic_config() {
     assert!(u.config.global.io_uring);
     assert_eq!(u.config.global.uring_recv_bufs, 1024);
     assert!(!ok("global\n    io-uring off\n").config.global.io_uring);
+    let mq = ok("global\n    tune.listener.multi-queue off\n");
+    assert!(!mq.config.global.multi_queue);
+    assert!(warns(&mq).is_empty(), "{:?}", warns(&mq));
+    assert!(
+        ok("global\n    tune.listener.multi-queue on\n")
+            .config
+            .global
+            .multi_queue
+    );
     assert_eq!(g.hard_stop_after, Some(Duration::from_secs(30)));
     assert_eq!(
         g.cpu_map,
@@ -427,6 +437,7 @@ fn error_messages() {
         ("global\n cpu-map 2/1 0\n", "only process 1 exists"),
         ("global\n tune.bufsize 10\n", "must be between 1024"),
         ("global\n tune.maxaccept 0\n", "must be -1 (unlimited) or a positive integer"),
+        ("global\n tune.listener.multi-queue maybe\n", "expects 'on' or 'off' (got 'maybe')"),
         ("global\n tune.h2.header-table-size 70000\n", "must be between 0 and 65536 (got 70000)"),
         ("global\n tune.h2.max-frame-size 1000\n", "must be between 16384 and 16777215"),
         ("global\n tune.h2.initial-window-size -1\n", "expects an unsigned integer"),

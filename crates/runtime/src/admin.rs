@@ -358,6 +358,15 @@ impl AdminApi for Admin {
         false
     }
 
+    fn activity(&self) -> Vec<(String, Vec<u64>)> {
+        let a = self.hub.shared.spread.activity();
+        vec![
+            ("accepted".into(), a.accepted),
+            ("accq_pushed".into(), a.pushed),
+            ("curr_conns".into(), a.conns),
+        ]
+    }
+
     fn pools(&self) -> Vec<PoolInfo> {
         let info = |name: &str, (size, allocated, used): (usize, usize, usize)| PoolInfo {
             name: name.into(),

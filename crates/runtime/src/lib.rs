@@ -29,6 +29,7 @@ mod proxy_accept;
 pub mod sockets;
 mod sockpair;
 mod soft_stop;
+mod spread;
 mod state_file;
 pub mod stats;
 mod worker;
@@ -173,6 +174,10 @@ pub struct Shared {
     pub quiet: bool,
     pub bufsize: usize,
     pub maxaccept: usize,
+    /// `tune.listener.multi-queue`: the workers' loads, and the inboxes
+    /// through which a loaded worker hands new connections to an idle one
+    /// (see [`spread`]).
+    pub(crate) spread: spread::Spread,
     /// Workers serve their TCP sockets with io_uring (`io-uring on`, or
     /// `FAIRLEAD_IO_URING=1`); `None`: epoll. The value is the receive
     /// buffer count of each worker's ring.
@@ -449,6 +454,7 @@ pub fn build(cfg: &Config, quiet: bool, maxconn: u32) -> Result<Shared> {
             n if n <= 0 => usize::MAX,
             n => n as usize,
         },
+        spread: spread::Spread::new(workers, cfg.global.multi_queue),
         io_uring: io_uring_wanted(cfg.global.io_uring).then_some(cfg.global.uring_recv_bufs),
         patterns: cfg.patterns.clone(),
         pattern_state: admin::PatternState::default(),

@@ -1,6 +1,8 @@
 //! One worker thread: a tokio `current_thread` runtime with a `LocalSet`,
 //! its own listening sockets, its own buffer and idle-connection pools.
-//! Connections never leave the thread that accepted them.
+//! Connections never leave the thread that serves them; a worker that
+//! accepts a connection while clearly busier than another may hand it to
+//! that one first (`tune.listener.multi-queue`, see [`crate::spread`]).
 //!
 //! Each accepted connection first goes through the frontend's
 //! `tcp-request connection` rules (before any TLS handshake and before
@@ -416,6 +418,21 @@ async fn accept_loop(
         fe_idx,
         accept_proxy,
     };
+    // Connections other workers hand to this listener, and where this one
+    // hands its own (epoll TCP listeners only, see `crate::spread`).
+    let spread = match (&listener, shared.spread.on()) {
+        (Acceptor::Tcp(l), true) => l.local_addr().ok().map(|a| {
+            let key = (fe_idx, a);
+            (key, shared.spread.inbox(worker, key))
+        }),
+        _ => None,
+    };
+    let inbox = spread.as_ref().map(|(_, i)| i.clone());
+    let finish = |acc: &Accepted<'_>| {
+        if let Some(i) = &inbox {
+            acc.serve_handed(i.close());
+        }
+    };
     let mut burst = 0usize;
     loop {
         // Stop accepting while a limit is reached; wake when a connection
@@ -428,16 +445,30 @@ async fn accept_loop(
             tokio::select! {
                 _ = freed => {}
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = stop.wait() => return listener.stop(&acc).await,
+                _ = stop.wait() => {
+                    finish(&acc);
+                    return listener.stop(&acc).await;
+                }
             }
         }
         let accepted = tokio::select! {
             r = listener.accept() => r,
-            _ = stop.wait() => return listener.stop(&acc).await,
+            _ = handed(&inbox) => {
+                acc.serve_handed(inbox.as_ref().map(|i| i.take()).unwrap_or_default());
+                continue;
+            }
+            _ = stop.wait() => {
+                finish(&acc);
+                return listener.stop(&acc).await;
+            }
         };
         match accepted {
             Ok((stream, peer)) => {
-                acc.serve(stream, peer);
+                shared.spread.accepted(worker);
+                match &spread {
+                    Some((key, _)) => acc.serve_or_hand(stream, peer, *key),
+                    None => acc.serve(stream, peer),
+                }
                 burst += 1;
                 if burst >= shared.maxaccept {
                     burst = 0;
@@ -453,13 +484,25 @@ async fn accept_loop(
                 tokio::select! {
                     _ = freed => {}
                     _ = tokio::time::sleep(FD_EXHAUSTION_PAUSE) => {}
-                    _ = stop.wait() => return listener.stop(&acc).await,
+                    _ = stop.wait() => {
+                        finish(&acc);
+                        return listener.stop(&acc).await;
+                    }
                 }
             }
             Err(_) => {
                 // ECONNABORTED and similar: the next accept will do.
             }
         }
+    }
+}
+
+/// Waits until another worker handed connections to this listener;
+/// forever when it takes none.
+async fn handed(inbox: &Option<Arc<crate::spread::Inbox>>) {
+    match inbox {
+        Some(i) => i.wake.notified().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -477,15 +520,53 @@ struct Accepted<'a> {
 }
 
 impl Accepted<'_> {
+    /// [`Accepted::serve`], unless this worker is clearly busier than
+    /// another ([`crate::spread::Spread::pick`]): then the socket leaves
+    /// this event loop for that worker's inbox of the same listener. Served
+    /// here when that fails (the other listener stopped).
+    fn serve_or_hand(
+        &self,
+        stream: Sock,
+        peer: std::net::SocketAddr,
+        key: crate::spread::ListenerKey,
+    ) {
+        let spread = &self.shared.spread;
+        let (to, tcp) = match (spread.pick(self.worker), stream) {
+            (Some(to), Sock::Epoll(tcp)) => (to, tcp),
+            (_, stream) => return self.serve(stream, peer),
+        };
+        // Out of this event loop (an `epoll_ctl` that cannot fail on a
+        // socket it registered; if it did, the socket is closed).
+        let Ok(stream) = tcp.into_std() else {
+            return;
+        };
+        if let Err(h) = spread.hand(to, key, crate::spread::Handed { stream, peer }) {
+            self.serve_handed([h].into());
+        }
+    }
+
+    /// Serves connections another worker handed to this listener, as if
+    /// accepted here.
+    fn serve_handed(&self, list: std::collections::VecDeque<crate::spread::Handed>) {
+        for h in list {
+            // Registered with this worker's event loop.
+            if let Ok(tcp) = tokio::net::TcpStream::from_std(h.stream) {
+                self.serve(Sock::Epoll(tcp), h.peer);
+            }
+        }
+    }
+
     /// `tcp-request connection` rules, then the session's task, counted
     /// and listed. A refused connection is dropped (reset) here.
     fn serve(&self, stream: Sock, peer: std::net::SocketAddr) {
         let (shared, fe) = (self.shared, self.fe);
+        shared.spread.pushed(self.worker);
         let mut sess = SessState::default();
         if !admit(fe, &stream, peer, &mut sess) {
             return;
         }
         sess.expect_proxy |= self.accept_proxy;
+        shared.spread.count(self.worker, true);
         shared.global.cur.fetch_add(1, Ordering::Relaxed);
         let cur = fe.limit.cur.fetch_add(1, Ordering::Relaxed) + 1;
         // A read first: the shared line is only written (fetch_max always
@@ -627,6 +708,7 @@ impl fairlead_l7::ConnAccount for Account {
         if let Ok(mut reg) = shared.sessions[self.worker].lock() {
             reg.remove(&id);
         }
+        shared.spread.count(self.worker, false);
         let g = shared.global.cur.fetch_sub(1, Ordering::SeqCst);
         let f = fe.limit.cur.fetch_sub(1, Ordering::SeqCst);
         if g >= shared.global.max

@@ -206,6 +206,13 @@ fn implemented(p: &mut Parser, words: &[String], loc: &Location) -> Result<(), S
             }
             g.maxaccept = n;
         }
+        "tune.listener.multi-queue" => {
+            g.multi_queue = match one_arg(words)? {
+                "on" => true,
+                "off" => false,
+                a => return Err(format!("expects 'on' or 'off' (got '{a}')")),
+            }
+        }
         "io-uring" => {
             g.io_uring = match one_arg(words)? {
                 "on" => true,
