@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-ORDER = ("fairlead", "fairlead-uring", "haproxy", "nginx")
+ORDER = ("fairlead", "fairlead-before", "fairlead-uring", "haproxy", "nginx")
 
 
 def load(d):
@@ -74,7 +74,7 @@ def ratios(key, by_threads):
         if not h or not h.get("rounds_ok"):
             continue
         parts = ["%s ×%.2f" % (name, summ[name]["cpu_us_per_req"] / h["cpu_us_per_req"])
-                 for name in ("fairlead", "fairlead-uring", "nginx")
+                 for name in ("fairlead", "fairlead-before", "fairlead-uring", "nginx")
                  if summ.get(name, {}).get("rounds_ok")]
         out.append("- %d thread(s), CPU per request against HAProxy: %s" % (n, ", ".join(parts)))
     return out
