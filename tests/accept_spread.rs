@@ -86,11 +86,6 @@ backend bk\n    server s1 {origin}\n",
 /// below 12 connections on the least loaded worker).
 #[test]
 fn a_loaded_worker_hands_new_connections_to_an_idle_one() {
-    if std::env::var("FAIRLEAD_IO_URING").is_ok_and(|v| v == "1") {
-        // An io_uring socket belongs to its ring: no hand-over there yet.
-        eprintln!("io_uring workers do not spread their connections: skipped");
-        return;
-    }
     let ip = test_ip();
     let bind = free_addr(ip);
     let sock = admin_sock("spread", "on");

@@ -17,10 +17,13 @@
 //! as its own. A hand-over costs two `epoll_ctl` and a cross-thread wake-up,
 //! so balanced workers never pay it.
 //!
-//! Only clear TCP sockets of epoll workers move (an io_uring socket
-//! belongs to its ring; UNIX and socket-pair listeners stay put). Default
-//! is on, as in HAProxy; `tune.listener.multi-queue off` keeps every
-//! connection on the worker the kernel chose.
+//! TCP listeners of both kinds hand connections over: an epoll worker
+//! takes the socket out of its event loop, an io_uring worker accepts it
+//! as a plain socket and puts it on its ring only when it keeps it (the
+//! receiving worker does the same with its own). UNIX and socket-pair
+//! listeners keep theirs. Default is on, as in HAProxy;
+//! `tune.listener.multi-queue off` keeps every connection on the worker
+//! the kernel chose.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

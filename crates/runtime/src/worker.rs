@@ -13,6 +13,7 @@
 //! `tcp-request session` rules (`dses`), and only then is it a session:
 //! HAProxy's "Connect from" line, then the HTTP or TCP stream.
 
+use crate::spread::Handed;
 use crate::{FrontendRt, Shared};
 use fairlead_config::Mode;
 use fairlead_l4::{ConnFacts, Gate, SessState};
@@ -204,6 +205,18 @@ impl Acceptor {
         }
     }
 
+    /// [`Acceptor::accept`], or, with `plain` on an io_uring listener, the
+    /// socket before it goes on the ring (it may still move to another
+    /// worker, see [`crate::spread`]).
+    async fn accept_new(&self, plain: bool) -> std::io::Result<(NewConn, std::net::SocketAddr)> {
+        match self {
+            Acceptor::Uring(l) if plain => {
+                l.accept_std().await.map(|(s, a)| (NewConn::Plain(s), a))
+            }
+            _ => self.accept().await.map(|(s, a)| (NewConn::Ready(s), a)),
+        }
+    }
+
     async fn accept(&self) -> std::io::Result<(Sock, std::net::SocketAddr)> {
         match self {
             Acceptor::Tcp(l) => l.accept().await.map(|(s, a)| (s.into(), a)),
@@ -221,6 +234,13 @@ impl Acceptor {
             }
         }
     }
+}
+
+/// A socket just accepted: on this worker's event loop already, or plain
+/// (an io_uring listener's, before it goes on the ring).
+enum NewConn {
+    Ready(Sock),
+    Plain(std::net::TcpStream),
 }
 
 /// Wraps an accepted socket: clear, or TLS once the handshake completed.
@@ -420,13 +440,15 @@ async fn accept_loop(
     };
     // Connections other workers hand to this listener, and where this one
     // hands its own (epoll TCP listeners only, see `crate::spread`).
-    let spread = match (&listener, shared.spread.on()) {
-        (Acceptor::Tcp(l), true) => l.local_addr().ok().map(|a| {
-            let key = (fe_idx, a);
-            (key, shared.spread.inbox(worker, key))
-        }),
+    let local = match (&listener, shared.spread.on()) {
+        (Acceptor::Tcp(l), true) => l.local_addr().ok(),
+        (Acceptor::Uring(l), true) => l.local_addr().ok(),
         _ => None,
     };
+    let spread = local.map(|a| {
+        let key = (fe_idx, a);
+        (key, shared.spread.inbox(worker, key))
+    });
     let inbox = spread.as_ref().map(|(_, i)| i.clone());
     let finish = |acc: &Accepted<'_>| {
         if let Some(i) = &inbox {
@@ -452,7 +474,7 @@ async fn accept_loop(
             }
         }
         let accepted = tokio::select! {
-            r = listener.accept() => r,
+            r = listener.accept_new(spread.is_some()) => r,
             _ = handed(&inbox) => {
                 acc.serve_handed(inbox.as_ref().map(|i| i.take()).unwrap_or_default());
                 continue;
@@ -465,9 +487,12 @@ async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 shared.spread.accepted(worker);
-                match &spread {
-                    Some((key, _)) => acc.serve_or_hand(stream, peer, *key),
-                    None => acc.serve(stream, peer),
+                match (&spread, stream) {
+                    (Some((key, _)), stream) => acc.serve_or_hand(stream, peer, *key),
+                    (None, NewConn::Ready(stream)) => acc.serve(stream, peer),
+                    (None, NewConn::Plain(stream)) => {
+                        acc.serve_handed([Handed { stream, peer }].into())
+                    }
                 }
                 burst += 1;
                 if burst >= shared.maxaccept {
@@ -526,32 +551,44 @@ impl Accepted<'_> {
     /// here when that fails (the other listener stopped).
     fn serve_or_hand(
         &self,
-        stream: Sock,
+        stream: NewConn,
         peer: std::net::SocketAddr,
         key: crate::spread::ListenerKey,
     ) {
         let spread = &self.shared.spread;
-        let (to, tcp) = match (spread.pick(self.worker), stream) {
-            (Some(to), Sock::Epoll(tcp)) => (to, tcp),
-            (_, stream) => return self.serve(stream, peer),
+        let Some(to) = spread.pick(self.worker) else {
+            return match stream {
+                NewConn::Ready(s) => self.serve(s, peer),
+                NewConn::Plain(stream) => self.serve_handed([Handed { stream, peer }].into()),
+            };
         };
-        // Out of this event loop (an `epoll_ctl` that cannot fail on a
-        // socket it registered; if it did, the socket is closed).
-        let Ok(stream) = tcp.into_std() else {
-            return;
+        let stream = match stream {
+            NewConn::Plain(s) => s,
+            // Out of this event loop (an `epoll_ctl` that cannot fail on a
+            // socket it registered; if it did, the socket is closed).
+            NewConn::Ready(Sock::Epoll(tcp)) => match tcp.into_std() {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+            NewConn::Ready(other) => return self.serve(other, peer),
         };
-        if let Err(h) = spread.hand(to, key, crate::spread::Handed { stream, peer }) {
+        if let Err(h) = spread.hand(to, key, Handed { stream, peer }) {
             self.serve_handed([h].into());
         }
     }
 
-    /// Serves connections another worker handed to this listener, as if
-    /// accepted here.
-    fn serve_handed(&self, list: std::collections::VecDeque<crate::spread::Handed>) {
+    /// Serves plain sockets (handed over by another worker, or accepted
+    /// here by an io_uring listener), once on this worker's event loop or
+    /// ring.
+    fn serve_handed(&self, list: std::collections::VecDeque<Handed>) {
         for h in list {
-            // Registered with this worker's event loop.
-            if let Ok(tcp) = tokio::net::TcpStream::from_std(h.stream) {
-                self.serve(Sock::Epoll(tcp), h.peer);
+            let sock = if fairlead_net::uring_worker() {
+                fairlead_net::UringSock::from_std(h.stream).map(Sock::from)
+            } else {
+                tokio::net::TcpStream::from_std(h.stream).map(Sock::Epoll)
+            };
+            if let Ok(sock) = sock {
+                self.serve(sock, h.peer);
             }
         }
     }

@@ -66,7 +66,32 @@ impl UringListener {
         &self,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<(UringSock, std::net::SocketAddr)>> {
-        if let Some(r) = self.try_accept() {
+        self.poll_accept_fd(cx)
+            .map_ok(|(fd, peer)| (UringSock::adopt(&self.ring, fd, true), peer))
+    }
+
+    /// Waits for the next connection and returns it as a plain socket, not
+    /// yet on the ring: the caller may hand it to another thread, or take
+    /// it onto this one with [`UringSock::from_std`].
+    pub async fn accept_std(&self) -> io::Result<(std::net::TcpStream, std::net::SocketAddr)> {
+        std::future::poll_fn(|cx| self.poll_accept_fd(cx))
+            .await
+            .map(|(fd, peer)| (std::net::TcpStream::from(fd), peer))
+    }
+
+    /// The listening socket's local address.
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        socket2::SockRef::from(&self._sock)
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("not an inet socket"))
+    }
+
+    fn poll_accept_fd(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<(OwnedFd, std::net::SocketAddr)>> {
+        if let Some(r) = self.try_accept_fd() {
             return Poll::Ready(r);
         }
         if self.stopped.get() {
@@ -127,6 +152,12 @@ impl UringListener {
     /// (or the accept's error), without waiting; `None` when there is
     /// neither.
     pub fn try_accept(&self) -> Option<io::Result<(UringSock, std::net::SocketAddr)>> {
+        self.try_accept_fd()
+            .map(|r| r.map(|(fd, peer)| (UringSock::adopt(&self.ring, fd, true), peer)))
+    }
+
+    /// [`UringListener::try_accept`] before the socket goes on the ring.
+    fn try_accept_fd(&self) -> Option<io::Result<(OwnedFd, std::net::SocketAddr)>> {
         let mut st = self.ring.st.borrow_mut();
         let s = st.slot(self.idx);
         if let Some(fd) = s.acc.pop_front() {
@@ -135,11 +166,8 @@ impl UringListener {
                 a.as_socket()
                     .ok_or_else(|| io::Error::other("not an inet socket"))
             });
-            return Some(match peer {
-                Ok(peer) => Ok((UringSock::adopt(&self.ring, fd, true), peer)),
-                // The client is already gone (ENOTCONN): the caller goes on.
-                Err(e) => Err(e),
-            });
+            // The client may already be gone (ENOTCONN): the caller goes on.
+            return Some(peer.map(|peer| (fd, peer)));
         }
         s.acc_err
             .take()
