@@ -57,9 +57,14 @@ fn purge_under_contention_keeps_limits() {
     // the expiry order never exhaust the 10 candidates of a purge (with
     // fewer, HAProxy and Fairlead alike refuse new keys).
     let t = table("type integer size 1k store conn_cur");
+    // Every thread tracks its own entry before any of them fills the
+    // table: a thread started late would otherwise ask for its entry in a
+    // table the others had already filled, and could be refused it (seen
+    // once in a CI run).
+    let ready = std::sync::Arc::new(std::sync::Barrier::new(4));
     let threads: Vec<_> = (0..4u32)
         .map(|w| {
-            let t = t.clone();
+            let (t, ready) = (t.clone(), ready.clone());
             thread::spawn(move || {
                 let mut c = Trackers::default();
                 // Each thread keeps one entry tracked the whole time.
@@ -72,6 +77,7 @@ fn purge_under_contention_keeps_limits() {
                     false,
                     1
                 ));
+                ready.wait();
                 let mut created = 0;
                 for i in 0..20_000u32 {
                     let k = (w << 20) | i;
