@@ -140,13 +140,10 @@ pub(crate) struct State {
     /// says so; the ring's own descriptor and 0 without one.
     enter_fd: (i32, u32),
     pub(crate) stats: Stats,
-    /// Connections with bytes queued or in flight, live or dropped (a
-    /// dropped one closes once they left). Read by other threads
-    /// ([`crate::unsent`]): a soft stop must not end the process before
-    /// they left.
-    unsent: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// Bytes lent ([`crate::lent`]), read by other threads.
-    pub(crate) lent_total: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The counters other threads read: connections with bytes queued or
+    /// in flight ([`crate::unsent`]: a soft stop must not end the process
+    /// before they left), and bytes lent ([`crate::lent`]).
+    pub(crate) shared: std::sync::Arc<crate::Shared>,
     /// Dropped connections waiting for their queued bytes to leave, with
     /// their slot's generation and deadline, oldest first.
     lingering: VecDeque<(u32, u32, std::time::Instant)>,
@@ -225,13 +222,8 @@ impl State {
             Ok(()) => (0..FIXED_FILES).rev().collect(),
             Err(_) => Vec::new(),
         };
-        let unsent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        crate::register_unsent(unsent.clone());
-        let lent_total = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        crate::register_lent(lent_total.clone());
         Ok(State {
-            unsent,
-            lent_total,
+            shared: crate::register_ring(),
             lingering: VecDeque::new(),
             linger: cfg.linger,
             uring,
@@ -401,7 +393,8 @@ impl State {
             s.unsent = true;
             // SeqCst: a soft stop reads the sessions' count, then this one
             // (see `crate::unsent`).
-            self.unsent
+            self.shared
+                .unsent
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         if !s.tx_queued && s.tx_flight == 0 {
@@ -555,14 +548,15 @@ impl State {
 
     /// Connections of this ring with bytes still to send.
     pub(crate) fn unsent(&self) -> usize {
-        self.unsent.load(std::sync::atomic::Ordering::SeqCst)
+        self.shared.unsent.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The slot has no bytes left to send (they left, or were dropped).
     pub(crate) fn sent(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         if std::mem::take(&mut s.unsent) {
-            self.unsent
+            self.shared
+                .unsent
                 .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         }
     }

@@ -116,35 +116,38 @@ pub(crate) fn set_waker(slot: &mut Option<std::task::Waker>, cx: &std::task::Con
     }
 }
 
-/// The unsent-bytes counter of every ring of the process
-/// ([`unsent`]).
-static UNSENT: std::sync::Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicUsize>>> =
-    std::sync::Mutex::new(Vec::new());
-
-fn register_unsent(c: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    if let Ok(mut l) = UNSENT.lock() {
-        l.push(c);
-    }
+/// The counters of one ring that other threads read: summed over every
+/// ring of the process by [`unsent`] and [`lent`].
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Connections with bytes queued or in flight, live or dropped (a
+    /// dropped one closes once they left): [`unsent`].
+    pub(crate) unsent: std::sync::atomic::AtomicUsize,
+    /// Bytes lent ([`UringSock::lend_from`]): [`lent`].
+    pub(crate) lent: std::sync::atomic::AtomicU64,
 }
 
-/// The lent-bytes counter of every ring of the process ([`lent`]).
-static LENT: std::sync::Mutex<Vec<std::sync::Arc<std::sync::atomic::AtomicU64>>> =
-    std::sync::Mutex::new(Vec::new());
+/// The shared counters of every ring of the process.
+static RINGS: std::sync::Mutex<Vec<std::sync::Arc<Shared>>> = std::sync::Mutex::new(Vec::new());
 
-fn register_lent(c: std::sync::Arc<std::sync::atomic::AtomicU64>) {
-    if let Ok(mut l) = LENT.lock() {
-        l.push(c);
+/// New counters for a ring, listed for [`unsent`] and [`lent`].
+fn register_ring() -> std::sync::Arc<Shared> {
+    let c = std::sync::Arc::new(Shared::default());
+    if let Ok(mut l) = RINGS.lock() {
+        l.push(c.clone());
     }
+    c
+}
+
+/// The sum of one counter over every ring of the process.
+fn sum_rings(f: impl Fn(&Shared) -> u64) -> u64 {
+    RINGS.lock().map_or(0, |l| l.iter().map(|c| f(c)).sum())
 }
 
 /// Bytes every ring of the process forwarded without a copy since it
 /// started ([`UringSock::lend_from`]): `show info`'s `UringLentBytes`.
 pub fn lent() -> u64 {
-    LENT.lock().map_or(0, |l| {
-        l.iter()
-            .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-            .sum()
-    })
+    sum_rings(|c| c.lent.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// Connections of every ring in the process with bytes still to send:
@@ -155,11 +158,7 @@ pub fn lent() -> u64 {
 /// count of live sessions: a session's last write is counted here before
 /// the session ends.
 pub fn unsent() -> usize {
-    UNSENT.lock().map_or(0, |l| {
-        l.iter()
-            .map(|c| c.load(std::sync::atomic::Ordering::SeqCst))
-            .sum()
-    })
+    sum_rings(|c| c.unsent.load(std::sync::atomic::Ordering::SeqCst) as u64) as usize
 }
 
 /// Whether this kernel and process can set up a ring as [`Ring::start`]

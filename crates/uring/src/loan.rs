@@ -62,7 +62,8 @@ impl State {
         if n > 0 {
             self.slots[dst as usize].more = if n < max { more.0 } else { more.1 };
             self.stats.lent += n as u64;
-            self.lent_total
+            self.shared
+                .lent
                 .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
             self.queue_send(dst);
         }
