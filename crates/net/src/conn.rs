@@ -269,11 +269,8 @@ impl Conn {
             None => self.tcp.try_read(buf),
             Some(tls) => tls.borrow_mut().try_read(&self.tcp, buf),
         };
-        if let (Ok(0), Some(e)) = (&r, &self.ext) {
-            if !buf.is_empty() {
-                // The peer closed first: no TIME_WAIT is left here.
-                e.linger_risk.set(false);
-            }
+        if matches!(r, Ok(0)) && !buf.is_empty() {
+            self.peer_closed_first();
         }
         r
     }
@@ -286,13 +283,20 @@ impl Conn {
             return self.try_read(buf).map(|n| (n, false));
         }
         let r = self.tcp.try_read_fin(buf);
-        if let (Ok((n, fin)), Some(e)) = (&r, &self.ext) {
-            if (*n == 0 && !buf.is_empty()) || *fin {
-                // The peer closed first: no TIME_WAIT is left here.
-                e.linger_risk.set(false);
+        if let Ok((n, fin)) = r {
+            if (n == 0 && !buf.is_empty()) || fin {
+                self.peer_closed_first();
             }
         }
         r
+    }
+
+    /// The peer closed first: no TIME_WAIT is left here, so the close
+    /// need not be a reset (see [`Conn::set_linger_risk`]).
+    fn peer_closed_first(&self) {
+        if let Some(e) = &self.ext {
+            e.linger_risk.set(false);
+        }
     }
 
     /// Waits for data and reads once.

@@ -439,7 +439,7 @@ async fn accept_loop(
         accept_proxy,
     };
     // Connections other workers hand to this listener, and where this one
-    // hands its own (epoll TCP listeners only, see `crate::spread`).
+    // hands its own (TCP listeners, epoll or io_uring, see `crate::spread`).
     let local = match (&listener, shared.spread.on()) {
         (Acceptor::Tcp(l), true) => l.local_addr().ok(),
         (Acceptor::Uring(l), true) => l.local_addr().ok(),
@@ -449,9 +449,9 @@ async fn accept_loop(
         let key = (fe_idx, a);
         (key, shared.spread.inbox(worker, key))
     });
-    let inbox = spread.as_ref().map(|(_, i)| i.clone());
+    let inbox = spread.as_ref().map(|(_, i)| &**i);
     let finish = |acc: &Accepted<'_>| {
-        if let Some(i) = &inbox {
+        if let Some(i) = inbox {
             acc.serve_handed(i.close());
         }
     };
@@ -475,8 +475,8 @@ async fn accept_loop(
         }
         let accepted = tokio::select! {
             r = listener.accept_new(spread.is_some()) => r,
-            _ = handed(&inbox) => {
-                acc.serve_handed(inbox.as_ref().map(|i| i.take()).unwrap_or_default());
+            _ = handed(inbox) => {
+                acc.serve_handed(inbox.map(|i| i.take()).unwrap_or_default());
                 continue;
             }
             _ = stop.wait() => {
@@ -487,12 +487,9 @@ async fn accept_loop(
         match accepted {
             Ok((stream, peer)) => {
                 shared.spread.accepted(worker);
-                match (&spread, stream) {
-                    (Some((key, _)), stream) => acc.serve_or_hand(stream, peer, *key),
-                    (None, NewConn::Ready(stream)) => acc.serve(stream, peer),
-                    (None, NewConn::Plain(stream)) => {
-                        acc.serve_handed([Handed { stream, peer }].into())
-                    }
+                match &spread {
+                    Some((key, _)) => acc.serve_or_hand(stream, peer, *key),
+                    None => acc.serve_new(stream, peer),
                 }
                 burst += 1;
                 if burst >= shared.maxaccept {
@@ -524,7 +521,7 @@ async fn accept_loop(
 
 /// Waits until another worker handed connections to this listener;
 /// forever when it takes none.
-async fn handed(inbox: &Option<Arc<crate::spread::Inbox>>) {
+async fn handed(inbox: Option<&crate::spread::Inbox>) {
     match inbox {
         Some(i) => i.wake.notified().await,
         None => std::future::pending().await,
@@ -557,10 +554,7 @@ impl Accepted<'_> {
     ) {
         let spread = &self.shared.spread;
         let Some(to) = spread.pick(self.worker) else {
-            return match stream {
-                NewConn::Ready(s) => self.serve(s, peer),
-                NewConn::Plain(stream) => self.serve_handed([Handed { stream, peer }].into()),
-            };
+            return self.serve_new(stream, peer);
         };
         let stream = match stream {
             NewConn::Plain(s) => s,
@@ -573,23 +567,36 @@ impl Accepted<'_> {
             NewConn::Ready(other) => return self.serve(other, peer),
         };
         if let Err(h) = spread.hand(to, key, Handed { stream, peer }) {
-            self.serve_handed([h].into());
+            self.serve_plain(h.stream, h.peer);
         }
     }
 
-    /// Serves plain sockets (handed over by another worker, or accepted
-    /// here by an io_uring listener), once on this worker's event loop or
-    /// ring.
+    /// Serves a connection this worker keeps.
+    fn serve_new(&self, stream: NewConn, peer: std::net::SocketAddr) {
+        match stream {
+            NewConn::Ready(s) => self.serve(s, peer),
+            NewConn::Plain(s) => self.serve_plain(s, peer),
+        }
+    }
+
+    /// Serves connections another worker handed to this listener.
     fn serve_handed(&self, list: std::collections::VecDeque<Handed>) {
         for h in list {
-            let sock = if fairlead_net::uring_worker() {
-                fairlead_net::UringSock::from_std(h.stream).map(Sock::from)
-            } else {
-                tokio::net::TcpStream::from_std(h.stream).map(Sock::Epoll)
-            };
-            if let Ok(sock) = sock {
-                self.serve(sock, h.peer);
-            }
+            self.serve_plain(h.stream, h.peer);
+        }
+    }
+
+    /// Serves a plain socket (handed over by another worker, or accepted
+    /// here by an io_uring listener) once it is on this worker's event loop
+    /// or ring.
+    fn serve_plain(&self, stream: std::net::TcpStream, peer: std::net::SocketAddr) {
+        let sock = if fairlead_net::uring_worker() {
+            fairlead_net::UringSock::from_std(stream).map(Sock::from)
+        } else {
+            tokio::net::TcpStream::from_std(stream).map(Sock::Epoll)
+        };
+        if let Ok(sock) = sock {
+            self.serve(sock, peer);
         }
     }
 
