@@ -259,13 +259,9 @@ async fn copy(dir: &Dir<'_>, shared: &Shared) -> PumpEnd {
 /// with the end of the stream and errors.
 async fn forward_lent(dir: &Dir<'_>, shared: &Shared) -> Option<Option<PumpEnd>> {
     let (src, dst) = dir.src.ring_pair(dir.dst)?;
-    // The timer only when there is no room (as `Conn::write_all` waits).
-    if !dst.lend_room() {
-        let room =
-            fairlead_net::io::with_timeout(dir.write_idle, "write timeout", dst.lend_ready());
-        if room.await.is_err() {
-            return Some(Some(PumpEnd::WriteError));
-        }
+    let room = fairlead_net::io::lend_room(dst, dir.write_idle, "write timeout");
+    if room.await.is_err() {
+        return Some(Some(PumpEnd::WriteError));
     }
     // The peer's FIN is queued behind these bytes: they leave with
     // `MSG_MORE`, and the FIN the pump sends next (once the following read

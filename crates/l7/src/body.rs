@@ -339,12 +339,8 @@ async fn lend(
     let Some(due) = framer.splice_limit() else {
         return Ok(false);
     };
-    // The timer only when there is no room (as `Conn::write_all` waits).
-    if !dst.lend_room() {
-        let room =
-            fairlead_net::io::with_timeout(write_idle, "body write timeout", dst.lend_ready());
-        room.await.map_err(BodyError::Dest)?;
-    }
+    let room = fairlead_net::io::lend_room(dst, write_idle, "body write timeout");
+    room.await.map_err(BodyError::Dest)?;
     let ready = fairlead_net::io::with_timeout(read_idle, "body read timeout", src.readable());
     ready.await.map_err(BodyError::Source)?;
     let max = usize::try_from(due).unwrap_or(usize::MAX);

@@ -38,6 +38,20 @@ pub async fn until<T>(
     }
 }
 
+/// Waits until `dst` may lend more ([`fairlead_uring::UringSock::lend_ready`]),
+/// each wait bounded by `idle`; no timer at all when it already may (as
+/// [`crate::Conn::write_all`] waits only when the socket is full).
+pub async fn lend_room(
+    dst: &fairlead_uring::UringSock,
+    idle: Option<Duration>,
+    what: &'static str,
+) -> Result<()> {
+    if dst.lend_room() {
+        return Ok(());
+    }
+    with_timeout(idle, what, dst.lend_ready()).await
+}
+
 /// One non-blocking read that also tells tokio the socket is drained when
 /// the read came back short, so the next wait goes straight to the poller
 /// instead of paying a `read()` that returns EAGAIN. A short read on a
